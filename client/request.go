@@ -1,0 +1,38 @@
+package client
+
+import "time"
+
+// API names the OpenAI endpoint a request goes to.
+const (
+	APIChat        = "chat"        // POST /v1/chat/completions
+	APICompletions = "completions" // POST /v1/completions
+)
+
+// Request is one request to send: what the scenario runner hands the client.
+// It is read, never modified, by Client.Do.
+type Request struct {
+	Seq       uint64
+	Stage     int
+	Warmup    bool
+	Scheduled time.Duration // offset from the epoch at which the load model wanted it sent
+
+	API    string // APIChat or APICompletions
+	Model  string
+	System string // optional system message (chat only)
+	Prompt string // the user message (chat) or the prompt (completions)
+
+	InputTokens int // intended prompt length in tokens, recorded in the Result
+	MaxTokens   int // max_tokens; 0 leaves it to the server
+	MinTokens   int // vLLM min_tokens; 0 omits it
+	IgnoreEOS   bool
+	Temperature *float64 // nil omits it; a pointer to 0 sends "temperature": 0
+
+	Stream          bool // stream with SSE (the default in scenarios)
+	IncludeUsage    bool // stream_options.include_usage
+	ContinuousUsage bool // stream_options.continuous_usage_stats (vLLM): per-chunk token counts
+
+	// Extra holds arbitrary top-level body fields merged into the JSON
+	// request (for example vLLM's top_k or chat_template_kwargs). Keys the
+	// client sets itself are overridden by Extra.
+	Extra map[string]any
+}

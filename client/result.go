@@ -1,0 +1,103 @@
+package client
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Schema is the version of the results-file format (header, request and
+// scrape records). It changes only when a field changes meaning or is removed.
+const Schema = 1
+
+// Record kinds: the "kind" field of every line in a results file.
+const (
+	KindHeader  = "header"
+	KindRequest = "request"
+	KindScrape  = "scrape"
+)
+
+// Outcome is how a scheduled request ended. Every scheduled request ends as
+// exactly one record with one of these outcomes.
+type Outcome string
+
+// Outcomes.
+const (
+	OK       Outcome = "ok"       // the response completed (finish_reason or [DONE] seen, or a whole JSON body)
+	Failed   Outcome = "failed"   // the request failed; ErrorClass says how
+	Canceled Outcome = "canceled" // the run was stopped while the request was in flight
+	Dropped  Outcome = "dropped"  // open loop: the arrival found no free slot and was never sent
+)
+
+// ErrorClass is a stable classification of a failed request. Reports count
+// failures by class; the classes never change meaning.
+type ErrorClass string
+
+// Error classes.
+const (
+	ErrConnect          ErrorClass = "connect"            // dial or TLS failure, connection refused or reset before a response
+	ErrHTTP4xx          ErrorClass = "http_4xx"           // the server answered 4xx (Status and Error hold the code and a body excerpt)
+	ErrHTTP5xx          ErrorClass = "http_5xx"           // the server answered 5xx
+	ErrTimeout          ErrorClass = "timeout"            // a first-byte, idle-stream or total timeout expired
+	ErrStreamTruncated  ErrorClass = "stream_truncated"   // EOF without finish_reason or [DONE]
+	ErrMalformedChunk   ErrorClass = "malformed_chunk"    // a data line that is not the expected JSON
+	ErrServerErrorEvent ErrorClass = "server_error_event" // the server sent an error object inside the stream
+	ErrCanceled         ErrorClass = "canceled"           // the run's context was canceled mid-request
+)
+
+// Header is the first record of a results file.
+type Header struct {
+	Kind     string          `json:"kind"`   // always KindHeader
+	Schema   int             `json:"schema"` // Schema
+	Tool     string          `json:"tool"`   // "servebench"
+	Version  string          `json:"version"`
+	Started  time.Time       `json:"started"` // wall-clock time of the run's epoch; every *_ns offset counts from it
+	Host     string          `json:"host,omitempty"`
+	Target   string          `json:"target"` // base URL requests went to (sim://PRESET is resolved to its loopback URL)
+	Model    string          `json:"model"`
+	Scenario json.RawMessage `json:"scenario"` // the resolved scenario, defaults applied; never holds secrets
+}
+
+// Result is the record of one scheduled request. It holds raw observations
+// only; every derived figure (TTFT, ITL, TPOT, …) is a method, so the
+// definitions live in one place (see the package documentation).
+//
+// Times are offsets from the run's epoch (Header.Started) taken with the
+// monotonic clock, encoded in nanoseconds. A zero offset means the event did
+// not happen: the epoch precedes every send, so no real event is at zero.
+type Result struct {
+	Kind    string  `json:"kind"` // always KindRequest
+	Seq     uint64  `json:"seq"`  // unique within a run, in scheduling order
+	Stage   int     `json:"stage"`
+	Warmup  bool    `json:"warmup,omitempty"` // excluded from statistics
+	Outcome Outcome `json:"outcome"`
+	API     string  `json:"api"` // "chat" or "completions"
+	Stream  bool    `json:"stream"`
+
+	Scheduled    time.Duration `json:"scheduled_ns"`               // when the load model wanted it sent
+	Sent         time.Duration `json:"sent_ns,omitempty"`          // just before the request was written
+	Headers      time.Duration `json:"headers_ns,omitempty"`       // response headers arrived
+	FirstToken   time.Duration `json:"first_token_ns,omitempty"`   // first chunk carrying content, text or reasoning
+	FirstContent time.Duration `json:"first_content_ns,omitempty"` // first chunk carrying content or text (not reasoning)
+	LastToken    time.Duration `json:"last_token_ns,omitempty"`    // last token-bearing chunk
+	End          time.Duration `json:"end_ns,omitempty"`           // the response (or the failure) ended
+
+	// ChunkTimes are the arrival offsets, from Sent, of every token-bearing
+	// chunk, in order. ChunkTokens, when not empty, holds the number of
+	// tokens in each chunk (known from continuous usage stats); when empty
+	// each chunk counts as OutputTokens/len(ChunkTimes) tokens.
+	ChunkTimes  []time.Duration `json:"chunk_ns,omitempty"`
+	ChunkTokens []int32         `json:"chunk_tokens,omitempty"`
+
+	InputTokens     int    `json:"input_tokens,omitempty"`  // prompt length the scenario intended
+	MaxTokens       int    `json:"max_tokens,omitempty"`    // output length asked for
+	PromptTokens    int    `json:"prompt_tokens,omitempty"` // from the server's usage
+	OutputTokens    int    `json:"output_tokens,omitempty"` // from the server's usage, or counted locally
+	ReasoningTokens int    `json:"reasoning_tokens,omitempty"`
+	CachedTokens    int    `json:"cached_tokens,omitempty"`    // prompt tokens served from the prefix cache, when reported
+	Estimated       bool   `json:"tokens_estimated,omitempty"` // no usage from the server: counts are local estimates
+	FinishReason    string `json:"finish_reason,omitempty"`
+
+	Status     int        `json:"status,omitempty"` // HTTP status, when a response arrived
+	ErrorClass ErrorClass `json:"error_class,omitempty"`
+	Error      string     `json:"error,omitempty"` // message, with a body excerpt for HTTP errors
+}
