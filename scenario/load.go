@@ -1,0 +1,455 @@
+package scenario
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// FieldError is one problem in a scenario, with its position. It prints as
+// "file:line: field: msg"; the line is left out when unknown (0) and the
+// field when the problem concerns the whole document.
+type FieldError struct {
+	File  string // the scenario file, or "--set" for a command-line override
+	Line  int    // 1-based line of the field's key; 0 when unknown
+	Field string // dot path, like "load.stages[0].rate"; "" for the document
+	Msg   string
+}
+
+func (e *FieldError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		b.WriteString(":")
+		b.WriteString(strconv.Itoa(e.Line))
+	}
+	if e.Field != "" {
+		if b.Len() > 0 {
+			b.WriteString(": ")
+		}
+		b.WriteString(e.Field)
+	}
+	if b.Len() > 0 {
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// maxNodes bounds the nodes the structural check visits, so a document of
+// nested aliases (a "billion laughs") fails fast instead of expanding.
+const maxNodes = 100_000
+
+// Load reads the scenario file at path, applies Defaults and validates it.
+// The error, when not nil, joins one *FieldError per problem (use
+// errors.As or the Unwrap() []error method to list them).
+func Load(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", path, err)
+	}
+	return Parse(path, data)
+}
+
+// Parse is Load for a file already read: name is used in error positions
+// and its directory to resolve a relative dataset path.
+func Parse(name string, data []byte) (*Scenario, error) {
+	raw, err := decode(name, data)
+	if err != nil {
+		return nil, err
+	}
+	sc := clone(raw)
+	sc.raw = raw
+	sc.Defaults()
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
+// decode parses and structurally checks a scenario document without
+// applying defaults.
+func decode(name string, data []byte) (*Scenario, error) {
+	src := source{file: name, dir: filepath.Dir(name), pos: map[string]position{}}
+	fe := func(line int, field, msg string) error {
+		return &FieldError{File: name, Line: line, Field: field, Msg: msg}
+	}
+
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
+		line, msg := yamlErrorLine(err.Error())
+		return nil, fe(line, "", msg)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		line := extra.Line
+		if err != nil {
+			line, _ = yamlErrorLine(err.Error())
+		}
+		return nil, fe(line, "", "a scenario file holds one YAML document")
+	}
+
+	sc := &Scenario{}
+	w := walker{src: &src}
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		w.walk(root.Content[0], reflect.TypeFor[Scenario](), "", root.Content[0].Line)
+	}
+	if len(w.errs) > 0 {
+		return nil, joinSorted(w.errs)
+	}
+	// The structural walk found nothing wrong; the strict decoder is the
+	// authority on the values (and catches anything the walk does not).
+	if len(root.Content) > 0 {
+		strict := yaml.NewDecoder(bytes.NewReader(data))
+		strict.KnownFields(true)
+		if err := strict.Decode(sc); err != nil {
+			var te *yaml.TypeError
+			if !errors.As(err, &te) {
+				line, msg := yamlErrorLine(err.Error())
+				return nil, fe(line, "", msg)
+			}
+			var errs []error
+			for _, m := range te.Errors {
+				line, msg := yamlErrorLine(m)
+				errs = append(errs, fe(line, src.fieldAt(line), msg))
+			}
+			return nil, joinSorted(errs)
+		}
+	}
+	sc.src = src
+	return sc, nil
+}
+
+var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?(?:unmarshal errors:\s*)?line (\d+): `)
+
+// yamlErrorLine splits a yaml error message into its line and the rest.
+func yamlErrorLine(msg string) (int, string) {
+	msg = strings.TrimSpace(msg)
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return line, msg[len(m[0]):]
+	}
+	return 0, strings.TrimPrefix(msg, "yaml: ")
+}
+
+// fieldAt returns the deepest field path recorded at line, or "".
+func (s *source) fieldAt(line int) string {
+	best := ""
+	for p, pos := range s.pos {
+		if pos.line == line && pos.file == s.file && len(p) > len(best) {
+			best = p
+		}
+	}
+	return best
+}
+
+// at returns the position of field path, falling back to its nearest
+// recorded ancestor ("load.stages[0].rate" → "load.stages[0]" → "load").
+func (s *source) at(path string) position {
+	for p := path; ; {
+		if pos, ok := s.pos[p]; ok {
+			return pos
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return position{file: s.file}
+}
+
+// walker checks a YAML node tree against the scenario's Go types: every key
+// known, no key twice, every value of the right kind. It records the line
+// of every field path and reports every problem (not just the first) with
+// its path.
+type walker struct {
+	src   *source
+	errs  []error
+	nodes int
+	file  string // overrides src.file in positions and errors (for --set)
+}
+
+func (w *walker) fail(line int, path, format string, args ...any) {
+	file := w.src.file
+	if w.file != "" {
+		file = w.file
+		line = 0
+	}
+	w.errs = append(w.errs, &FieldError{File: file, Line: line, Field: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+var (
+	unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
+	durationType    = reflect.TypeFor[Duration]()
+)
+
+// walk checks node n (whose key is at keyLine) against type t at path.
+func (w *walker) walk(n *yaml.Node, t reflect.Type, path string, keyLine int) {
+	w.nodes++
+	if w.nodes > maxNodes {
+		if w.nodes == maxNodes+1 {
+			w.fail(n.Line, "", "document too large (more than %d nodes after aliases)", maxNodes)
+		}
+		return
+	}
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if path != "" {
+		file := w.src.file
+		if w.file != "" {
+			file, keyLine = w.file, 0
+		}
+		w.src.pos[path] = position{file: file, line: keyLine}
+	}
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return // unset
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == durationType:
+		if _, err := parseDuration(n); err != nil {
+			w.fail(n.Line, path, "%v", err)
+		}
+		return
+	case t.Kind() == reflect.Struct && n.Kind != yaml.MappingNode && reflect.PointerTo(t).Implements(unmarshalerType):
+		w.leaf(n, t, path)
+		return
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		w.mapping(n, t, path)
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			w.fail(n.Line, path, "want a list, got %s", describe(n))
+			return
+		}
+		for i, e := range n.Content {
+			w.walk(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i), e.Line)
+		}
+	default:
+		w.leaf(n, t, path)
+	}
+}
+
+// mapping checks a mapping node against struct type t.
+func (w *walker) mapping(n *yaml.Node, t reflect.Type, path string) {
+	if n.Kind != yaml.MappingNode {
+		w.fail(n.Line, path, "want a mapping, got %s", describe(n))
+		return
+	}
+	seen := map[string]int{}
+	w.pairs(n, t, path, seen, 0)
+}
+
+func (w *walker) pairs(n *yaml.Node, t reflect.Type, path string, seen map[string]int, depth int) {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind == yaml.ScalarNode && k.Value == "<<" && k.ShortTag() == "!!merge" && depth < 8 {
+			w.merge(v, t, path, seen, depth+1)
+			continue
+		}
+		if k.Kind != yaml.ScalarNode {
+			w.fail(k.Line, path, "keys must be plain names, got %s", describe(k))
+			continue
+		}
+		child := k.Value
+		if path != "" {
+			child = path + "." + k.Value
+		}
+		f, ok := fieldByTag(t, k.Value)
+		if !ok {
+			w.fail(k.Line, child, "unknown field%s", suggest(t, k.Value))
+			continue
+		}
+		if first, dup := seen[k.Value]; dup && depth == 0 {
+			w.fail(k.Line, child, "set twice (first at line %d)", first)
+			continue
+		}
+		if _, dup := seen[k.Value]; dup {
+			continue // a merged key is overridden by the mapping's own
+		}
+		seen[k.Value] = k.Line
+		w.walk(v, f.Type, child, k.Line)
+	}
+}
+
+// merge handles a "<<" key: its value is a mapping or a list of mappings
+// whose keys apply where the mapping does not set them.
+func (w *walker) merge(v *yaml.Node, t reflect.Type, path string, seen map[string]int, depth int) {
+	if v.Kind == yaml.AliasNode && v.Alias != nil {
+		v = v.Alias
+	}
+	switch v.Kind {
+	case yaml.MappingNode:
+		w.nodes += len(v.Content)
+		w.pairs(v, t, path, seen, depth)
+	case yaml.SequenceNode:
+		for _, e := range v.Content {
+			w.merge(e, t, path, seen, depth)
+		}
+	default:
+		w.fail(v.Line, path, "<< wants a mapping, got %s", describe(v))
+	}
+}
+
+// leaf checks a scalar (or a free-form mapping) against type t.
+func (w *walker) leaf(n *yaml.Node, t reflect.Type, path string) {
+	tag := n.ShortTag()
+	switch t.Kind() {
+	case reflect.String:
+		if n.Kind != yaml.ScalarNode {
+			w.fail(n.Line, path, "want a string, got %s", describe(n))
+		}
+		return
+	case reflect.Bool:
+		if tag != "!!bool" {
+			w.fail(n.Line, path, "want true or false, got %s", describe(n))
+		}
+		return
+	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint64, reflect.Uint, reflect.Uint32:
+		if tag != "!!int" {
+			w.fail(n.Line, path, "want an integer, got %s", describe(n))
+			return
+		}
+	case reflect.Float64, reflect.Float32:
+		if tag != "!!int" && tag != "!!float" {
+			w.fail(n.Line, path, "want a number, got %s", describe(n))
+			return
+		}
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			w.fail(n.Line, path, "want a mapping, got %s", describe(n))
+			return
+		}
+	}
+	if err := n.Decode(reflect.New(t).Interface()); err != nil {
+		_, msg := yamlErrorLine(err.Error())
+		switch t.Kind() {
+		case reflect.Uint64, reflect.Uint, reflect.Uint32:
+			msg = "want a non-negative integer, got " + describe(n)
+		case reflect.Int, reflect.Int64, reflect.Int32:
+			msg = "integer out of range, got " + describe(n)
+		}
+		w.fail(n.Line, path, "%s", msg)
+	}
+}
+
+// describe names a node's kind and value for messages.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	v := n.Value
+	if len(v) > 40 {
+		v = v[:37] + "..."
+	}
+	switch n.ShortTag() {
+	case "!!str":
+		return strconv.Quote(v)
+	case "!!null":
+		return "nothing"
+	}
+	return v
+}
+
+// fieldByTag finds the struct field whose yaml tag is name.
+func fieldByTag(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if tagName(f) == name && name != "" {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+func tagName(f reflect.StructField) string {
+	tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if tag == "-" || !f.IsExported() {
+		return ""
+	}
+	return tag
+}
+
+// suggest names the closest known key, or lists them all.
+func suggest(t reflect.Type, name string) string {
+	var known []string
+	for i := range t.NumField() {
+		if n := tagName(t.Field(i)); n != "" {
+			known = append(known, n)
+		}
+	}
+	best, bestD := "", 3
+	for _, k := range known {
+		if d := editDistance(strings.ToLower(name), k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if best != "" {
+		return fmt.Sprintf(" (did you mean %s?)", best)
+	}
+	return " (known: " + strings.Join(known, ", ") + ")"
+}
+
+// editDistance is the Levenshtein distance between a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// joinSorted joins errors ordered by file, line and field, so messages
+// read top to bottom like the file.
+func joinSorted(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(errs, func(a, b error) int {
+		var fa, fb *FieldError
+		if !errors.As(a, &fa) || !errors.As(b, &fb) {
+			return 0
+		}
+		if c := strings.Compare(fa.File, fb.File); c != 0 {
+			return c
+		}
+		if fa.Line != fb.Line {
+			return fa.Line - fb.Line
+		}
+		return strings.Compare(fa.Field, fb.Field)
+	})
+	return errors.Join(errs...)
+}

@@ -1,0 +1,315 @@
+package scenario
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Scenario is one benchmark: what to target, what to send and how to pace
+// it. YAML keys are snake_case; durations are strings with a unit ("30s");
+// token lengths are in tokens; rates are in requests per second.
+//
+// A Scenario is built by Load or Parse (decode, Defaults, Validate) and is
+// then read-only except through Set and Override. It is not safe for
+// concurrent mutation; concurrent reads are safe.
+type Scenario struct {
+	Name        string      `yaml:"name" json:"name"`                         // identifies the run in results and reports
+	Description string      `yaml:"description" json:"description,omitempty"` // free text
+	Target      Target      `yaml:"target" json:"target"`                     // the server under test
+	Request     RequestSpec `yaml:"request" json:"request"`                   // per-request body options
+	Prompts     PromptSpec  `yaml:"prompts" json:"prompts"`                   // what the prompts are made of
+	Scrape      Scrape      `yaml:"scrape" json:"scrape"`                     // the server's /metrics (used by package scrape)
+	Load        LoadSpec    `yaml:"load" json:"load"`                         // stages and the run's safety bound
+
+	src source    // where the values came from, for error positions
+	raw *Scenario // the scenario as written, before Defaults; nil when built by hand
+}
+
+// source records where a scenario was read from: its file, the directory
+// relative dataset paths are resolved against, and the line of every field
+// path ("load.stages[0].rate" → 12). Overridden fields map to "--set".
+type source struct {
+	file string
+	dir  string
+	pos  map[string]position
+}
+
+type position struct {
+	file string
+	line int
+}
+
+// Target is the server under test.
+type Target struct {
+	// URL is http(s)://HOST:PORT[/PATH] (the OpenAI base URL, with or without
+	// /v1) or sim://PRESET for the built-in simulator. HOST must be loopback.
+	URL string `yaml:"url" json:"url"`
+	// Model is the model name sent in requests; empty means auto-detect from
+	// GET /v1/models (done by the caller before the run).
+	Model string `yaml:"model" json:"model"`
+	// API is APIChat ("chat") or APICompletions ("completions").
+	API string `yaml:"api" json:"api"`
+	// APIKeyEnv names the environment variable that holds the API key. The
+	// key itself is never stored in a Scenario.
+	APIKeyEnv string `yaml:"api_key_env" json:"api_key_env,omitempty"`
+	// Stream asks for SSE streaming (default true).
+	Stream *bool `yaml:"stream" json:"stream"`
+	// Timeouts bound each request.
+	Timeouts Timeouts `yaml:"timeouts" json:"timeouts"`
+}
+
+// Timeouts bound each request (see the client package for their exact
+// meaning). All are positive after Defaults.
+type Timeouts struct {
+	Connect   Duration `yaml:"connect" json:"connect"`       // dial (and TLS) to an open connection
+	FirstByte Duration `yaml:"first_byte" json:"first_byte"` // request written → response headers
+	Idle      Duration `yaml:"idle" json:"idle"`             // longest gap between two stream chunks
+	Total     Duration `yaml:"total" json:"total"`           // the whole request
+}
+
+// RequestSpec holds the request-body options shared by every request.
+type RequestSpec struct {
+	// IgnoreEOS sends vLLM's ignore_eos so every response is exactly its
+	// max_tokens long (default true).
+	IgnoreEOS *bool `yaml:"ignore_eos" json:"ignore_eos"`
+	// MinTokens is vLLM's min_tokens; 0 omits it.
+	MinTokens int `yaml:"min_tokens" json:"min_tokens,omitempty"`
+	// Temperature is omitted when absent; 0 is really sent.
+	Temperature *float64 `yaml:"temperature" json:"temperature,omitempty"`
+	// IncludeUsage sends stream_options.include_usage (default true).
+	IncludeUsage *bool `yaml:"include_usage" json:"include_usage"`
+	// ContinuousUsage sends vLLM's stream_options.continuous_usage_stats
+	// (per-chunk token counts).
+	ContinuousUsage bool `yaml:"continuous_usage" json:"continuous_usage,omitempty"`
+	// System is an optional system message (chat API only).
+	System string `yaml:"system" json:"system,omitempty"`
+	// Extra holds arbitrary top-level body fields (for example top_k or
+	// chat_template_kwargs); they override fields the client sets itself.
+	Extra map[string]any `yaml:"extra" json:"extra,omitempty"`
+}
+
+// PromptSpec describes the prompts: synthetic ones of drawn token lengths,
+// or a dataset file.
+type PromptSpec struct {
+	// Tokenizer is the encoding synthetic prompts are exact under
+	// (o200k_base or cl100k_base; default o200k_base).
+	Tokenizer string `yaml:"tokenizer" json:"tokenizer"`
+	// Seed makes prompts and lengths reproducible: the prompt of a request
+	// is a pure function of (Seed, sequence number).
+	Seed uint64 `yaml:"seed" json:"seed"`
+	// InputTokens is the prompt-length distribution, in tokens (synthetic
+	// prompts only).
+	InputTokens *Dist `yaml:"input_tokens" json:"input_tokens,omitempty"`
+	// OutputTokens is the max_tokens distribution, in tokens. With a dataset
+	// it overrides the dataset's output lengths.
+	OutputTokens *Dist `yaml:"output_tokens" json:"output_tokens,omitempty"`
+	// SharedPrefixTokens is the number of identical leading tokens in every
+	// synthetic prompt (to exercise prefix caching); it is part of the
+	// input length, not added to it.
+	SharedPrefixTokens int `yaml:"shared_prefix_tokens" json:"shared_prefix_tokens,omitempty"`
+	// Dataset, when its path is set, replaces synthetic prompts.
+	Dataset Dataset `yaml:"dataset" json:"dataset,omitzero"`
+}
+
+// Dataset names a prompt dataset file.
+type Dataset struct {
+	// Path is relative to the scenario file's directory; empty means no
+	// dataset.
+	Path string `yaml:"path" json:"path"`
+	// Format is FormatShareGPT (a JSON array of conversations: the first
+	// human turn is the prompt, the following gpt turn's token count the
+	// output length) or FormatJSONL (one {"prompt": ..., "output_tokens": N}
+	// per line). The default follows the extension: .jsonl → jsonl, else
+	// sharegpt.
+	Format string `yaml:"format" json:"format"`
+}
+
+// Dataset formats.
+const (
+	FormatShareGPT = "sharegpt"
+	FormatJSONL    = "jsonl"
+)
+
+// Dist is a distribution of token lengths. Dist selects which fields apply:
+//
+//	fixed:   value
+//	uniform: min, max (inclusive)
+//	normal:  mean, stddev, min, max (draws are rounded and clamped to [min, max])
+//
+// A bare number in YAML ("input_tokens: 256") is a fixed distribution.
+// Every drawn length is at least 1.
+type Dist struct {
+	Dist   string  `yaml:"dist" json:"dist"`
+	Value  int     `yaml:"value" json:"value,omitempty"`
+	Min    int     `yaml:"min" json:"min,omitempty"`
+	Max    int     `yaml:"max" json:"max,omitempty"`
+	Mean   float64 `yaml:"mean" json:"mean,omitempty"`
+	Stddev float64 `yaml:"stddev" json:"stddev,omitempty"`
+}
+
+// Distribution names.
+const (
+	DistFixed   = "fixed"
+	DistUniform = "uniform"
+	DistNormal  = "normal"
+)
+
+// UnmarshalYAML accepts a mapping or a bare integer (a fixed distribution).
+func (d *Dist) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		v, err := strconv.Atoi(n.Value)
+		if err != nil {
+			return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: want a token count or a mapping, got %q", n.Line, n.Value)}}
+		}
+		*d = Dist{Dist: DistFixed, Value: v}
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: want a token count or a mapping, got %s", n.Line, describe(n))}}
+	}
+	type plain Dist // no UnmarshalYAML: decode the mapping field by field
+	return n.Decode((*plain)(d))
+}
+
+// Scrape configures the /metrics scraper (package scrape).
+type Scrape struct {
+	Enabled *bool `yaml:"enabled" json:"enabled"` // default true
+	// URL defaults (when empty) to the target's base URL without /v1, plus
+	// /metrics; the scraper derives it, since a sim:// target's URL is only
+	// known once the simulator listens.
+	URL      string   `yaml:"url" json:"url,omitempty"`
+	Interval Duration `yaml:"interval" json:"interval"` // ≥ 100ms; default 1s
+	Profile  string   `yaml:"profile" json:"profile"`   // auto | vllm | sglang | tgi | llamacpp
+}
+
+// LoadSpec is the load model: stages run in order, bounded by MaxDuration.
+type LoadSpec struct {
+	// MaxDuration is the safety bound on the whole run (default 30m).
+	MaxDuration Duration `yaml:"max_duration" json:"max_duration"`
+	Stages      []Stage  `yaml:"stages" json:"stages"`
+}
+
+// Stage is one closed-loop (Concurrency > 0) or open-loop (RatePerSec > 0)
+// phase of a run, bounded by Requests and/or Duration.
+type Stage struct {
+	Name string `yaml:"name" json:"name"` // default "stage-<index>"
+
+	// Concurrency is the number of closed-loop workers.
+	Concurrency int `yaml:"concurrency" json:"concurrency,omitempty"`
+
+	// RatePerSec is the open-loop arrival rate in requests per second.
+	RatePerSec float64 `yaml:"rate" json:"rate,omitempty"`
+	// Arrival is the open-loop arrival process: constant, poisson (default)
+	// or gamma.
+	Arrival string `yaml:"arrival" json:"arrival,omitempty"`
+	// Burstiness is the gamma shape (vLLM's --burstiness): 1 is Poisson,
+	// lower is burstier, higher is more regular. Default 1.
+	Burstiness float64 `yaml:"burstiness" json:"burstiness,omitempty"`
+	// MaxConcurrency caps open-loop requests in flight; an arrival that
+	// finds the cap reached is dropped (recorded, never sent). Default
+	// DefaultMaxConcurrency.
+	MaxConcurrency int `yaml:"max_concurrency" json:"max_concurrency,omitempty"`
+
+	// Requests bounds the stage by count (arrivals, dropped ones included);
+	// 0 means unbounded by count.
+	Requests int `yaml:"requests" json:"requests,omitempty"`
+	// Duration bounds the stage by time from its start (no request is
+	// scheduled after it); 0 means unbounded by time.
+	Duration Duration `yaml:"duration" json:"duration,omitzero"`
+	// Warmup flags the stage's first requests as excluded from statistics.
+	Warmup Warmup `yaml:"warmup" json:"warmup,omitzero"`
+}
+
+// Open reports whether the stage is open loop.
+func (s *Stage) Open() bool { return s.RatePerSec > 0 }
+
+// Warmup selects a stage's first requests as warmup: the first Requests
+// requests, or those scheduled within Duration of the stage's start, or
+// both (either condition flags a request).
+type Warmup struct {
+	Requests int      `yaml:"requests" json:"requests,omitempty"`
+	Duration Duration `yaml:"duration" json:"duration,omitzero"`
+}
+
+// Arrival process names.
+const (
+	ArrivalConstant = "constant"
+	ArrivalPoisson  = "poisson"
+	ArrivalGamma    = "gamma"
+)
+
+// Duration is a time.Duration written as a string with a unit ("250ms",
+// "30s", "10m") in YAML and JSON. A bare number is rejected: "30" would
+// otherwise silently mean 30 ns.
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// String formats d like time.Duration without zero trailing units ("2m",
+// not "2m0s"); time.ParseDuration reads it back.
+func (d Duration) String() string {
+	s := time.Duration(d).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+// UnmarshalYAML parses a duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := parseDuration(n)
+	if err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %v", n.Line, err)}}
+	}
+	*d = v
+	return nil
+}
+
+func parseDuration(n *yaml.Node) (Duration, error) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		return 0, fmt.Errorf("want a duration with a unit, like \"30s\", got %s", describe(n))
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return 0, fmt.Errorf("want a duration with a unit, like \"30s\", got %q", n.Value)
+	}
+	return Duration(v), nil
+}
+
+// MarshalJSON writes d as a duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// UnmarshalJSON reads a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration: %w", err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MaxConcurrency is the largest number of requests the scenario can have in
+// flight at once: the largest closed-loop concurrency or open-loop
+// max_concurrency over its stages (size connection pools with it).
+func (sc *Scenario) MaxConcurrency() int {
+	n := 0
+	for i := range sc.Load.Stages {
+		st := &sc.Load.Stages[i]
+		n = max(n, st.Concurrency, st.MaxConcurrency)
+	}
+	return n
+}

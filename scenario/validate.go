@@ -1,0 +1,404 @@
+package scenario
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/servebench/servebench/client"
+)
+
+// Limits that catch typos (an extra zero) rather than real needs.
+const (
+	maxTokens      = 1 << 21 // per prompt or response
+	maxConcurrency = 100_000 // workers or requests in flight
+	maxRatePerSec  = 100_000
+	minScrape      = 100 * time.Millisecond
+)
+
+// knownTokenizers are the encodings internal/tokenizer embeds (checked here
+// by name, since loading one takes a third of a second).
+var knownTokenizers = []string{"o200k_base", "cl100k_base"}
+
+var (
+	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	presetRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+)
+
+// Validate reports every problem in the scenario, each as a *FieldError
+// with its position, joined with errors.Join in file order. It reads the
+// scenario only (it never fills in or corrects a value) and expects
+// Defaults to have been applied. The only I/O is a stat of the dataset
+// file.
+func (sc *Scenario) Validate() error {
+	v := validator{src: &sc.src}
+	if strings.TrimSpace(sc.Name) == "" {
+		v.add("name", "is required")
+	}
+	v.target(&sc.Target)
+	v.request(sc)
+	v.prompts(sc)
+	v.scrape(&sc.Scrape)
+	v.load(&sc.Load)
+	return joinSorted(v.errs)
+}
+
+type validator struct {
+	src  *source
+	errs []error
+}
+
+func (v *validator) add(field, format string, args ...any) {
+	pos := v.src.at(field)
+	v.errs = append(v.errs, &FieldError{File: pos.file, Line: pos.line, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) target(t *Target) {
+	v.url("target.url", t.URL, true)
+	if t.API != client.APIChat && t.API != client.APICompletions {
+		v.add("target.api", "want %s or %s, got %q", client.APIChat, client.APICompletions, t.API)
+	}
+	if t.APIKeyEnv != "" && !envNameRE.MatchString(t.APIKeyEnv) {
+		v.add("target.api_key_env", "want the name of an environment variable (not the key itself), got a value that is not a valid name")
+	}
+	if t.Stream == nil {
+		v.add("target.stream", "is unset (apply Defaults before Validate)")
+	}
+	for _, d := range []struct {
+		field string
+		d     Duration
+	}{
+		{"target.timeouts.connect", t.Timeouts.Connect},
+		{"target.timeouts.first_byte", t.Timeouts.FirstByte},
+		{"target.timeouts.idle", t.Timeouts.Idle},
+		{"target.timeouts.total", t.Timeouts.Total},
+	} {
+		if d.d <= 0 {
+			v.add(d.field, "must be positive, got %s", d.d)
+		}
+	}
+}
+
+// url checks a base URL: http(s) to a loopback host, or sim://PRESET when
+// sim is allowed.
+func (v *validator) url(field, raw string, sim bool) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		v.add(field, "not a URL: %v", errorTail(err))
+		return
+	}
+	switch u.Scheme {
+	case "sim":
+		if !sim {
+			v.add(field, "want http://HOST:PORT/PATH, got %q", raw)
+			return
+		}
+		preset := u.Host
+		if preset == "" {
+			preset = u.Opaque
+		}
+		if !presetRE.MatchString(preset) || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			v.add(field, "want sim://PRESET (a lower-case preset name, like sim://tiny), got %q", raw)
+		}
+	case "http", "https":
+		if u.Hostname() == "" {
+			v.add(field, "missing host in %q", raw)
+			return
+		}
+		if !loopback(u.Hostname()) {
+			v.add(field, "host %q is not loopback: servebench only sends load to 127.0.0.0/8, ::1 or localhost", u.Hostname())
+		}
+		if u.User != nil {
+			v.add(field, "credentials in the URL are not allowed (use target.api_key_env)")
+		}
+		if u.RawQuery != "" || u.Fragment != "" {
+			v.add(field, "want a base URL without query or fragment, got %q", raw)
+		}
+	default:
+		want := "http(s)://HOST:PORT[/v1] or sim://PRESET"
+		if !sim {
+			want = "http(s)://HOST:PORT/PATH"
+		}
+		v.add(field, "want %s, got %q", want, raw)
+	}
+}
+
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// errorTail drops the repetition of the input url.Parse puts in its errors.
+func errorTail(err error) string {
+	if ue, ok := err.(*url.Error); ok {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}
+
+func (v *validator) request(sc *Scenario) {
+	r := &sc.Request
+	if r.MinTokens < 0 {
+		v.add("request.min_tokens", "must be ≥ 0, got %d", r.MinTokens)
+	} else if out := sc.Prompts.OutputTokens; r.MinTokens > 0 && out != nil && out.valid() && r.MinTokens > out.lowest() {
+		v.add("request.min_tokens", "%d exceeds the smallest output length %d (servers reject min_tokens > max_tokens)", r.MinTokens, out.lowest())
+	}
+	if t := r.Temperature; t != nil && (*t < 0 || *t > 2 || math.IsNaN(*t)) {
+		v.add("request.temperature", "want 0 to 2, got %g", *t)
+	}
+	if r.System != "" && sc.Target.API == client.APICompletions {
+		v.add("request.system", "applies to the chat API only (target.api is completions)")
+	}
+	if r.ContinuousUsage && (r.IncludeUsage == nil || !*r.IncludeUsage) {
+		v.add("request.continuous_usage", "needs include_usage: true")
+	}
+	if len(r.Extra) > 0 {
+		if _, err := json.Marshal(r.Extra); err != nil {
+			v.add("request.extra", "cannot be sent as JSON: %v", err)
+		}
+	}
+}
+
+func (v *validator) prompts(sc *Scenario) {
+	p := &sc.Prompts
+	known := false
+	for _, k := range knownTokenizers {
+		known = known || p.Tokenizer == k
+	}
+	if !known {
+		v.add("prompts.tokenizer", "want one of %s, got %q", strings.Join(knownTokenizers, ", "), p.Tokenizer)
+	}
+	if p.SharedPrefixTokens < 0 {
+		v.add("prompts.shared_prefix_tokens", "must be ≥ 0, got %d", p.SharedPrefixTokens)
+	}
+	if p.Dataset.Path != "" {
+		v.dataset(sc)
+		if p.InputTokens != nil {
+			v.add("prompts.input_tokens", "comes from the dataset; remove it or the dataset")
+		}
+		if p.SharedPrefixTokens > 0 {
+			v.add("prompts.shared_prefix_tokens", "applies to synthetic prompts only, not to a dataset")
+		}
+		if p.OutputTokens != nil {
+			v.dist("prompts.output_tokens", p.OutputTokens)
+		}
+		return
+	}
+	if p.Dataset.Format != "" {
+		v.add("prompts.dataset.format", "is set but prompts.dataset.path is empty")
+	}
+	if p.InputTokens == nil || p.OutputTokens == nil {
+		v.add("prompts", "input_tokens and output_tokens are unset (apply Defaults before Validate)")
+		return
+	}
+	v.dist("prompts.input_tokens", p.InputTokens)
+	v.dist("prompts.output_tokens", p.OutputTokens)
+	if in := p.InputTokens; in.valid() && p.SharedPrefixTokens > 0 && p.SharedPrefixTokens > in.lowest() {
+		v.add("prompts.shared_prefix_tokens", "%d exceeds the smallest input length %d (the prefix is part of the prompt)", p.SharedPrefixTokens, in.lowest())
+	}
+}
+
+func (v *validator) dataset(sc *Scenario) {
+	d := &sc.Prompts.Dataset
+	if d.Format != FormatShareGPT && d.Format != FormatJSONL {
+		v.add("prompts.dataset.format", "want %s or %s, got %q", FormatShareGPT, FormatJSONL, d.Format)
+	}
+	fi, err := os.Stat(sc.DatasetPath())
+	switch {
+	case err != nil:
+		v.add("prompts.dataset.path", "%v", err)
+	case fi.IsDir():
+		v.add("prompts.dataset.path", "%s is a directory", d.Path)
+	}
+}
+
+// DatasetPath is the dataset file's path, resolved against the scenario
+// file's directory when relative; "" when the scenario has no dataset.
+func (sc *Scenario) DatasetPath() string {
+	p := sc.Prompts.Dataset.Path
+	if p == "" || filepath.IsAbs(p) || sc.src.dir == "" {
+		return p
+	}
+	return filepath.Join(sc.src.dir, p)
+}
+
+// dist checks a length distribution; unused fields are errors, so a typo in
+// the dist name does not silently ignore the numbers.
+func (v *validator) dist(field string, d *Dist) {
+	unused := func(name string, set bool) {
+		if set {
+			v.add(field+"."+name, "is not used by dist %s", d.Dist)
+		}
+	}
+	bound := func(name string, x int) {
+		if x < 1 || x > maxTokens {
+			v.add(field+"."+name, "want 1 to %d tokens, got %d", maxTokens, x)
+		}
+	}
+	switch d.Dist {
+	case DistFixed:
+		bound("value", d.Value)
+		unused("min", d.Min != 0)
+		unused("max", d.Max != 0)
+		unused("mean", d.Mean != 0)
+		unused("stddev", d.Stddev != 0)
+	case DistUniform:
+		bound("min", d.Min)
+		bound("max", d.Max)
+		if d.Min >= 1 && d.Max >= 1 && d.Min > d.Max {
+			v.add(field, "min %d exceeds max %d", d.Min, d.Max)
+		}
+		unused("value", d.Value != 0)
+		unused("mean", d.Mean != 0)
+		unused("stddev", d.Stddev != 0)
+	case DistNormal:
+		if !(d.Mean >= 1 && d.Mean <= maxTokens) {
+			v.add(field+".mean", "want 1 to %d tokens, got %g", maxTokens, d.Mean)
+		}
+		if !(d.Stddev >= 0 && d.Stddev <= maxTokens) {
+			v.add(field+".stddev", "want 0 to %d tokens, got %g", maxTokens, d.Stddev)
+		}
+		bound("min", d.Min)
+		bound("max", d.Max)
+		if d.Min >= 1 && d.Max >= 1 && d.Min > d.Max {
+			v.add(field, "min %d exceeds max %d", d.Min, d.Max)
+		}
+		unused("value", d.Value != 0)
+	default:
+		v.add(field+".dist", "want %s, %s or %s, got %q", DistFixed, DistUniform, DistNormal, d.Dist)
+	}
+}
+
+// valid reports whether d's bounds are usable (checked by dist).
+func (d *Dist) valid() bool {
+	switch d.Dist {
+	case DistFixed:
+		return d.Value >= 1
+	case DistUniform, DistNormal:
+		return d.Min >= 1 && d.Min <= d.Max
+	}
+	return false
+}
+
+// lowest is the smallest length d can draw.
+func (d *Dist) lowest() int {
+	if d.Dist == DistFixed {
+		return d.Value
+	}
+	return d.Min
+}
+
+// highest is the largest length d can draw.
+func (d *Dist) highest() int {
+	if d.Dist == DistFixed {
+		return d.Value
+	}
+	return d.Max
+}
+
+var scrapeProfiles = []string{"auto", "vllm", "sglang", "tgi", "llamacpp"}
+
+func (v *validator) scrape(s *Scrape) {
+	if s.URL != "" {
+		v.url("scrape.url", s.URL, false)
+	}
+	if s.Interval < Duration(minScrape) {
+		v.add("scrape.interval", "must be at least %s, got %s", minScrape, s.Interval)
+	}
+	ok := false
+	for _, p := range scrapeProfiles {
+		ok = ok || s.Profile == p
+	}
+	if !ok {
+		v.add("scrape.profile", "want one of %s, got %q", strings.Join(scrapeProfiles, ", "), s.Profile)
+	}
+}
+
+func (v *validator) load(l *LoadSpec) {
+	if l.MaxDuration <= 0 {
+		v.add("load.max_duration", "must be positive, got %s", l.MaxDuration)
+	}
+	if len(l.Stages) == 0 {
+		v.add("load.stages", "at least one stage is required")
+	}
+	names := map[string]int{}
+	for i := range l.Stages {
+		st := &l.Stages[i]
+		f := fmt.Sprintf("load.stages[%d]", i)
+		if j, dup := names[st.Name]; dup && st.Name != "" {
+			v.add(f+".name", "%q is also the name of stage %d", st.Name, j)
+		}
+		names[st.Name] = i
+		v.stage(f, st)
+	}
+}
+
+func (v *validator) stage(f string, st *Stage) {
+	switch {
+	case st.Concurrency != 0 && st.RatePerSec != 0:
+		v.add(f, "set concurrency (closed loop) or rate (open loop), not both")
+	case st.Concurrency == 0 && st.RatePerSec == 0:
+		v.add(f, "set concurrency (closed loop) or rate (open loop)")
+	case st.Concurrency < 0 || st.Concurrency > maxConcurrency:
+		v.add(f+".concurrency", "want 1 to %d, got %d", maxConcurrency, st.Concurrency)
+	case !(st.RatePerSec >= 0 && st.RatePerSec <= maxRatePerSec):
+		v.add(f+".rate", "want a rate in requests per second above 0 and up to %d, got %g", maxRatePerSec, st.RatePerSec)
+	}
+	if st.Open() {
+		switch st.Arrival {
+		case ArrivalConstant, ArrivalPoisson:
+			if st.Burstiness != 0 {
+				v.add(f+".burstiness", "applies to arrival gamma only (arrival is %s)", st.Arrival)
+			}
+		case ArrivalGamma:
+			if !(st.Burstiness > 0 && st.Burstiness <= 1000) {
+				v.add(f+".burstiness", "want a gamma shape above 0 and up to 1000, got %g", st.Burstiness)
+			}
+		default:
+			v.add(f+".arrival", "want %s, %s or %s, got %q", ArrivalConstant, ArrivalPoisson, ArrivalGamma, st.Arrival)
+		}
+		if st.MaxConcurrency < 1 || st.MaxConcurrency > maxConcurrency {
+			v.add(f+".max_concurrency", "want 1 to %d, got %d", maxConcurrency, st.MaxConcurrency)
+		}
+	} else {
+		if st.Arrival != "" {
+			v.add(f+".arrival", "applies to open-loop stages (rate) only")
+		}
+		if st.Burstiness != 0 {
+			v.add(f+".burstiness", "applies to open-loop stages (rate) only")
+		}
+		if st.MaxConcurrency != 0 {
+			v.add(f+".max_concurrency", "applies to open-loop stages (rate) only; concurrency already bounds a closed loop")
+		}
+	}
+	if st.Requests < 0 {
+		v.add(f+".requests", "must be ≥ 0, got %d", st.Requests)
+	}
+	if st.Duration < 0 {
+		v.add(f+".duration", "must be ≥ 0, got %s", st.Duration)
+	}
+	if st.Requests == 0 && st.Duration == 0 {
+		v.add(f, "needs a bound: requests, duration or both")
+	}
+	w := st.Warmup
+	if w.Requests < 0 {
+		v.add(f+".warmup.requests", "must be ≥ 0, got %d", w.Requests)
+	} else if st.Requests > 0 && w.Requests >= st.Requests {
+		v.add(f+".warmup.requests", "%d leaves no measured requests (the stage sends %d, warmup included)", w.Requests, st.Requests)
+	}
+	if w.Duration < 0 {
+		v.add(f+".warmup.duration", "must be ≥ 0, got %s", w.Duration)
+	} else if st.Duration > 0 && w.Duration >= st.Duration {
+		v.add(f+".warmup.duration", "%s leaves no measured time (the stage lasts %s, warmup included)", w.Duration, st.Duration)
+	}
+}
