@@ -1,0 +1,39 @@
+// Package scrape is servebench's Prometheus /metrics scraper: it reads an
+// inference server's metrics page while a run loads it and maps the
+// engine-specific series onto a small set of stable meanings.
+//
+// It consumes the text exposition format (version 0.0.4) served by vLLM,
+// SGLang, TGI, llama.cpp and LMDeploy, parsed with prometheus/common's
+// expfmt.TextParser, and produces Sample records: one per scrape, stamped on
+// the run's monotonic clock and written as a "kind":"scrape" line into the
+// same NDJSON results file as the request records (see client.Result), so a
+// report can be rebuilt from the file alone. Rates turns the cumulative
+// counters and histograms of successive samples into per-interval rates and
+// deltas, handling counter resets.
+//
+// # Stable meanings
+//
+// A Profile lists, for each Meaning, the metric names an engine has used for
+// it, newest first; the first name present on a page wins and is recorded in
+// Sample.Matched. A meaning whose names are all absent is unknown, never zero:
+// llama.cpp, for example, exports no KV-cache gauge, so its samples carry no
+// kv_usage at all.
+//
+//	kv_usage           gauge, fraction of KV-cache capacity in use (0..1)
+//	running, waiting   gauges, requests in the batch and in the queue
+//	preemptions        counter, requests preempted (vLLM) or retracted (SGLang)
+//	prompt_tokens      counter, prompt tokens processed
+//	generation_tokens  counter, tokens generated
+//	prefix_hits        counter, prompt tokens served from the prefix cache
+//	prefix_queries     counter, prompt tokens looked up in the prefix cache
+//	ttft, itl, e2e, queue_time
+//	                   server-side latency histograms, in seconds
+//
+// # Several engines on one page
+//
+// Data-parallel servers label each engine's series (vLLM and LMDeploy
+// engine="0", engine="1"; SGLang dp_rank). A sample keeps every engine's
+// values in Sample.Engines and aggregates them into Sample.Values: kv_usage
+// is the mean over engines, every other gauge and every counter is the sum,
+// and histograms are summed bucket by bucket.
+package scrape

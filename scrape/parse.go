@@ -1,0 +1,379 @@
+package scrape
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// ErrUnknownEngine is returned by Parser.Parse when a profile is to be
+// detected and no metric family on the page carries a known engine prefix.
+var ErrUnknownEngine = errors.New("no known engine metrics on the page")
+
+// Parser reads metrics pages in the Prometheus text format (version 0.0.4)
+// into Readings. It reuses one expfmt.TextParser, so it is not safe for
+// concurrent use; create one per goroutine.
+type Parser struct {
+	tp       expfmt.TextParser
+	profiles []Profile
+}
+
+// NewParser returns a Parser that knows the built-in profiles.
+func NewParser() *Parser {
+	return &Parser{
+		tp:       expfmt.NewTextParser(model.UTF8Validation),
+		profiles: Profiles(),
+	}
+}
+
+// Parse reads one page and maps it onto stable meanings with the profile
+// called profile, or with the profile detected from the page when profile is
+// "" or ProfileAuto. A malformed page fails with the parser's error (an
+// expfmt.ParseError carrying the line); a page with no known engine prefix
+// fails with ErrUnknownEngine when detecting.
+func (p *Parser) Parse(r io.Reader, profile string) (Reading, error) {
+	var prof Profile
+	if profile != "" && profile != ProfileAuto {
+		var err error
+		if prof, err = p.lookup(profile); err != nil {
+			return Reading{}, err
+		}
+	}
+	fams, err := p.tp.TextToMetricFamilies(r)
+	if err != nil {
+		return Reading{}, fmt.Errorf("parse metrics page: %w", err)
+	}
+	if prof.Name == "" {
+		names := make([]string, 0, len(fams))
+		for name := range fams {
+			names = append(names, name)
+		}
+		var ok bool
+		if prof, ok = detect(p.profiles, names); !ok {
+			return Reading{}, fmt.Errorf("detect profile: %w", ErrUnknownEngine)
+		}
+	}
+	return read(fams, prof), nil
+}
+
+func (p *Parser) lookup(name string) (Profile, error) {
+	for _, prof := range p.profiles {
+		if prof.Name == name {
+			return prof, nil
+		}
+	}
+	return ProfileByName(name)
+}
+
+// read maps parsed metric families onto stable meanings with prof. Values
+// that are not finite (NaN, ±Inf), alone or summed, are treated as absent, so
+// every Reading can be encoded as JSON.
+func read(fams map[string]*dto.MetricFamily, prof Profile) Reading {
+	rd := Reading{Profile: prof.Name}
+	engines := map[string]*Snapshot{}
+	engine := func(key string) *Snapshot {
+		s := engines[key]
+		if s == nil {
+			s = &Snapshot{}
+			engines[key] = s
+		}
+		return s
+	}
+	for _, m := range Meanings() {
+		for _, s := range prof.Sources[m] {
+			if m.Kind() == KindHistogram {
+				groups := readHistograms(fams, prof, s)
+				if len(groups) == 0 {
+					continue
+				}
+				var all []Histogram
+				for _, key := range sortedKeys(groups) {
+					h := groups[key]
+					all = append(all, h)
+					if key != "" {
+						e := engine(key)
+						if e.Histograms == nil {
+							e.Histograms = map[Meaning]Histogram{}
+						}
+						e.Histograms[m] = h
+					}
+				}
+				sum := all[0]
+				for _, h := range all[1:] {
+					sum = sum.add(h)
+				}
+				if !sum.finite() {
+					continue
+				}
+				if rd.Histograms == nil {
+					rd.Histograms = map[Meaning]Histogram{}
+				}
+				rd.Histograms[m] = sum
+			} else {
+				groups := readValues(fams, prof, s, m.averaged())
+				if len(groups) == 0 {
+					continue
+				}
+				var all []float64
+				for _, key := range sortedKeys(groups) {
+					v := groups[key]
+					all = append(all, v)
+					if key != "" {
+						e := engine(key)
+						if e.Values == nil {
+							e.Values = Values{}
+						}
+						e.Values[m] = v
+					}
+				}
+				v := combine(all, m.averaged())
+				if !finite(v) {
+					continue
+				}
+				if rd.Values == nil {
+					rd.Values = Values{}
+				}
+				rd.Values[m] = v
+			}
+			if rd.Matched == nil {
+				rd.Matched = map[Meaning]string{}
+			}
+			rd.Matched[m] = s.String()
+			break
+		}
+	}
+	// One engine's values would repeat the aggregate; keep Engines only when
+	// the page really splits the work.
+	if len(engines) > 1 {
+		rd.Engines = make(map[string]Snapshot, len(engines))
+		for k, s := range engines {
+			rd.Engines[k] = *s
+		}
+	}
+	return rd
+}
+
+// series returns the metrics of the family name that s and prof select: the
+// ones carrying s.Labels, and among replicas only the lowest rank.
+func series(fams map[string]*dto.MetricFamily, prof Profile, name string, labels map[string]string) []*dto.Metric {
+	fam := fams[name]
+	if fam == nil {
+		return nil
+	}
+	var out []*dto.Metric
+	for _, m := range fam.GetMetric() {
+		if hasLabels(m, labels) {
+			out = append(out, m)
+		}
+	}
+	for _, l := range prof.ReplicaLabels {
+		lowest, found := "", false
+		for _, m := range out {
+			if v, ok := label(m, l); ok && (!found || rankLess(v, lowest)) {
+				lowest, found = v, true
+			}
+		}
+		if !found {
+			continue
+		}
+		kept := out[:0]
+		for _, m := range out {
+			if v, ok := label(m, l); !ok || v == lowest {
+				kept = append(kept, m)
+			}
+		}
+		out = kept
+	}
+	return out
+}
+
+// readValues reads a gauge or counter source, one combined value per engine
+// key ("" for series without the engine label).
+func readValues(fams map[string]*dto.MetricFamily, prof Profile, s Source, averaged bool) map[string]float64 {
+	typ := fams[s.Metric].GetType()
+	byEngine := map[string][]float64{}
+	for _, m := range series(fams, prof, s.Metric, s.Labels) {
+		if v, ok := scalar(typ, m, s.Field); ok {
+			k := engineKey(m, prof)
+			byEngine[k] = append(byEngine[k], v)
+		}
+	}
+	out := map[string]float64{}
+	for k, vs := range byEngine {
+		if v := combine(vs, averaged); finite(v) {
+			out[k] = v
+		}
+	}
+	if s.Per == "" {
+		return out
+	}
+	// A ratio: divide by the same engine's denominator, summed.
+	dtyp := fams[s.Per].GetType()
+	den := map[string]float64{}
+	for _, m := range series(fams, prof, s.Per, nil) {
+		if v, ok := scalar(dtyp, m, FieldValue); ok {
+			den[engineKey(m, prof)] += v
+		}
+	}
+	ratio := map[string]float64{}
+	for k, num := range out {
+		if d, ok := den[k]; ok && d > 0 {
+			if r := num / d; finite(r) {
+				ratio[k] = r
+			}
+		}
+	}
+	return ratio
+}
+
+// readHistograms reads a histogram source, one summed histogram per engine
+// key. A summary is read as a histogram without buckets.
+func readHistograms(fams map[string]*dto.MetricFamily, prof Profile, s Source) map[string]Histogram {
+	typ := fams[s.Metric].GetType()
+	out := map[string]Histogram{}
+	for _, m := range series(fams, prof, s.Metric, s.Labels) {
+		h, ok := histogram(typ, m)
+		if !ok {
+			continue
+		}
+		k := engineKey(m, prof)
+		if prev, seen := out[k]; seen {
+			h = prev.add(h)
+		}
+		out[k] = h
+	}
+	for k, h := range out {
+		if !h.finite() {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
+func scalar(typ dto.MetricType, m *dto.Metric, f Field) (float64, bool) {
+	var v float64
+	switch {
+	case f == FieldSum && typ == dto.MetricType_HISTOGRAM:
+		v = m.GetHistogram().GetSampleSum()
+	case f == FieldSum && typ == dto.MetricType_SUMMARY:
+		v = m.GetSummary().GetSampleSum()
+	case f == FieldSum:
+		return 0, false
+	case typ == dto.MetricType_GAUGE:
+		v = m.GetGauge().GetValue()
+	case typ == dto.MetricType_COUNTER:
+		v = m.GetCounter().GetValue()
+	case typ == dto.MetricType_UNTYPED:
+		v = m.GetUntyped().GetValue()
+	default:
+		return 0, false
+	}
+	return v, finite(v)
+}
+
+func histogram(typ dto.MetricType, m *dto.Metric) (Histogram, bool) {
+	var h Histogram
+	switch typ {
+	case dto.MetricType_SUMMARY:
+		s := m.GetSummary()
+		h.Count, h.Sum = float64(s.GetSampleCount()), s.GetSampleSum()
+	case dto.MetricType_HISTOGRAM:
+		ph := m.GetHistogram()
+		h.Count, h.Sum = float64(ph.GetSampleCount()), ph.GetSampleSum()
+		if ph.SampleCountFloat != nil {
+			h.Count = ph.GetSampleCountFloat()
+		}
+		bs := ph.GetBucket()
+		sort.SliceStable(bs, func(i, j int) bool { return bs[i].GetUpperBound() < bs[j].GetUpperBound() })
+		for _, b := range bs {
+			ub := b.GetUpperBound()
+			if math.IsInf(ub, +1) {
+				continue
+			}
+			c := float64(b.GetCumulativeCount())
+			if b.CumulativeCountFloat != nil {
+				c = b.GetCumulativeCountFloat()
+			}
+			if !finite(ub) || !finite(c) {
+				return Histogram{}, false
+			}
+			if n := len(h.Upper); n > 0 && h.Upper[n-1] == ub {
+				return Histogram{}, false // a bound given twice: not a histogram we can read
+			}
+			h.Upper = append(h.Upper, ub)
+			h.Cumulative = append(h.Cumulative, c)
+		}
+	default:
+		return Histogram{}, false
+	}
+	if !finite(h.Count) || !finite(h.Sum) {
+		return Histogram{}, false
+	}
+	return h, true
+}
+
+func engineKey(m *dto.Metric, prof Profile) string {
+	if prof.EngineLabel == "" {
+		return ""
+	}
+	v, _ := label(m, prof.EngineLabel)
+	return v
+}
+
+func label(m *dto.Metric, name string) (string, bool) {
+	for _, lp := range m.GetLabel() {
+		if lp.GetName() == name {
+			return lp.GetValue(), true
+		}
+	}
+	return "", false
+}
+
+func hasLabels(m *dto.Metric, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := label(m, k); !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// rankLess orders rank label values numerically when both are integers, so
+// "2" sorts before "10", and as strings otherwise.
+func rankLess(a, b string) bool {
+	ai, aerr := strconv.Atoi(a)
+	bi, berr := strconv.Atoi(b)
+	if aerr == nil && berr == nil {
+		return ai < bi
+	}
+	return a < b
+}
+
+func combine(vs []float64, averaged bool) float64 {
+	s := 0.0
+	for _, v := range vs {
+		s += v
+	}
+	if averaged && len(vs) > 0 {
+		return s / float64(len(vs))
+	}
+	return s
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return rankLess(keys[i], keys[j]) })
+	return keys
+}

@@ -1,0 +1,344 @@
+package scrape
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/common/expfmt"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// golden compares got with testdata/<t.Name()>.json. With -update it
+// rewrites the file; on a mismatch it writes <name>.json.got beside it.
+func golden(t *testing.T, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", filepath.FromSlash(t.Name())+".json")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run go test ./scrape -update to create it): %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		_ = os.WriteFile(path+".got", got, 0o644)
+		t.Errorf("%s differs from the golden file; got written to %s.got\n%s", path, path, lineDiff(string(want), string(got)))
+	}
+}
+
+// lineDiff lists the lines that differ, prefixed - (want) and + (got).
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			b.WriteString("-" + wl + "\n+" + gl + "\n")
+		}
+	}
+	return b.String()
+}
+
+func parseFile(t testing.TB, name, profile string) Reading {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rd, err := NewParser().Parse(f, profile)
+	if err != nil {
+		t.Fatalf("Parse(%s, %q): %v", name, profile, err)
+	}
+	return rd
+}
+
+// TestParseGolden reads one recorded-style page per profile (written from
+// the documented metric names and formats) into stable meanings.
+func TestParseGolden(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, file, profile, wantProfile string
+	}{
+		{"vllm_v1", "vllm_v1.prom", "", ProfileVLLM},
+		{"vllm_v1_dp2", "vllm_v1_dp2.prom", "", ProfileVLLM},
+		{"vllm_v0_renamed", "vllm_v0_renamed.prom", "", ProfileVLLM},
+		{"vllm_transition_both", "vllm_transition_both.prom", ProfileVLLM, ProfileVLLM},
+		{"sglang_dp2", "sglang_dp2.prom", "", ProfileSGLang},
+		{"tgi", "tgi.prom", "", ProfileTGI},
+		{"llamacpp", "llamacpp.prom", "", ProfileLlamaCPP},
+		{"llamacpp_2024", "llamacpp_2024.prom", ProfileAuto, ProfileLlamaCPP},
+		{"lmdeploy_dp2", "lmdeploy_dp2.prom", "", ProfileLMDeploy},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rd := parseFile(t, tc.file, tc.profile)
+			if rd.Profile != tc.wantProfile {
+				t.Errorf("profile = %q, want %q", rd.Profile, tc.wantProfile)
+			}
+			out, err := json.MarshalIndent(struct {
+				Reading
+				Missing []Meaning `json:"missing"`
+			}{rd, rd.Missing()}, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, append(out, '\n'))
+		})
+	}
+}
+
+// TestParseMeanings checks the values that matter independently of the
+// golden files: aggregation across engines, replica ranks counted once,
+// renamed names, absent meanings.
+func TestParseMeanings(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, file  string
+		want        Values
+		absent      []Meaning
+		matched     map[Meaning]string
+		engines     int
+		engineWants map[string]Values
+	}{
+		{
+			name: "vllm single engine", file: "vllm_v1.prom",
+			want: Values{KVUsage: 0.4231, Running: 12, Waiting: 3, Preemptions: 2, PromptTokens: 262144,
+				GenerationTokens: 98304, PrefixHits: 61440, PrefixQueries: 184320},
+			matched: map[Meaning]string{KVUsage: "vllm:kv_cache_usage_perc", ITL: "vllm:inter_token_latency_seconds"},
+		},
+		{
+			name: "vllm two engines: usage averaged, counts summed", file: "vllm_v1_dp2.prom",
+			want: Values{KVUsage: 0.5, Running: 21, Waiting: 3, Preemptions: 2, PromptTokens: 393216,
+				GenerationTokens: 163840, PrefixHits: 102400, PrefixQueries: 286720},
+			engines: 2,
+			engineWants: map[string]Values{
+				"0": {KVUsage: 0.75, Running: 12, Preemptions: 2},
+				"1": {KVUsage: 0.25, Running: 9, Preemptions: 0},
+			},
+		},
+		{
+			name: "vllm renamed V0 gauge and prefix counters", file: "vllm_v0_renamed.prom",
+			want: Values{KVUsage: 0.618, PrefixHits: 4096, PrefixQueries: 9216},
+			matched: map[Meaning]string{
+				KVUsage:       "vllm:gpu_cache_usage_perc",
+				PrefixHits:    "vllm:gpu_prefix_cache_hits_total",
+				PrefixQueries: "vllm:gpu_prefix_cache_queries_total",
+				ITL:           "vllm:time_per_output_token_seconds",
+			},
+		},
+		{
+			name: "vllm with both spellings prefers the current one", file: "vllm_transition_both.prom",
+			want: Values{KVUsage: 0.618},
+			matched: map[Meaning]string{
+				KVUsage: "vllm:kv_cache_usage_perc", PrefixHits: "vllm:prefix_cache_hits_total",
+				ITL: "vllm:inter_token_latency_seconds",
+			},
+		},
+		{
+			name: "sglang: dp ranks split, tp ranks repeat, stream label summed", file: "sglang_dp2.prom",
+			want: Values{KVUsage: 0.62, Running: 48, Waiting: 4, Preemptions: 6, PromptTokens: 98304,
+				GenerationTokens: 43008, PrefixHits: 32768, PrefixQueries: 98304},
+			engines: 2,
+			engineWants: map[string]Values{
+				"0": {KVUsage: 0.81, Running: 30, Waiting: 4, Preemptions: 5},
+				"1": {KVUsage: 0.43, Running: 18, Waiting: 0, Preemptions: 1},
+			},
+		},
+		{
+			name: "tgi: token counters from histogram sums, kv proxy ratio", file: "tgi.prom",
+			want:    Values{KVUsage: 0.75, Running: 24, Waiting: 6, PromptTokens: 339968, GenerationTokens: 38400},
+			absent:  []Meaning{Preemptions, PrefixHits, PrefixQueries, TTFT},
+			matched: map[Meaning]string{KVUsage: "tgi_batch_current_max_tokens/tgi_batch_max_total_tokens"},
+		},
+		{
+			name: "llamacpp has no KV gauge", file: "llamacpp.prom",
+			want:   Values{Running: 4, Waiting: 2, PromptTokens: 18432, GenerationTokens: 6144},
+			absent: []Meaning{KVUsage, Preemptions, PrefixHits, PrefixQueries, TTFT, ITL, E2E, QueueTime},
+		},
+		{
+			name: "llamacpp before May 2025 exported one", file: "llamacpp_2024.prom",
+			want: Values{KVUsage: 0.37, Running: 4},
+		},
+		{
+			name: "lmdeploy two engines", file: "lmdeploy_dp2.prom",
+			want:    Values{KVUsage: 0.62, Running: 30, Waiting: 2, PromptTokens: 100352, PrefixHits: 12288},
+			absent:  []Meaning{Preemptions, PrefixQueries},
+			engines: 2,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rd := parseFile(t, tc.file, "")
+			for m, want := range tc.want {
+				got, ok := rd.Values[m]
+				if !ok || !near(got, want) {
+					t.Errorf("%s = %v (present %v), want %v", m, got, ok, want)
+				}
+			}
+			for _, m := range tc.absent {
+				if v, ok := rd.Values[m]; ok {
+					t.Errorf("%s = %v, want absent", m, v)
+				}
+				if _, ok := rd.Histograms[m]; ok {
+					t.Errorf("histogram %s present, want absent", m)
+				}
+				if _, ok := rd.Matched[m]; ok {
+					t.Errorf("%s matched %q, want absent", m, rd.Matched[m])
+				}
+			}
+			for m, want := range tc.matched {
+				if got := rd.Matched[m]; got != want {
+					t.Errorf("%s matched %q, want %q", m, got, want)
+				}
+			}
+			if len(rd.Engines) != tc.engines {
+				t.Errorf("%d engines, want %d", len(rd.Engines), tc.engines)
+			}
+			for e, vals := range tc.engineWants {
+				for m, want := range vals {
+					if got, ok := rd.Engines[e].Values[m]; !ok || !near(got, want) {
+						t.Errorf("engine %s: %s = %v (present %v), want %v", e, m, got, ok, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestParseHistograms checks that histograms keep their buckets, and that
+// per-engine histograms add up to the aggregate.
+func TestParseHistograms(t *testing.T) {
+	t.Parallel()
+	rd := parseFile(t, "vllm_v1_dp2.prom", "")
+	agg := rd.Histograms[TTFT]
+	e0, e1 := rd.Engines["0"].Histograms[TTFT], rd.Engines["1"].Histograms[TTFT]
+	if agg.Count != 32 || e0.Count != 20 || e1.Count != 12 {
+		t.Fatalf("ttft counts: aggregate %v, engines %v and %v; want 32, 20, 12", agg.Count, e0.Count, e1.Count)
+	}
+	if len(agg.Upper) != 22 || agg.Upper[0] != 0.001 || agg.Upper[21] != 2560 {
+		t.Errorf("ttft bounds = %v, want vLLM's 22 finite TTFT buckets", agg.Upper)
+	}
+	for i := range agg.Cumulative {
+		if agg.Cumulative[i] != e0.Cumulative[i]+e1.Cumulative[i] {
+			t.Fatalf("bucket %v: aggregate %v != %v + %v", agg.Upper[i], agg.Cumulative[i], e0.Cumulative[i], e1.Cumulative[i])
+		}
+	}
+	if !near(agg.Sum, e0.Sum+e1.Sum) {
+		t.Errorf("sum %v != %v + %v", agg.Sum, e0.Sum, e1.Sum)
+	}
+	if p50, ok := agg.Quantile(0.5); !ok || p50 <= 0 || p50 > 2.5 {
+		t.Errorf("ttft p50 = %v, %v; want within the fixture's 0.02..1.8 s spread", p50, ok)
+	}
+
+	tgi := parseFile(t, "tgi.prom", "")
+	if h := tgi.Histograms[E2E]; h.Count != 150 || len(h.Upper) != 16 {
+		t.Errorf("tgi e2e = %+v, want 150 observations in 16 finite buckets", h)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, page, profile string
+		check               func(error) bool
+	}{
+		{"malformed line", "vllm:num_requests_running{engine=\"0\" 3\n", "", func(err error) bool {
+			var pe expfmt.ParseError
+			return errors.As(err, &pe) && pe.Line == 1
+		}},
+		{"no engine metrics", "# TYPE go_goroutines gauge\ngo_goroutines 12\n", "", func(err error) bool {
+			return errors.Is(err, ErrUnknownEngine)
+		}},
+		{"unknown profile", "", "triton", func(err error) bool {
+			return err != nil && strings.Contains(err.Error(), `unknown profile "triton"`)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := NewParser().Parse(strings.NewReader(tc.page), tc.profile)
+			if !tc.check(err) {
+				t.Errorf("Parse error = %v", err)
+			}
+		})
+	}
+}
+
+// TestParseExplicitProfile: a named profile overrides detection, even when
+// it finds nothing on the page.
+func TestParseExplicitProfile(t *testing.T) {
+	t.Parallel()
+	rd := parseFile(t, "vllm_v1.prom", ProfileSGLang)
+	if rd.Profile != ProfileSGLang || len(rd.Values) != 0 || len(rd.Matched) != 0 {
+		t.Errorf("sglang profile on a vLLM page = %+v, want an empty sglang reading", rd)
+	}
+	if got := len(rd.Missing()); got != len(Meanings()) {
+		t.Errorf("Missing() has %d meanings, want all %d", got, len(Meanings()))
+	}
+}
+
+// TestParseNonFinite: NaN and infinite values are unknown, never encoded.
+func TestParseNonFinite(t *testing.T) {
+	t.Parallel()
+	page := `# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0"} NaN
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0"} +Inf
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0"} 1.7976931348623157e308
+vllm:num_requests_waiting{engine="1"} 1.7976931348623157e308
+# TYPE vllm:prompt_tokens_total counter
+vllm:prompt_tokens_total{engine="0"} 5
+`
+	rd, err := NewParser().Parse(strings.NewReader(page), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Values{PromptTokens: 5}
+	if !reflect.DeepEqual(rd.Values, want) {
+		t.Errorf("values = %v, want %v", rd.Values, want)
+	}
+	if _, err := json.Marshal(rd); err != nil {
+		t.Errorf("marshal: %v", err)
+	}
+}
+
+func TestProfiles(t *testing.T) {
+	t.Parallel()
+	for _, p := range Profiles() {
+		got, err := ProfileByName(p.Name)
+		if err != nil || got.Name != p.Name {
+			t.Errorf("ProfileByName(%q) = %v, %v", p.Name, got.Name, err)
+		}
+		for m := range p.Sources {
+			if m.Kind() == 0 {
+				t.Errorf("profile %s: unknown meaning %q", p.Name, m)
+			}
+		}
+	}
+	if p, _ := ProfileByName(ProfileLlamaCPP); p.Provides(Preemptions) {
+		t.Error("llamacpp provides preemptions; it exports none")
+	}
+}

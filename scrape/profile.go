@@ -1,0 +1,353 @@
+package scrape
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Meaning is an engine-independent quantity read from a metrics page.
+type Meaning string
+
+// Stable meanings. The units are those of the engines' own series: kv_usage
+// is a fraction, counters count requests or tokens, histograms are seconds.
+const (
+	KVUsage          Meaning = "kv_usage"          // gauge: fraction of KV-cache capacity in use, 0..1
+	Running          Meaning = "running"           // gauge: requests in the running batch
+	Waiting          Meaning = "waiting"           // gauge: requests queued for admission
+	Preemptions      Meaning = "preemptions"       // counter: requests preempted (or retracted)
+	PromptTokens     Meaning = "prompt_tokens"     // counter: prompt tokens processed
+	GenerationTokens Meaning = "generation_tokens" // counter: output tokens generated
+	PrefixHits       Meaning = "prefix_hits"       // counter: prompt tokens found in the prefix cache
+	PrefixQueries    Meaning = "prefix_queries"    // counter: prompt tokens looked up in the prefix cache
+	TTFT             Meaning = "ttft"              // histogram: server time to first token, seconds
+	ITL              Meaning = "itl"               // histogram: server inter-token latency, seconds
+	E2E              Meaning = "e2e"               // histogram: server end-to-end request latency, seconds
+	QueueTime        Meaning = "queue_time"        // histogram: time queued before first scheduled, seconds
+)
+
+// Meanings returns every stable meaning in canonical order: gauges, then
+// counters, then histograms.
+func Meanings() []Meaning {
+	return []Meaning{
+		KVUsage, Running, Waiting,
+		Preemptions, PromptTokens, GenerationTokens, PrefixHits, PrefixQueries,
+		TTFT, ITL, E2E, QueueTime,
+	}
+}
+
+// Kind is how a meaning's value behaves over time.
+type Kind int
+
+// Kinds of meaning.
+const (
+	KindGauge     Kind = iota + 1 // an instantaneous value
+	KindCounter                   // a cumulative count that only grows, except when the server restarts
+	KindHistogram                 // cumulative bucket counts, count and sum
+)
+
+// String returns "gauge", "counter" or "histogram".
+func (k Kind) String() string {
+	switch k {
+	case KindGauge:
+		return "gauge"
+	case KindCounter:
+		return "counter"
+	case KindHistogram:
+		return "histogram"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Kind returns how m behaves over time, or 0 for an unknown meaning.
+func (m Meaning) Kind() Kind {
+	switch m {
+	case KVUsage, Running, Waiting:
+		return KindGauge
+	case Preemptions, PromptTokens, GenerationTokens, PrefixHits, PrefixQueries:
+		return KindCounter
+	case TTFT, ITL, E2E, QueueTime:
+		return KindHistogram
+	}
+	return 0
+}
+
+// averaged reports whether m is combined across engines by its mean rather
+// than its sum: a usage fraction of two half-full engines is one half.
+func (m Meaning) averaged() bool { return m == KVUsage }
+
+// Field selects which number of a series a Source reads.
+type Field int
+
+// Fields.
+const (
+	FieldValue Field = iota // the value of a gauge, counter or untyped series
+	FieldSum                // the _sum of a histogram or summary (a cumulative counter)
+)
+
+// Source is one place a meaning can be read from.
+type Source struct {
+	Metric string            // metric family name exactly as exposed, e.g. "vllm:num_preemptions_total"
+	Labels map[string]string // read only the series carrying these label values; nil reads them all
+	Field  Field             // which number of each series to read
+
+	// Per, when set, names a second family of the same engine by which the
+	// value is divided: a ratio of two gauges standing in for a meaning the
+	// engine does not export directly (TGI's reserved token budget over its
+	// cap as kv_usage). Sample.Matched records it as "Metric/Per".
+	Per string
+}
+
+// String returns the source as Sample.Matched records it: the metric name,
+// its label selector if any, and "/Per" for a ratio, e.g.
+// `sglang:cached_tokens_total{cache_source="total"}`.
+func (s Source) String() string {
+	var b strings.Builder
+	b.WriteString(s.Metric)
+	if len(s.Labels) > 0 {
+		keys := make([]string, 0, len(s.Labels))
+		for k := range s.Labels {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, "%s=%q", k, s.Labels[k])
+		}
+		b.WriteByte('}')
+	}
+	if s.Per != "" {
+		b.WriteString("/" + s.Per)
+	}
+	return b.String()
+}
+
+// Profile maps one engine family's metric names onto stable meanings.
+// Profiles returned by this package are fresh copies; changing one affects
+// nobody else.
+type Profile struct {
+	Name   string // "vllm", "sglang", "tgi", "llamacpp", "lmdeploy"
+	Prefix string // metric-name prefix that identifies the engine's page
+
+	// EngineLabel is the label that splits the work between data-parallel
+	// engines ("engine" for vLLM, "dp_rank" for SGLang); empty when the
+	// engine exports one series per metric.
+	EngineLabel string
+
+	// ReplicaLabels are labels whose values repeat the same batch (tensor or
+	// pipeline ranks). Only the series with the lowest value of each such
+	// label are read, so a batch is not counted once per rank.
+	ReplicaLabels []string
+
+	// Sources lists, for each meaning the engine can export, candidate
+	// sources newest first. The first candidate present on a page is used.
+	// A meaning absent from the map is one the engine never exports.
+	Sources map[Meaning][]Source
+}
+
+// Provides reports whether the profile knows any source for m.
+func (p Profile) Provides(m Meaning) bool { return len(p.Sources[m]) > 0 }
+
+// Profile names.
+const (
+	ProfileVLLM     = "vllm"
+	ProfileSGLang   = "sglang"
+	ProfileTGI      = "tgi"
+	ProfileLlamaCPP = "llamacpp"
+	ProfileLMDeploy = "lmdeploy"
+
+	// ProfileAuto detects the profile from the page. The empty string
+	// means the same.
+	ProfileAuto = "auto"
+)
+
+// Profiles returns the built-in profiles, in detection-preference order.
+func Profiles() []Profile {
+	return []Profile{vllmProfile(), sglangProfile(), tgiProfile(), llamacppProfile(), lmdeployProfile()}
+}
+
+// ProfileByName returns the built-in profile called name.
+func ProfileByName(name string) (Profile, error) {
+	var names []string
+	for _, p := range Profiles() {
+		if p.Name == name {
+			return p, nil
+		}
+		names = append(names, p.Name)
+	}
+	return Profile{}, fmt.Errorf("scrape: unknown profile %q (known: %s, or %q to detect)", name, strings.Join(names, ", "), ProfileAuto)
+}
+
+// detect returns the profile whose prefix the most metric families carry,
+// or false when no family carries any known prefix. Ties go to the earlier
+// profile in Profiles order.
+func detect(profiles []Profile, names []string) (Profile, bool) {
+	best, bestN := -1, 0
+	for i, p := range profiles {
+		n := 0
+		for _, name := range names {
+			if strings.HasPrefix(name, p.Prefix) {
+				n++
+			}
+		}
+		if n > bestN {
+			best, bestN = i, n
+		}
+	}
+	if best < 0 {
+		return Profile{}, false
+	}
+	return profiles[best], true
+}
+
+func src(metric string) Source { return Source{Metric: metric} }
+
+// vLLM metric names, spelled exactly as a V1 server exposes them
+// (VLLM-NOTES §4.2, §4.4). Counters carry the _total suffix the Prometheus
+// client appends on exposition.
+const (
+	vllmKVCacheUsagePerc        = "vllm:kv_cache_usage_perc"
+	vllmGPUCacheUsagePerc       = "vllm:gpu_cache_usage_perc" // older name of vllmKVCacheUsagePerc
+	vllmNumRequestsRunning      = "vllm:num_requests_running"
+	vllmNumRequestsWaiting      = "vllm:num_requests_waiting"
+	vllmNumPreemptionsTotal     = "vllm:num_preemptions_total"
+	vllmPromptTokensTotal       = "vllm:prompt_tokens_total"
+	vllmGenerationTokensTotal   = "vllm:generation_tokens_total"
+	vllmPrefixCacheHitsTotal    = "vllm:prefix_cache_hits_total"
+	vllmPrefixCacheQueriesTotal = "vllm:prefix_cache_queries_total"
+	vllmGPUPrefixCacheHits      = "vllm:gpu_prefix_cache_hits_total"    // older name of vllmPrefixCacheHitsTotal
+	vllmGPUPrefixCacheQueries   = "vllm:gpu_prefix_cache_queries_total" // older name of vllmPrefixCacheQueriesTotal
+	vllmTTFTSeconds             = "vllm:time_to_first_token_seconds"
+	vllmITLSeconds              = "vllm:inter_token_latency_seconds"
+	vllmTPOTSeconds             = "vllm:time_per_output_token_seconds" // older name of vllmITLSeconds
+	vllmE2ESeconds              = "vllm:e2e_request_latency_seconds"
+	vllmQueueTimeSeconds        = "vllm:request_queue_time_seconds"
+)
+
+// vllmProfile reads vLLM V1 pages, including the names that older servers
+// used before the renames of 2025 (gpu_cache_usage_perc, gpu_prefix_cache_*,
+// time_per_output_token_seconds). When a server exports both spellings, the
+// current one wins. Before v0.9 the prefix-cache counters counted blocks, not
+// tokens; a page does not say which.
+func vllmProfile() Profile {
+	return Profile{
+		Name:        ProfileVLLM,
+		Prefix:      "vllm:",
+		EngineLabel: "engine",
+		Sources: map[Meaning][]Source{
+			KVUsage:          {src(vllmKVCacheUsagePerc), src(vllmGPUCacheUsagePerc)},
+			Running:          {src(vllmNumRequestsRunning)},
+			Waiting:          {src(vllmNumRequestsWaiting)},
+			Preemptions:      {src(vllmNumPreemptionsTotal)},
+			PromptTokens:     {src(vllmPromptTokensTotal)},
+			GenerationTokens: {src(vllmGenerationTokensTotal)},
+			PrefixHits:       {src(vllmPrefixCacheHitsTotal), src(vllmGPUPrefixCacheHits)},
+			PrefixQueries:    {src(vllmPrefixCacheQueriesTotal), src(vllmGPUPrefixCacheQueries)},
+			TTFT:             {src(vllmTTFTSeconds)},
+			ITL:              {src(vllmITLSeconds), src(vllmTPOTSeconds)},
+			E2E:              {src(vllmE2ESeconds)},
+			QueueTime:        {src(vllmQueueTimeSeconds)},
+		},
+	}
+}
+
+// sglangProfile reads SGLang pages (ENGINES.md §1). Scheduler gauges are
+// written only when the scheduler logs, so they are samples of the batch, not
+// live values. prefix_queries is the prompt-token counter: SGLang has no
+// separate lookup counter, and every prompt token is looked up. Retractions
+// are read from the counter only; the older gauge of retractions since the
+// previous log line cannot be turned into a count.
+func sglangProfile() Profile {
+	return Profile{
+		Name:          ProfileSGLang,
+		Prefix:        "sglang:",
+		EngineLabel:   "dp_rank",
+		ReplicaLabels: []string{"tp_rank", "pp_rank", "moe_ep_rank"},
+		Sources: map[Meaning][]Source{
+			KVUsage:          {src("sglang:token_usage")},
+			Running:          {src("sglang:num_running_reqs"), src("sglang:num_requests_running")},
+			Waiting:          {src("sglang:num_queue_reqs"), src("sglang:num_requests_waiting"), src("sglang:queue_req")},
+			Preemptions:      {src("sglang:num_retracted_requests_total")},
+			PromptTokens:     {src("sglang:prompt_tokens_total")},
+			GenerationTokens: {src("sglang:generation_tokens_total")},
+			PrefixHits: {
+				{Metric: "sglang:cached_tokens_total", Labels: map[string]string{"cache_source": "total"}},
+				src("sglang:cached_tokens_total"),
+			},
+			PrefixQueries: {src("sglang:prompt_tokens_total")},
+			TTFT:          {src("sglang:time_to_first_token_seconds")},
+			ITL:           {src("sglang:inter_token_latency_seconds"), src("sglang:time_per_output_token_seconds")},
+			E2E:           {src("sglang:e2e_request_latency_seconds")},
+			QueueTime:     {src("sglang:queue_time_seconds")},
+		},
+	}
+}
+
+// tgiProfile reads Hugging Face TGI pages (ENGINES.md §2). TGI has no KV
+// gauge: kv_usage is the token budget the running batch has reserved over
+// the budget cap, the closest proxy it exports, and is absent on backends
+// without the cap gauge. Token counters are the _sum of the per-request
+// length histograms; prompt tokens are counted at validation, so they include
+// requests that fail later. TGI exports no preemption, prefix-cache or TTFT
+// series, and its itl is one mean per request.
+func tgiProfile() Profile {
+	return Profile{
+		Name:   ProfileTGI,
+		Prefix: "tgi_",
+		Sources: map[Meaning][]Source{
+			KVUsage:          {{Metric: "tgi_batch_current_max_tokens", Per: "tgi_batch_max_total_tokens"}},
+			Running:          {src("tgi_batch_current_size")},
+			Waiting:          {src("tgi_queue_size")},
+			PromptTokens:     {{Metric: "tgi_request_input_length", Field: FieldSum}},
+			GenerationTokens: {{Metric: "tgi_request_generated_tokens", Field: FieldSum}},
+			ITL:              {src("tgi_request_mean_time_per_token_duration")},
+			E2E:              {src("tgi_request_duration")},
+			QueueTime:        {src("tgi_request_queue_duration")},
+		},
+	}
+}
+
+// llamacppProfile reads llama.cpp llama-server pages (ENGINES.md §3). Current
+// builds export no KV-cache gauge, so kv_usage is absent; builds before May
+// 2025 exported llamacpp:kv_cache_usage_ratio, which is read when present.
+// prompt_tokens counts tokens actually evaluated, excluding the prefix reused
+// from the slot cache. No preemption, prefix-cache or latency series exist.
+func llamacppProfile() Profile {
+	return Profile{
+		Name:   ProfileLlamaCPP,
+		Prefix: "llamacpp:",
+		Sources: map[Meaning][]Source{
+			KVUsage:          {src("llamacpp:kv_cache_usage_ratio")},
+			Running:          {src("llamacpp:requests_processing")},
+			Waiting:          {src("llamacpp:requests_deferred")},
+			PromptTokens:     {src("llamacpp:prompt_tokens_total")},
+			GenerationTokens: {src("llamacpp:tokens_predicted_total")},
+		},
+	}
+}
+
+// lmdeployProfile reads LMDeploy pages (ENGINES.md §6), whose names follow
+// vLLM's under an lmdeploy: prefix. It exports no preemption counter and no
+// prefix-lookup counter.
+func lmdeployProfile() Profile {
+	return Profile{
+		Name:        ProfileLMDeploy,
+		Prefix:      "lmdeploy:",
+		EngineLabel: "engine",
+		Sources: map[Meaning][]Source{
+			KVUsage:          {src("lmdeploy:gpu_cache_usage_perc")},
+			Running:          {src("lmdeploy:num_requests_running")},
+			Waiting:          {src("lmdeploy:num_requests_waiting")},
+			PromptTokens:     {src("lmdeploy:prompt_tokens_total")},
+			GenerationTokens: {src("lmdeploy:generation_tokens_total")},
+			PrefixHits:       {src("lmdeploy:cached_tokens_total")},
+			TTFT:             {src("lmdeploy:time_to_first_token_seconds")},
+			ITL:              {src("lmdeploy:iter_token_latency"), src("lmdeploy:time_per_output_token_seconds")},
+			E2E:              {src("lmdeploy:e2e_request_latency_seconds")},
+			QueueTime:        {src("lmdeploy:request_queue_time_seconds")},
+		},
+	}
+}

@@ -1,0 +1,151 @@
+package scrape
+
+import (
+	"math"
+	"slices"
+)
+
+// Values maps gauge and counter meanings to their value on one page. A
+// meaning missing from the map is unknown: the page did not export it.
+// Counters are raw cumulative values; see Rates.
+type Values map[Meaning]float64
+
+// Histogram is a cumulative histogram as the server exposes it: Count, Sum
+// and every bucket count only grow until the server restarts. For the
+// latency meanings Sum and Upper are in seconds.
+type Histogram struct {
+	Count float64 `json:"count"` // observations so far
+	Sum   float64 `json:"sum"`   // sum of the observations
+
+	// Upper holds the finite bucket upper bounds, ascending; the +Inf
+	// bucket is left out because its count is Count. Cumulative[i] counts
+	// the observations ≤ Upper[i]. Both are empty when the server exposes a
+	// summary (count and sum only) instead of a histogram.
+	Upper      []float64 `json:"le,omitempty"`
+	Cumulative []float64 `json:"cumulative,omitempty"`
+}
+
+// Snapshot is what one page says about one engine, or about all engines
+// together.
+type Snapshot struct {
+	Values     Values                `json:"values,omitempty"`
+	Histograms map[Meaning]Histogram `json:"histograms,omitempty"`
+}
+
+// Reading is a metrics page mapped onto stable meanings.
+type Reading struct {
+	Profile string `json:"profile,omitempty"` // name of the profile that read the page
+
+	// Snapshot holds the values aggregated over all engines: kv_usage is
+	// the mean over engines, everything else the sum.
+	Snapshot
+
+	// Engines holds each engine's own values, keyed by the value of the
+	// profile's engine label, when the page has more than one engine.
+	// Series without the engine label (SGLang's tokenizer metrics, for
+	// example) count in the aggregate only.
+	Engines map[string]Snapshot `json:"engines,omitempty"`
+
+	// Matched records, for every meaning found, the metric it was read from
+	// (the profile's first candidate present on the page).
+	Matched map[Meaning]string `json:"matched,omitempty"`
+}
+
+// Missing returns the meanings the reading lacks, in canonical order: those
+// its profile never exports and those absent from the page.
+func (r Reading) Missing() []Meaning {
+	var out []Meaning
+	for _, m := range Meanings() {
+		if _, ok := r.Matched[m]; !ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Quantile estimates the q-quantile (0 ≤ q ≤ 1) of the observations by
+// linear interpolation inside the bucket that holds it, as Prometheus's
+// histogram_quantile does: the first bucket's lower bound is 0, and a
+// quantile that falls in the +Inf bucket is reported as the largest finite
+// bound. It returns false when there are no observations or no buckets.
+func (h Histogram) Quantile(q float64) (float64, bool) {
+	if h.Count <= 0 || len(h.Upper) == 0 || len(h.Upper) != len(h.Cumulative) || math.IsNaN(q) {
+		return 0, false
+	}
+	q = math.Min(math.Max(q, 0), 1)
+	rank := q * h.Count
+	lower, below := 0.0, 0.0
+	for i, upper := range h.Upper {
+		c := h.Cumulative[i]
+		if c >= rank && c > below {
+			return lower + (upper-lower)*(rank-below)/(c-below), true
+		}
+		lower, below = upper, c
+	}
+	return h.Upper[len(h.Upper)-1], true
+}
+
+// Mean returns Sum/Count, or false when there are no observations.
+func (h Histogram) Mean() (float64, bool) {
+	if h.Count <= 0 {
+		return 0, false
+	}
+	return h.Sum / h.Count, true
+}
+
+// Sub returns the observations made between prev and h, both cumulative
+// histograms of the same series. When any count went down the server was
+// restarted, and h itself (the observations since the restart) is returned
+// with reset true. When the bucket bounds differ, only Count and Sum are
+// subtracted.
+func (h Histogram) Sub(prev Histogram) (delta Histogram, reset bool) {
+	if h.Count < prev.Count {
+		return h.clone(), true
+	}
+	d := Histogram{Count: h.Count - prev.Count, Sum: h.Sum - prev.Sum}
+	if !slices.Equal(h.Upper, prev.Upper) || len(h.Cumulative) != len(prev.Cumulative) {
+		return d, false
+	}
+	d.Upper = slices.Clone(h.Upper)
+	d.Cumulative = make([]float64, len(h.Cumulative))
+	for i, c := range h.Cumulative {
+		if c < prev.Cumulative[i] {
+			return h.clone(), true
+		}
+		d.Cumulative[i] = c - prev.Cumulative[i]
+	}
+	return d, false
+}
+
+// add returns the sum of two histograms. Buckets are kept only when both
+// have the same bounds; otherwise the sum has Count and Sum only.
+func (h Histogram) add(o Histogram) Histogram {
+	s := Histogram{Count: h.Count + o.Count, Sum: h.Sum + o.Sum}
+	if !slices.Equal(h.Upper, o.Upper) || len(h.Cumulative) != len(o.Cumulative) || len(h.Upper) != len(h.Cumulative) {
+		return s
+	}
+	s.Upper = slices.Clone(h.Upper)
+	s.Cumulative = make([]float64, len(h.Cumulative))
+	for i := range h.Cumulative {
+		s.Cumulative[i] = h.Cumulative[i] + o.Cumulative[i]
+	}
+	return s
+}
+
+func (h Histogram) finite() bool {
+	if !finite(h.Count) || !finite(h.Sum) {
+		return false
+	}
+	for _, c := range h.Cumulative {
+		if !finite(c) {
+			return false
+		}
+	}
+	return true
+}
+
+func (h Histogram) clone() Histogram {
+	h.Upper = slices.Clone(h.Upper)
+	h.Cumulative = slices.Clone(h.Cumulative)
+	return h
+}
