@@ -1,0 +1,252 @@
+package client
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/servebench/servebench/internal/tokenizer"
+)
+
+// Default timeouts, used when the Config field is zero. A negative Config
+// field disables that timeout.
+const (
+	DefaultConnectTimeout   = 10 * time.Second // dial
+	DefaultFirstByteTimeout = 10 * time.Minute // Sent → first event of a stream (or response headers); covers queueing
+	DefaultIdleTimeout      = 2 * time.Minute  // longest gap between two reads of the response body
+	DefaultTotalTimeout     = 60 * time.Minute // Sent → end of the response
+	DefaultMaxConns         = 64               // idle-pool size when Config.MaxConns is zero
+)
+
+const (
+	// ErrorExcerptBytes bounds the response-body excerpt kept in
+	// Result.Error for HTTP errors and server error events, in bytes.
+	ErrorExcerptBytes = 512
+	// MaxLineBytes bounds one SSE line, in bytes; a longer line fails the
+	// request as a malformed chunk.
+	MaxLineBytes = 4 << 20
+	// MaxBodyBytes bounds a non-streaming response body, in bytes.
+	MaxBodyBytes = 64 << 20
+
+	readerBytes    = 16 << 10 // per-stream bufio.Reader, pooled
+	connBufBytes   = 16 << 10 // transport read and write buffers, per connection
+	drainGrace     = 200 * time.Millisecond
+	idleConnExpiry = 90 * time.Second
+)
+
+// Config configures a Client. The zero value of each field selects its
+// documented default.
+type Config struct {
+	// BaseURL is the server's root, with or without the /v1 suffix, for
+	// example http://127.0.0.1:8000 or http://127.0.0.1:8000/v1. Its host
+	// must be a loopback address or resolve to one: every connection is
+	// checked at dial time.
+	BaseURL string
+	// APIKey is sent as a bearer token when not empty. It is never logged
+	// nor written into a Result.
+	APIKey string
+	// Epoch is the run's epoch: every offset in a Result is measured from
+	// it with the monotonic clock, so it must come from time.Now() in this
+	// process (a parsed time has no monotonic reading). Zero means the
+	// moment New was called.
+	Epoch time.Time
+	// MaxConns is the expected number of concurrent requests; the idle
+	// connection pool keeps that many connections so that no stream pays for
+	// a new dial once warm. It does not limit concurrency.
+	MaxConns int
+	// Connect bounds a dial (DefaultConnectTimeout when zero).
+	Connect time.Duration
+	// FirstByte bounds the time from Sent to the first line of a stream's
+	// body, or to the response headers of a non-streaming request
+	// (DefaultFirstByteTimeout when zero). It includes queueing and prefill.
+	FirstByte time.Duration
+	// Idle bounds the gap between two reads of the response body once it
+	// has started (DefaultIdleTimeout when zero).
+	Idle time.Duration
+	// Total bounds the whole request, Sent to end (DefaultTotalTimeout when zero).
+	Total time.Duration
+}
+
+// Client sends requests to one OpenAI-compatible server and turns each into
+// a Result. It is safe for concurrent use; one Client serves a whole run.
+type Client struct {
+	root        string // scheme://host[:port][/prefix], without /v1
+	chatURL     string
+	complURL    string
+	apiKey      string
+	epoch       time.Time
+	connect     time.Duration
+	firstByte   time.Duration
+	idle        time.Duration
+	total       time.Duration
+	http        *http.Client
+	transport   *http.Transport
+	oa          *openai.Client
+	streams     sync.Pool // *stream
+	loadCounter func() (*tokenizer.Tokenizer, error)
+}
+
+// New validates cfg and builds a Client with a transport tuned for many
+// concurrent streams: an idle pool of MaxConns connections to the one host,
+// no compression, HTTP/1.1 only, no proxy, no redirects, loopback only.
+func New(cfg Config) (*Client, error) {
+	root, err := normalizeBaseURL(cfg.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	maxConns := cfg.MaxConns
+	if maxConns <= 0 {
+		maxConns = DefaultMaxConns
+	}
+	epoch := cfg.Epoch
+	if epoch.IsZero() {
+		epoch = time.Now()
+	}
+	c := &Client{
+		root:      root,
+		chatURL:   root + "/v1/chat/completions",
+		complURL:  root + "/v1/completions",
+		apiKey:    cfg.APIKey,
+		epoch:     epoch,
+		connect:   orDefault(cfg.Connect, DefaultConnectTimeout),
+		firstByte: orDefault(cfg.FirstByte, DefaultFirstByteTimeout),
+		idle:      orDefault(cfg.Idle, DefaultIdleTimeout),
+		total:     orDefault(cfg.Total, DefaultTotalTimeout),
+	}
+	dialer := &net.Dialer{KeepAlive: 30 * time.Second, Control: loopbackOnly}
+	if c.connect > 0 {
+		dialer.Timeout = c.connect
+	}
+	c.transport = &http.Transport{
+		Proxy:               nil, // never route load through a proxy from the environment
+		DialContext:         dialer.DialContext,
+		MaxIdleConns:        maxConns,
+		MaxIdleConnsPerHost: maxConns,
+		IdleConnTimeout:     idleConnExpiry,
+		DisableCompression:  true, // compression would batch SSE events and cost CPU per chunk
+		ForceAttemptHTTP2:   false,
+		// A non-nil empty map disables HTTP/2 over TLS: one stream per
+		// connection keeps a slow stream from delaying its neighbours.
+		TLSNextProto:    map[string]func(string, *tls.Conn) http.RoundTripper{},
+		ReadBufferSize:  connBufBytes,
+		WriteBufferSize: connBufBytes,
+	}
+	c.http = &http.Client{
+		Transport: c.transport,
+		// A redirect could lead the load off loopback; a 3xx is reported as it is.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	oc := openai.DefaultConfig(cfg.APIKey)
+	oc.BaseURL = root + "/v1"
+	oc.HTTPClient = c.http
+	c.oa = openai.NewClientWithConfig(oc)
+	c.streams.New = func() any { return newStream() }
+	c.loadCounter = sync.OnceValues(func() (*tokenizer.Tokenizer, error) { return tokenizer.Load("") })
+	return c, nil
+}
+
+// Close releases the idle connections of the pool. The Client must not be
+// used afterwards.
+func (c *Client) Close() {
+	c.transport.CloseIdleConnections()
+}
+
+// Epoch returns the run's epoch every Result offset counts from.
+func (c *Client) Epoch() time.Time { return c.epoch }
+
+// Models lists the model IDs the server serves (GET /v1/models), in the
+// server's order. It is used to auto-detect the model when a scenario names
+// none.
+func (c *Client) Models(ctx context.Context) ([]string, error) {
+	list, err := c.oa.ListModels(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list models at %s: %w", c.root, err)
+	}
+	ids := make([]string, 0, len(list.Models))
+	for _, m := range list.Models {
+		ids = append(ids, m.ID)
+	}
+	return ids, nil
+}
+
+// since returns the offset of now from the epoch, never zero (zero means
+// "did not happen" in a Result).
+func (c *Client) since(now time.Time) time.Duration {
+	d := now.Sub(c.epoch)
+	if d <= 0 {
+		d = 1
+	}
+	return d
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0 // disabled
+	}
+	return d
+}
+
+// normalizeBaseURL returns the server root without a trailing slash or /v1.
+func normalizeBaseURL(raw string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return "", fmt.Errorf("base URL %q: %w", raw, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("base URL %q: scheme must be http or https", raw)
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("base URL %q: no host", raw)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("base URL %q: must hold no credentials, query or fragment", raw)
+	}
+	if err := checkLoopbackHost(u.Hostname()); err != nil {
+		return "", fmt.Errorf("base URL %q: %w", raw, err)
+	}
+	p := strings.TrimRight(u.Path, "/")
+	p = strings.TrimSuffix(p, "/v1")
+	return u.Scheme + "://" + u.Host + p, nil
+}
+
+// errNotLoopback refuses a target outside 127.0.0.0/8 and ::1.
+var errNotLoopback = errors.New("not a loopback address: servebench only sends load to 127.0.0.0/8 or ::1")
+
+// checkLoopbackHost accepts "localhost" and loopback IP literals; any other
+// name is refused up front (the dialer checks resolved addresses again).
+func checkLoopbackHost(host string) error {
+	if strings.EqualFold(host, "localhost") {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("host %q: %w", host, errNotLoopback)
+	}
+	return nil
+}
+
+// loopbackOnly is the dialer's Control hook: it runs on the resolved
+// address of every connection, so a name resolving elsewhere is refused too.
+func loopbackOnly(_, address string, _ syscall.RawConn) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return fmt.Errorf("dial %s: %w", address, err)
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("dial %s: %w", address, errNotLoopback)
+	}
+	return nil
+}

@@ -1,0 +1,435 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// newTestClient returns a Client for srv with short timeouts.
+func newTestClient(t testing.TB, baseURL string, cfg Config) *Client {
+	t.Helper()
+	cfg.BaseURL = baseURL
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func TestNewBaseURL(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, in, root, err string
+	}{
+		{name: "bare", in: "http://127.0.0.1:8000", root: "http://127.0.0.1:8000"},
+		{name: "v1", in: "http://127.0.0.1:8000/v1", root: "http://127.0.0.1:8000"},
+		{name: "v1 slash", in: "http://127.0.0.1:8000/v1/", root: "http://127.0.0.1:8000"},
+		{name: "prefix", in: "http://localhost:8000/proxy/v1", root: "http://localhost:8000/proxy"},
+		{name: "ipv6", in: "http://[::1]:8000", root: "http://[::1]:8000"},
+		{name: "loopback range", in: "https://127.3.4.5", root: "https://127.3.4.5"},
+		{name: "remote", in: "http://10.0.0.1:8000", err: "not a loopback address"},
+		{name: "name", in: "http://example.com", err: "not a loopback address"},
+		{name: "scheme", in: "ftp://127.0.0.1", err: "scheme must be http or https"},
+		{name: "no host", in: "http:///v1", err: "no host"},
+		{name: "credentials", in: "http://u:p@127.0.0.1", err: "no credentials"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := New(Config{BaseURL: tc.in})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.root != tc.root {
+				t.Errorf("root %q, want %q", c.root, tc.root)
+			}
+		})
+	}
+}
+
+// recorder is an httptest handler that records each request body and
+// answers with a short vLLM-style stream or JSON body.
+type recorder struct {
+	mu     sync.Mutex
+	paths  []string
+	bodies [][]byte
+	auth   []string
+}
+
+func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	rec.mu.Lock()
+	rec.paths = append(rec.paths, r.URL.Path)
+	rec.bodies = append(rec.bodies, b)
+	rec.auth = append(rec.auth, r.Header.Get("Authorization"))
+	rec.mu.Unlock()
+	var req struct {
+		Stream bool `json:"stream"`
+	}
+	_ = json.Unmarshal(b, &req)
+	if !req.Stream {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Write(vllmChatStream(2, false))
+}
+
+// TestBody checks the JSON body the server received, against golden files
+// in testdata/TestBody (go test ./client -run TestBody -update rewrites them).
+func TestBody(t *testing.T) {
+	t.Parallel()
+	zero, half := 0.0, 0.5
+	tests := []struct {
+		name string
+		req  Request
+	}{
+		{"chat_stream_vllm", Request{API: APIChat, Model: "m", System: "be brief", Prompt: "hello", MaxTokens: 128, MinTokens: 128,
+			IgnoreEOS: true, Temperature: &zero, Stream: true, IncludeUsage: true, ContinuousUsage: true}},
+		{"chat_stream_plain", Request{API: APIChat, Model: "m", Prompt: "hello", Stream: true, IncludeUsage: true}},
+		{"chat_continuous_implies_usage", Request{API: APIChat, Model: "m", Prompt: "hello", Stream: true, ContinuousUsage: true}},
+		{"chat_nonstream", Request{API: APIChat, Model: "m", Prompt: "hello", Temperature: &half, IncludeUsage: true}},
+		{"completions_stream", Request{API: APICompletions, Model: "m", Prompt: "once upon", MaxTokens: 16, Temperature: &zero, Stream: true, IncludeUsage: true}},
+		{"extra_overrides", Request{API: APIChat, Model: "m", Prompt: "hello", MaxTokens: 16, Temperature: &zero, Stream: true,
+			Extra: map[string]any{"top_k": 1, "temperature": 0.7, "chat_template_kwargs": map[string]any{"enable_thinking": false}}}},
+		{"no_model", Request{API: APICompletions, Prompt: "x", Stream: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rec := &recorder{}
+			srv := httptest.NewServer(rec)
+			defer srv.Close()
+			c := newTestClient(t, srv.URL+"/v1", Config{APIKey: "sk-test"})
+			res := c.Do(context.Background(), &tc.req)
+			if res.Outcome != OK {
+				t.Fatalf("outcome %s %s: %s", res.Outcome, res.ErrorClass, res.Error)
+			}
+			wantPath := "/v1/chat/completions"
+			if tc.req.API == APICompletions {
+				wantPath = "/v1/completions"
+			}
+			if rec.paths[0] != wantPath || rec.auth[0] != "Bearer sk-test" {
+				t.Errorf("path %q auth %q", rec.paths[0], rec.auth[0])
+			}
+			var v any
+			if err := json.Unmarshal(rec.bodies[0], &v); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := json.MarshalIndent(v, "", "  ")
+			checkGolden(t, append(got, '\n'))
+		})
+	}
+}
+
+// checkGolden compares got with testdata/<t.Name()>.json; on a mismatch it
+// writes the .got file next to it.
+func checkGolden(t *testing.T, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", filepath.FromSlash(t.Name())+".json")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if string(got) != string(want) {
+		_ = os.WriteFile(strings.TrimSuffix(path, ".json")+".got", got, 0o644)
+		t.Errorf("%s differs from the golden file:\ngot:\n%s\nwant:\n%s", t.Name(), got, want)
+	}
+}
+
+func TestModels(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/models" {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, `{"object":"list","data":[{"id":"Qwen/Qwen3-8B","object":"model","created":1,"owned_by":"vllm","root":"/models/qwen","parent":null,"max_model_len":32768,"permission":[]},{"id":"lora-a","object":"model","created":1,"owned_by":"vllm","root":"a","parent":"Qwen/Qwen3-8B"}]}`)
+	}))
+	defer srv.Close()
+	for _, base := range []string{srv.URL, srv.URL + "/v1", srv.URL + "/v1/"} {
+		c := newTestClient(t, base, Config{})
+		ids, err := c.Models(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(ids, ",") != "Qwen/Qwen3-8B,lora-a" {
+			t.Errorf("%s: ids %v", base, ids)
+		}
+	}
+	// A server error names the target.
+	bad := httptest.NewServer(http.NotFoundHandler())
+	defer bad.Close()
+	c := newTestClient(t, bad.URL, Config{})
+	if _, err := c.Models(context.Background()); err == nil || !strings.Contains(err.Error(), bad.URL) {
+		t.Errorf("error %v does not name %s", err, bad.URL)
+	}
+}
+
+func TestNonStreaming(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/completions") && !strings.Contains(r.URL.Path, "chat") {
+			// no usage: counted locally
+			io.WriteString(w, `{"id":"c","object":"text_completion","choices":[{"index":0,"text":" hello world","finish_reason":"length"}]}`)
+			return
+		}
+		io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","reasoning":"hm","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8,"prompt_tokens_details":{"cached_tokens":2}}}`)
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv.URL, Config{Epoch: time.Now()})
+	tests := []struct {
+		name      string
+		req       Request
+		output    int
+		estimated bool
+		finish    string
+	}{
+		{"chat", Request{API: APIChat, Prompt: "x"}, 5, false, "stop"},
+		{"completions_estimated", Request{API: APICompletions, Prompt: "x"}, 2, true, "length"},
+		// a server that answers JSON to a streaming request
+		{"stream_answered_whole", Request{API: APIChat, Prompt: "x", Stream: true}, 5, false, "stop"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := c.Do(context.Background(), &tc.req)
+			if res.Outcome != OK {
+				t.Fatalf("outcome %s %s: %s", res.Outcome, res.ErrorClass, res.Error)
+			}
+			if res.OutputTokens != tc.output || res.Estimated != tc.estimated || res.FinishReason != tc.finish {
+				t.Errorf("output %d estimated %v finish %q", res.OutputTokens, res.Estimated, res.FinishReason)
+			}
+			if _, ok := res.E2E(); !ok {
+				t.Error("E2E undefined")
+			}
+			if _, ok := res.TTFT(); ok {
+				t.Error("TTFT defined for a non-streaming request")
+			}
+			if res.Status != 200 || res.Headers < res.Sent || res.End < res.Headers {
+				t.Errorf("status %d sent %v headers %v end %v", res.Status, res.Sent, res.Headers, res.End)
+			}
+		})
+	}
+}
+
+// faultServer answers according to the "fault" field of the request body
+// (sent through Request.Extra), so that failing and healthy requests share
+// one server and one client.
+func faultServer(t testing.TB) *httptest.Server {
+	t.Helper()
+	flush := func(w http.ResponseWriter) { w.(http.Flusher).Flush() }
+	chunk := func(content string) string {
+		return fmt.Sprintf("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%q},\"finish_reason\":null}]}\n\n", content)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Fault string `json:"fault"`
+		}
+		b, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(b, &req)
+		sse := func() {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n")
+			flush(w)
+		}
+		wait := func(d time.Duration) {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(d):
+			}
+		}
+		switch req.Fault {
+		case "":
+			sse()
+			for i := range 10 {
+				io.WriteString(w, chunk(fmt.Sprint(" t", i)))
+				flush(w)
+				wait(2 * time.Millisecond)
+			}
+			io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n")
+			io.WriteString(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":10,\"total_tokens\":14}}\n\ndata: [DONE]\n\n")
+		case "reset":
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.(*net.TCPConn).SetLinger(0)
+				conn.Close()
+			}
+		case "400":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error":{"message":"'max_tokens' or 'max_completion_tokens' is too large: 5000. This model's maximum context length is 4096 tokens and your request has 10 input tokens (5000 > 4096 - 10).","type":"BadRequestError","param":"max_tokens","code":400}}`)
+		case "503":
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, strings.Repeat("overloaded ", 200))
+		case "first_byte":
+			wait(2 * time.Second)
+		case "first_byte_after_headers":
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			flush(w)
+			wait(2 * time.Second)
+		case "idle":
+			sse()
+			io.WriteString(w, chunk("a"))
+			flush(w)
+			wait(2 * time.Second)
+		case "total":
+			sse()
+			for i := 0; i < 400 && r.Context().Err() == nil; i++ {
+				io.WriteString(w, chunk("a"))
+				flush(w)
+				wait(5 * time.Millisecond)
+			}
+		case "truncated":
+			sse()
+			io.WriteString(w, chunk("a"))
+		case "broken":
+			sse()
+			io.WriteString(w, chunk("a"))
+			flush(w)
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close() // mid chunked encoding
+			}
+		case "malformed":
+			sse()
+			io.WriteString(w, chunk("a")+"data: {\"choices\":[{\"delta\":\n\ndata: [DONE]\n\n")
+		case "error_event":
+			sse()
+			io.WriteString(w, chunk("a")+`data: {"error":{"message":"Internal server error","type":"InternalServerError","param":null,"code":500}}`+"\n\ndata: [DONE]\n\n")
+		case "event_error":
+			sse()
+			io.WriteString(w, chunk("a")+"event: error\ndata: {\"message\":\"engine dead\"}\n\n")
+		case "cancel":
+			sse()
+			io.WriteString(w, chunk("a"))
+			flush(w)
+			wait(2 * time.Second)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestErrorClasses produces every error class with a purposely faulty
+// server, with healthy requests running beside the failing ones on the same
+// client: none of them may be affected.
+func TestErrorClasses(t *testing.T) {
+	t.Parallel()
+	srv := faultServer(t)
+	c := newTestClient(t, srv.URL, Config{MaxConns: 32, FirstByte: 300 * time.Millisecond, Idle: 300 * time.Millisecond, Total: 1200 * time.Millisecond})
+
+	// A port with nothing listening: connect refused.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadURL := "http://" + l.Addr().String()
+	l.Close()
+	dead := newTestClient(t, deadURL, Config{})
+
+	tests := []struct {
+		fault   string
+		client  *Client
+		outcome Outcome
+		class   ErrorClass
+		status  int
+		msg     string
+	}{
+		{fault: "refused", client: dead, outcome: Failed, class: ErrConnect, msg: "refused"},
+		{fault: "reset", outcome: Failed, class: ErrConnect},
+		{fault: "400", outcome: Failed, class: ErrHTTP4xx, status: 400, msg: "maximum context length is 4096"},
+		{fault: "503", outcome: Failed, class: ErrHTTP5xx, status: 503, msg: "503 Service Unavailable: overloaded"},
+		{fault: "first_byte", outcome: Failed, class: ErrTimeout, msg: "first-byte timeout"},
+		{fault: "first_byte_after_headers", outcome: Failed, class: ErrTimeout, status: 200, msg: "first-byte timeout"},
+		{fault: "idle", outcome: Failed, class: ErrTimeout, status: 200, msg: "idle-stream timeout"},
+		{fault: "total", outcome: Failed, class: ErrTimeout, status: 200, msg: "total timeout"},
+		{fault: "truncated", outcome: Failed, class: ErrStreamTruncated, status: 200, msg: "without finish_reason or [DONE]"},
+		{fault: "broken", outcome: Failed, class: ErrStreamTruncated, status: 200, msg: "broken"},
+		{fault: "malformed", outcome: Failed, class: ErrMalformedChunk, status: 200},
+		{fault: "error_event", outcome: Failed, class: ErrServerErrorEvent, status: 200, msg: "InternalServerError: Internal server error (code 500)"},
+		{fault: "event_error", outcome: Failed, class: ErrServerErrorEvent, status: 200, msg: "engine dead"},
+		{fault: "cancel", outcome: Canceled, class: ErrCanceled, status: 200},
+	}
+	var healthy sync.WaitGroup
+	healthyResults := make([]Result, 40)
+	for i := range healthyResults {
+		healthy.Go(func() {
+			time.Sleep(time.Duration(i) * 20 * time.Millisecond) // spread over the failures
+			healthyResults[i] = c.Do(context.Background(), &Request{Seq: uint64(i), API: APIChat, Prompt: "x", Stream: true, IncludeUsage: true})
+		})
+	}
+	t.Run("group", func(t *testing.T) {
+		for _, tc := range tests {
+			t.Run(tc.fault, func(t *testing.T) {
+				t.Parallel()
+				cl := tc.client
+				if cl == nil {
+					cl = c
+				}
+				ctx := context.Background()
+				if tc.fault == "cancel" {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, 150*time.Millisecond)
+					defer cancel()
+				}
+				res := cl.Do(ctx, &Request{API: APIChat, Prompt: "x", Stream: true, Extra: map[string]any{"fault": tc.fault}})
+				if res.Outcome != tc.outcome || res.ErrorClass != tc.class || res.Status != tc.status {
+					t.Fatalf("got %s/%s status %d (%s), want %s/%s status %d", res.Outcome, res.ErrorClass, res.Status, res.Error, tc.outcome, tc.class, tc.status)
+				}
+				t.Logf("%s: %s", res.ErrorClass, res.Error)
+				if !strings.Contains(res.Error, tc.msg) || res.Error == "" {
+					t.Errorf("message %q does not contain %q", res.Error, tc.msg)
+				}
+				if len(res.Error) > ErrorExcerptBytes+64 {
+					t.Errorf("message of %d bytes", len(res.Error))
+				}
+				if res.End == 0 || res.End < res.Sent {
+					t.Errorf("end %v sent %v", res.End, res.Sent)
+				}
+				if _, ok := res.E2E(); ok {
+					t.Error("E2E defined for a failed request")
+				}
+			})
+		}
+	})
+	healthy.Wait()
+	for i, res := range healthyResults {
+		if res.Outcome != OK || res.OutputTokens != 10 || len(res.ChunkTimes) != 10 {
+			t.Errorf("healthy request %d: %s %s %q, %d tokens", i, res.Outcome, res.ErrorClass, res.Error, res.OutputTokens)
+		}
+	}
+}

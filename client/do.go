@@ -1,0 +1,408 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Timeout causes, set as the cause of the request context.
+var (
+	errFirstByteTimeout = errors.New("first-byte timeout")
+	errIdleTimeout      = errors.New("idle-stream timeout")
+	errTotalTimeout     = errors.New("total timeout")
+	errDrained          = errors.New("drain after end of stream")
+)
+
+// Do sends r and returns its Result. It never returns an error and never
+// panics: a failure is recorded in the Result (Outcome Failed with an
+// ErrorClass and a message, or Canceled when ctx was canceled). A failing
+// request has no effect on other requests. Do is safe for concurrent use.
+func (c *Client) Do(ctx context.Context, r *Request) (res Result) {
+	res = Result{
+		Kind:        KindRequest,
+		Seq:         r.Seq,
+		Stage:       r.Stage,
+		Warmup:      r.Warmup,
+		API:         r.API,
+		Stream:      r.Stream,
+		Scheduled:   r.Scheduled,
+		InputTokens: r.InputTokens,
+		MaxTokens:   r.MaxTokens,
+	}
+	defer func() {
+		// A panic here is a client bug triggered by some input; it is
+		// recorded so that one odd response cannot stop a run.
+		if p := recover(); p != nil {
+			res.Outcome, res.ErrorClass = Failed, ErrMalformedChunk
+			res.Error = fmt.Sprintf("client bug: panic: %v", p)
+		}
+	}()
+	url := c.chatURL
+	if r.API == APICompletions {
+		url = c.complURL
+	}
+	body, err := encodeBody(r)
+	if err != nil {
+		// Not sent: the scenario validator should have refused it.
+		res.Outcome, res.ErrorClass, res.Error = Failed, ErrHTTP4xx, "invalid request, not sent: "+err.Error()
+		return res
+	}
+
+	tctx, cancelTotal := context.WithCancel(ctx)
+	if c.total > 0 {
+		tctx, cancelTotal = context.WithTimeoutCause(ctx, c.total, errTotalTimeout)
+	}
+	defer cancelTotal()
+	rctx, cancel := context.WithCancelCause(tctx)
+	defer cancel(nil)
+
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		res.Outcome, res.ErrorClass, res.Error = Failed, ErrConnect, err.Error()
+		return res
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if r.Stream {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	if c.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
+
+	sentAt := time.Now()
+	res.Sent = c.since(sentAt)
+	wd := c.watch(res.Sent, cancel)
+	defer wd.stop()
+	resp, err := c.http.Do(req)
+	if err != nil {
+		c.fail(&res, ctx, rctx, err, ErrConnect)
+		return res
+	}
+	defer resp.Body.Close()
+	res.Headers = c.since(time.Now())
+	res.Status = resp.StatusCode
+
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		wd.begin(res.Headers)
+		c.httpError(&res, resp)
+		return res
+	}
+	ctype, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if r.Stream && ctype != "application/json" {
+		c.readStream(&res, ctx, rctx, resp.Body, sentAt, wd, r.MaxTokens)
+	} else {
+		// A JSON body answers a non-streaming request, or a streaming one
+		// that the server chose not to stream.
+		wd.begin(res.Headers)
+		c.readWhole(&res, ctx, rctx, resp.Body, r.API)
+	}
+	return res
+}
+
+// readStream reads an SSE body into res.
+func (c *Client) readStream(res *Result, ctx, rctx context.Context, body io.Reader, sentAt time.Time, wd *watchdog, maxTokens int) {
+	s := c.streams.Get().(*stream)
+	defer func() {
+		s.release()
+		c.streams.Put(s)
+	}()
+	if maxTokens > 0 {
+		res.ChunkTimes = make([]time.Duration, 0, min(maxTokens+1, 1<<16))
+	} else {
+		res.ChunkTimes = make([]time.Duration, 0, 256)
+	}
+	s.reset(body, res, c.epoch, sentAt)
+	end, fail, readErr := s.pump(wd, c.since)
+	if fail == nil && readErr != nil && !errors.Is(readErr, io.EOF) {
+		if errors.Is(readErr, errLineTooLong) {
+			fail = &failure{ErrMalformedChunk, readErr.Error()}
+		} else if f := c.contextFailure(ctx, rctx); f != nil {
+			fail = f
+		}
+	}
+	if fail == nil {
+		fail = s.finish(readErr)
+	} else {
+		s.finish(readErr) // token accounting only
+	}
+	res.End = c.since(end)
+	if fail != nil {
+		c.setFailure(res, fail)
+		return
+	}
+	res.Outcome = OK
+	if s.done {
+		// Read the end of the chunked body so that the connection goes back
+		// to the pool; bounded in time by the watchdog.
+		wd.drain(c.since(time.Now()))
+		_, _ = io.Copy(io.Discard, io.LimitReader(s.br, 64<<10))
+	}
+}
+
+// wholeResponse is the part of a non-streaming chat or completions
+// response the client reads. go-openai's response types lack "reasoning".
+type wholeResponse struct {
+	Choices []struct {
+		Message struct {
+			Content          string `json:"content"`
+			Reasoning        string `json:"reasoning"`
+			ReasoningContent string `json:"reasoning_content"`
+		} `json:"message"`
+		Text         string `json:"text"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *wireUsage      `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// readWhole reads a JSON response body into res. Only E2E is measured:
+// FirstToken, FirstContent and LastToken stay zero.
+func (c *Client) readWhole(res *Result, ctx, rctx context.Context, body io.Reader, api string) {
+	b, err := io.ReadAll(io.LimitReader(body, MaxBodyBytes+1))
+	now := time.Now()
+	res.End = c.since(now)
+	if err != nil {
+		if f := c.contextFailure(ctx, rctx); f != nil {
+			c.setFailure(res, f)
+		} else {
+			c.setFailure(res, &failure{ErrStreamTruncated, fmt.Sprintf("response body broken: %v", err)})
+		}
+		return
+	}
+	if len(b) > MaxBodyBytes {
+		c.setFailure(res, &failure{ErrMalformedChunk, fmt.Sprintf("response body over %d bytes", MaxBodyBytes)})
+		return
+	}
+	var w wholeResponse
+	if err := json.Unmarshal(b, &w); err != nil {
+		c.setFailure(res, &failure{ErrMalformedChunk, fmt.Sprintf("%v: %s", err, excerpt(b))})
+		return
+	}
+	if len(w.Error) > 0 && string(w.Error) != "null" {
+		c.setFailure(res, &failure{ErrServerErrorEvent, errorMessage(b)})
+		return
+	}
+	var text string
+	for _, ch := range w.Choices {
+		text += ch.Message.ReasoningContent + ch.Message.Reasoning + ch.Message.Content + ch.Text
+		if res.FinishReason == "" {
+			res.FinishReason = ch.FinishReason
+		}
+	}
+	if w.Usage != nil {
+		res.PromptTokens = w.Usage.PromptTokens
+		res.OutputTokens = w.Usage.CompletionTokens
+		res.CachedTokens = w.Usage.PromptTokensDetails.CachedTokens
+		res.ReasoningTokens = w.Usage.CompletionTokensDetails.ReasoningTokens
+	} else {
+		// The whole text is at hand, so counting it is cheap here.
+		if tok, err := c.loadCounter(); err == nil {
+			res.OutputTokens = tok.Count(text)
+			res.Estimated = true
+		}
+	}
+	res.Outcome = OK
+}
+
+// httpError records a non-2xx response with a body excerpt.
+func (c *Client) httpError(res *Result, resp *http.Response) {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, ErrorExcerptBytes+1))
+	res.End = c.since(time.Now())
+	class := ErrHTTP4xx
+	if resp.StatusCode >= 500 {
+		class = ErrHTTP5xx
+	}
+	msg := resp.Status
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		msg += " (redirects are not followed)"
+	}
+	if e := excerpt(b); e != "" {
+		msg += ": " + e
+	}
+	c.setFailure(res, &failure{class, msg})
+}
+
+// fail records an error from sending the request or reading the headers:
+// a cancellation, a timeout, or else the given class.
+func (c *Client) fail(res *Result, ctx, rctx context.Context, err error, class ErrorClass) {
+	res.End = c.since(time.Now())
+	if f := c.contextFailure(ctx, rctx); f != nil {
+		c.setFailure(res, f)
+		return
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		// the dial timed out: the connection could not be made
+		c.setFailure(res, &failure{ErrConnect, err.Error()})
+		return
+	}
+	c.setFailure(res, &failure{class, err.Error()})
+}
+
+// contextFailure classifies a canceled request context: the run's ctx
+// canceled (Canceled), or one of the client's timeouts. It returns nil when
+// rctx is still live.
+func (c *Client) contextFailure(ctx, rctx context.Context) *failure {
+	if ctx.Err() != nil {
+		return &failure{ErrCanceled, fmt.Sprintf("canceled: %v", context.Cause(ctx))}
+	}
+	if rctx.Err() == nil {
+		return nil
+	}
+	cause := context.Cause(rctx)
+	switch {
+	case errors.Is(cause, errFirstByteTimeout):
+		return &failure{ErrTimeout, fmt.Sprintf("%v (%v)", cause, c.firstByte)}
+	case errors.Is(cause, errIdleTimeout):
+		return &failure{ErrTimeout, fmt.Sprintf("%v (%v)", cause, c.idle)}
+	case errors.Is(cause, errTotalTimeout):
+		return &failure{ErrTimeout, fmt.Sprintf("%v (%v)", cause, c.total)}
+	}
+	return &failure{ErrTimeout, cause.Error()}
+}
+
+func (c *Client) setFailure(res *Result, f *failure) {
+	res.ErrorClass, res.Error = f.class, f.msg
+	res.Outcome = Failed
+	if f.class == ErrCanceled {
+		res.Outcome = Canceled
+	}
+}
+
+// watchdog enforces the first-byte and idle timeouts of one request with a
+// single timer. The per-chunk cost is one mutex-free store (touch); the timer
+// re-arms itself from the last read when it fires early.
+type watchdog struct {
+	epoch time.Time
+	first time.Duration // first-byte timeout, 0 = off
+	idle  time.Duration // idle timeout, 0 = off
+	sent  time.Duration
+
+	last   atomic.Int64 // offset of the last read, ns
+	mu     sync.Mutex // guards phase and the timer's arming
+	phase  int
+	timer  *time.Timer
+	cancel context.CancelCauseFunc
+}
+
+const (
+	phaseWaiting = iota // before the first body line
+	phaseReading
+	phaseDraining
+	phaseStopped
+)
+
+func (c *Client) watch(sent time.Duration, cancel context.CancelCauseFunc) *watchdog {
+	w := &watchdog{epoch: c.epoch, first: c.firstByte, idle: c.idle, sent: sent, cancel: cancel}
+	if w.first > 0 {
+		w.timer = time.AfterFunc(w.first, w.fire)
+	}
+	return w
+}
+
+// begin switches from waiting for the first byte to reading, at offset at.
+func (w *watchdog) begin(at time.Duration) {
+	w.last.Store(int64(at))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.phase != phaseWaiting {
+		return
+	}
+	w.phase = phaseReading
+	w.arm(w.idle)
+}
+
+// touch records a read at offset at.
+func (w *watchdog) touch(at time.Duration) { w.last.Store(int64(at)) }
+
+// drain switches to reading the end of a finished body, bounded by drainGrace.
+func (w *watchdog) drain(at time.Duration) {
+	w.last.Store(int64(at))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.phase = phaseDraining
+	w.arm(drainGrace)
+}
+
+func (w *watchdog) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.phase = phaseStopped
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}
+
+// arm (re)starts the timer to fire after d; d == 0 disarms it. w.mu is held.
+func (w *watchdog) arm(d time.Duration) {
+	switch {
+	case d <= 0 && w.timer != nil:
+		w.timer.Stop()
+	case d <= 0:
+	case w.timer == nil:
+		w.timer = time.AfterFunc(d, w.fire)
+	default:
+		w.timer.Reset(d)
+	}
+}
+
+func (w *watchdog) fire() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := time.Since(w.epoch)
+	var deadline time.Duration
+	var cause error
+	switch w.phase {
+	case phaseWaiting:
+		deadline, cause = w.sent+w.first, errFirstByteTimeout
+	case phaseReading:
+		deadline, cause = time.Duration(w.last.Load())+w.idle, errIdleTimeout
+	case phaseDraining:
+		deadline, cause = time.Duration(w.last.Load())+drainGrace, errDrained
+	default:
+		return
+	}
+	if now >= deadline {
+		w.cancel(cause)
+		return
+	}
+	w.timer.Reset(deadline - now)
+}
+
+// pump reads SSE lines until [DONE], a failure or the end of the body,
+// stamping each line on arrival. It returns when reading ended, the failure
+// if a line failed the request, and the read error that ended the body.
+func (s *stream) pump(wd *watchdog, since func(time.Time) time.Duration) (end time.Time, fail *failure, readErr error) {
+	first := true
+	for {
+		line, err := s.readLine()
+		now := time.Now() // the line's arrival, before any decoding
+		if len(line) > 0 || err == nil {
+			if first {
+				first = false
+				wd.begin(since(now))
+			} else {
+				wd.touch(since(now))
+			}
+			if fail = s.handleLine(line, now); fail != nil {
+				return now, fail, nil
+			}
+		}
+		if s.done {
+			return now, nil, nil
+		}
+		if err != nil {
+			return now, nil, err
+		}
+	}
+}

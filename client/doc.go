@@ -1,0 +1,73 @@
+// Package client is servebench's streaming client: it sends one request to
+// an OpenAI-compatible server (vLLM first) and records what happened as one
+// Result, with monotonic timestamps taken the moment bytes arrive.
+//
+// It consumes a Request from the scenario runner (chat or completions,
+// streaming or not, with vLLM's extra body fields) and produces a Result:
+// raw observations only (offsets from the run's epoch, per-chunk arrival
+// times, token counts, outcome and error class), which the results writer
+// stores and report/ aggregates. Failures are data: Do never returns an
+// error. The Result type and the results-file records (result.go) import
+// the standard library only, so that readers of results files stay cheap.
+//
+// # Timestamps
+//
+// Every offset is time.Now() − epoch, with the monotonic clock, where the
+// epoch is the run's start (Config.Epoch). Scheduled is when the load model
+// wanted the request sent; Sent is taken just before the request is handed
+// to the transport (so it includes a dial when no pooled connection is
+// free); Headers when the response headers have been read. In a stream each
+// SSE line is stamped as soon as bufio returns it, before any JSON decoding.
+// ChunkTimes are offsets from Sent, not from the epoch.
+//
+// # Tokens and chunks
+//
+// A token-bearing chunk is one whose choices carry non-empty content
+// (chat), text (completions), reasoning or reasoning_content. A role-only
+// chunk, an empty string and "content": null are not tokens. FirstToken is
+// the first token-bearing chunk; FirstContent the first chunk carrying
+// content or text, which for a reasoning model comes after the reasoning;
+// LastToken the last token-bearing chunk.
+//
+// Token counts come from the server's usage (stream_options.include_usage);
+// the last usage object seen is authoritative. With vLLM's
+// continuous_usage_stats every chunk carries the cumulative
+// completion_tokens, and ChunkTokens holds each token-bearing chunk's
+// increase (tokens reported by chunks without text are carried into the
+// next token-bearing chunk). When the server sends no usage, a stream counts
+// one token per token-bearing chunk and a non-streaming response is counted
+// with the offline o200k_base tokenizer; both set Estimated.
+//
+// # Derived figures (methods on Result)
+//
+// Each is defined only for an OK request and reports ok=false otherwise:
+//
+//	TTFT             = FirstToken − Sent          time to first token (content or reasoning)
+//	TTFTFromSchedule = FirstToken − Scheduled     as seen on the load model's schedule
+//	TTFC             = FirstContent − Sent        time to first content (after reasoning)
+//	E2E              = End − Sent                 end-to-end latency
+//	E2EFromSchedule  = End − Scheduled
+//	ScheduleLag      = Sent − Scheduled           defined for every sent request
+//	TPOT             = (LastToken − FirstToken) / (OutputTokens − 1)
+//
+// Inter-token latency (ITL) is reported per token by AppendITLs: a chunk
+// of k tokens arriving Δ after the previous token-bearing chunk contributes
+// k gaps of Δ/k, with k from ChunkTokens when recorded, else OutputTokens
+// spread evenly over the chunks. AppendChunkITLs reports ITL per chunk (the
+// gaps between consecutive token-bearing chunks), as vLLM's `bench serve`
+// does. Both ITL and TPOT exclude the first token: its latency is TTFT.
+// A non-streaming request has no chunk times, so only E2E (and the schedule
+// figures) are defined for it.
+//
+// # Failures
+//
+// A request that failed has Outcome Failed and one ErrorClass: connect (no
+// response: dial refused or timed out, connection reset), http_4xx/http_5xx
+// (Status and a body excerpt of at most ErrorExcerptBytes in Error),
+// timeout (first-byte, idle-stream or total, see Config),
+// stream_truncated (the body ended or broke without finish_reason or
+// [DONE]), malformed_chunk (a data line that is not a JSON chunk, or longer
+// than MaxLineBytes), server_error_event (an in-band {"error": …} chunk or
+// an "event: error" line). A request whose context was canceled has Outcome
+// Canceled and class canceled.
+package client

@@ -1,0 +1,132 @@
+package client
+
+import "time"
+
+// The derived figures of a Result. Their definitions are stated once, in
+// the package documentation (doc.go). Each is defined only for a request
+// whose Outcome is OK; the ok result is false otherwise, and wherever the
+// figure is undefined (no first token, a single token, not sent).
+
+// TTFT is the time to first token, FirstToken − Sent.
+func (r *Result) TTFT() (d time.Duration, ok bool) {
+	if !r.streamed() {
+		return 0, false
+	}
+	return r.FirstToken - r.Sent, true
+}
+
+// TTFTFromSchedule is FirstToken − Scheduled: TTFT as a user arriving on
+// the load model's schedule would see it, including the client's lag.
+func (r *Result) TTFTFromSchedule() (d time.Duration, ok bool) {
+	if !r.streamed() {
+		return 0, false
+	}
+	return r.FirstToken - r.Scheduled, true
+}
+
+// TTFC is the time to first content, FirstContent − Sent. For a reasoning
+// model it includes the reasoning phase; it is undefined when no content
+// (only reasoning) arrived.
+func (r *Result) TTFC() (d time.Duration, ok bool) {
+	if r.Outcome != OK || r.FirstContent == 0 || r.Sent == 0 {
+		return 0, false
+	}
+	return r.FirstContent - r.Sent, true
+}
+
+// E2E is the end-to-end latency, End − Sent.
+func (r *Result) E2E() (d time.Duration, ok bool) {
+	if r.Outcome != OK || r.Sent == 0 || r.End == 0 {
+		return 0, false
+	}
+	return r.End - r.Sent, true
+}
+
+// E2EFromSchedule is End − Scheduled.
+func (r *Result) E2EFromSchedule() (d time.Duration, ok bool) {
+	if r.Outcome != OK || r.Sent == 0 || r.End == 0 {
+		return 0, false
+	}
+	return r.End - r.Scheduled, true
+}
+
+// ScheduleLag is Sent − Scheduled: how late the request left compared with
+// the load model. Unlike the other figures it is defined for every request
+// that was sent, whatever its outcome.
+func (r *Result) ScheduleLag() (d time.Duration, ok bool) {
+	if r.Sent == 0 {
+		return 0, false
+	}
+	return r.Sent - r.Scheduled, true
+}
+
+// TPOT is the time per output token after the first,
+// (LastToken − FirstToken) / (OutputTokens − 1). It is undefined with
+// fewer than two output tokens.
+func (r *Result) TPOT() (d time.Duration, ok bool) {
+	if !r.streamed() || r.OutputTokens < 2 || r.LastToken < r.FirstToken {
+		return 0, false
+	}
+	return (r.LastToken - r.FirstToken) / time.Duration(r.OutputTokens-1), true
+}
+
+// AppendITLs appends the per-token inter-token latencies of r to dst and
+// returns the extended slice; it allocates only when dst must grow. A chunk
+// carrying k tokens, arriving Δ after the previous token-bearing chunk,
+// contributes k latencies of Δ/k. k comes from ChunkTokens when they are
+// recorded, else OutputTokens is spread over the chunks as evenly as
+// integers allow. A chunk with zero tokens contributes nothing and its gap
+// is counted in the next chunk's Δ. The first chunk's tokens contribute
+// nothing: ITL excludes the first token. Nothing is appended unless the
+// Outcome is OK.
+func (r *Result) AppendITLs(dst []time.Duration) []time.Duration {
+	n := len(r.ChunkTimes)
+	if r.Outcome != OK || n < 2 {
+		return dst
+	}
+	perChunk := len(r.ChunkTokens) == n
+	total := r.OutputTokens
+	if total <= 0 {
+		total = n
+	}
+	prev := r.ChunkTimes[0]
+	for i := 1; i < n; i++ {
+		var k int
+		if perChunk {
+			k = int(r.ChunkTokens[i])
+		} else {
+			k = (i+1)*total/n - i*total/n
+		}
+		if k <= 0 {
+			continue
+		}
+		t := r.ChunkTimes[i]
+		gap := (t - prev) / time.Duration(k)
+		for range k {
+			dst = append(dst, gap)
+		}
+		prev = t
+	}
+	return dst
+}
+
+// AppendChunkITLs appends the per-chunk inter-token latencies of r, the
+// gaps between consecutive token-bearing chunks whatever their token
+// counts, as vLLM's `vllm bench serve` reports ITL. (vLLM's client also
+// counts the role-only first chunk as the first token; here the first
+// token-bearing chunk is, which differs by the microseconds between the two
+// back-to-back chunks.) Nothing is appended unless the Outcome is OK.
+func (r *Result) AppendChunkITLs(dst []time.Duration) []time.Duration {
+	if r.Outcome != OK {
+		return dst
+	}
+	for i := 1; i < len(r.ChunkTimes); i++ {
+		dst = append(dst, r.ChunkTimes[i]-r.ChunkTimes[i-1])
+	}
+	return dst
+}
+
+// streamed reports whether r is OK with a first token measured.
+func (r *Result) streamed() bool {
+	return r.Outcome == OK && r.FirstToken != 0 && r.Sent != 0
+}

@@ -1,0 +1,308 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	gojson "github.com/goccy/go-json"
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// The wire types below are a targeted view of an OpenAI streaming chunk
+// (chat.completion.chunk or text_completion): only what the client measures
+// is decoded, unknown members are skipped. They are decoded with goccy/go-json
+// into a value reused from chunk to chunk, with strings referring to the
+// line buffer (DecodeNoCopyString): they must not be retained.
+
+type wireDelta struct {
+	Content          string `json:"content"`           // null and "" are both "no content"
+	Reasoning        string `json:"reasoning"`         // vLLM ≥ v0.11 (late 2025), Ollama
+	ReasoningContent string `json:"reasoning_content"` // vLLM ≤ v0.15, SGLang, llama.cpp, TRT-LLM
+}
+
+type wireChoice struct {
+	Delta        wireDelta `json:"delta"` // chat
+	Text         string    `json:"text"`  // completions
+	FinishReason string    `json:"finish_reason"`
+}
+
+type wireUsage struct {
+	PromptTokens            int `json:"prompt_tokens"`
+	CompletionTokens        int `json:"completion_tokens"`
+	PromptTokensDetails     struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+type wireChunk struct {
+	Choices []wireChoice    `json:"choices"`
+	Usage   wireUsage       `json:"usage"`
+	Error   json.RawMessage `json:"error"` // vLLM/SGLang/TGI in-band error: an object, or a string (older TGI)
+}
+
+// usageAbsent marks wireChunk.Usage before a decode: a "usage" member that is
+// absent or null leaves it untouched.
+const usageAbsent = -1
+
+// failure is a classified reason why a request failed.
+type failure struct {
+	class ErrorClass
+	msg   string
+}
+
+func (f *failure) Error() string { return string(f.class) + ": " + f.msg }
+
+// errLineTooLong reports an SSE line over MaxLineBytes.
+var errLineTooLong = fmt.Errorf("sse line longer than %d bytes", MaxLineBytes)
+
+// stream holds the per-request state of the SSE reader and the chunk
+// decoder. It is pooled by the Client and reset for each request; it is not
+// safe for concurrent use.
+type stream struct {
+	br   *bufio.Reader
+	long []byte    // accumulates a line longer than br's buffer
+	ck   wireChunk // decode target, reused
+
+	res       *Result
+	epoch     time.Time
+	sentAt    time.Time // wall+monotonic time of Sent, for ChunkTimes offsets
+	errEvent  bool      // the current SSE event is "event: error"
+	errData   bool      // a data line was seen for the current error event
+	done      bool      // data: [DONE] seen
+	finished  bool      // a finish_reason seen
+	usageSeen bool      // a usage object seen (the last one is authoritative)
+	perChunk  bool      // every token-bearing chunk so far carried cumulative usage
+	lastCum   int       // completion_tokens at the last token-bearing chunk
+}
+
+func newStream() *stream {
+	return &stream{br: bufio.NewReaderSize(nil, readerBytes), ck: wireChunk{Choices: make([]wireChoice, 0, 1)}}
+}
+
+// reset prepares s for a request whose Result is res, sent at sentAt.
+func (s *stream) reset(body io.Reader, res *Result, epoch, sentAt time.Time) {
+	s.br.Reset(body)
+	if cap(s.long) > 64<<10 {
+		s.long = nil // do not keep a rare huge buffer in the pool
+	}
+	s.long = s.long[:0]
+	s.res, s.epoch, s.sentAt = res, epoch, sentAt
+	s.errEvent, s.errData, s.done, s.finished, s.usageSeen = false, false, false, false, false
+	s.perChunk, s.lastCum = true, 0
+}
+
+// release drops references to the request before s returns to the pool.
+func (s *stream) release() {
+	s.br.Reset(nil)
+	s.res = nil
+	clear(s.ck.Choices[:cap(s.ck.Choices)])
+	s.ck.Error = nil
+}
+
+// readLine returns the next line without its line terminator ("\n" or
+// "\r\n"). The slice is valid until the next call. At EOF it returns the
+// last unterminated line, if any, with io.EOF.
+func (s *stream) readLine() ([]byte, error) {
+	line, err := s.br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		s.long = append(s.long[:0], line...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			if len(s.long) > MaxLineBytes {
+				return nil, errLineTooLong
+			}
+			line, err = s.br.ReadSlice('\n')
+			s.long = append(s.long, line...)
+		}
+		line = s.long
+		if len(line) > MaxLineBytes+2 {
+			return nil, errLineTooLong
+		}
+	}
+	line = bytes.TrimSuffix(line, []byte{'\n'})
+	line = bytes.TrimSuffix(line, []byte{'\r'})
+	return line, err
+}
+
+// handleLine processes one SSE line that arrived at now. It returns a
+// failure when the line ends the request as failed. Lines are handled as
+// they arrive rather than per dispatched event: each vLLM event is one data
+// line, and stamping at the line keeps the timestamp at byte arrival.
+func (s *stream) handleLine(line []byte, now time.Time) *failure {
+	if len(line) == 0 { // end of event
+		if s.errEvent && !s.errData {
+			return &failure{ErrServerErrorEvent, "event: error with no data"}
+		}
+		s.errEvent, s.errData = false, false
+		return nil
+	}
+	if line[0] == ':' { // comment, e.g. ": ping"
+		return nil
+	}
+	name, value := line, []byte(nil)
+	if i := bytes.IndexByte(line, ':'); i >= 0 {
+		name, value = line[:i], line[i+1:]
+		if len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+	}
+	switch string(name) {
+	case "data":
+		return s.handleData(value, now)
+	case "event":
+		s.errEvent = string(bytes.TrimSpace(value)) == "error"
+	}
+	return nil // id, retry and unknown fields are ignored, as the SSE spec says
+}
+
+var doneMarker = []byte("[DONE]")
+
+// handleData processes the value of one data line.
+func (s *stream) handleData(v []byte, now time.Time) *failure {
+	v = bytes.TrimSpace(v) // TRT-LLM writes "data: {...} \n"
+	if s.errEvent {
+		s.errData = true
+		return &failure{ErrServerErrorEvent, errorMessage(v)}
+	}
+	if len(v) == 0 {
+		return nil
+	}
+	if bytes.Equal(v, doneMarker) {
+		s.done = true
+		return nil
+	}
+	ck := &s.ck
+	clear(ck.Choices[:cap(ck.Choices)])
+	ck.Choices = ck.Choices[:0]
+	ck.Usage = wireUsage{PromptTokens: usageAbsent, CompletionTokens: usageAbsent}
+	ck.Error = ck.Error[:0]
+	if err := gojson.UnmarshalOf(v, ck, gojson.DecodeNoCopyString()); err != nil {
+		return &failure{ErrMalformedChunk, fmt.Sprintf("%v: %s", err, excerpt(v))}
+	}
+	if len(ck.Error) > 0 && !bytes.Equal(ck.Error, []byte("null")) {
+		return &failure{ErrServerErrorEvent, errorMessage(v)}
+	}
+	res := s.res
+	tokens, content := false, false
+	for i := range ck.Choices {
+		c := &ck.Choices[i]
+		if c.Delta.Content != "" || c.Text != "" {
+			tokens, content = true, true
+		} else if c.Delta.Reasoning != "" || c.Delta.ReasoningContent != "" {
+			tokens = true
+		}
+		if c.FinishReason != "" && !s.finished {
+			s.finished = true
+			res.FinishReason = strings.Clone(c.FinishReason)
+		}
+	}
+	hasUsage := ck.Usage.PromptTokens != usageAbsent || ck.Usage.CompletionTokens != usageAbsent
+	if hasUsage {
+		s.usageSeen = true
+		res.PromptTokens = max(ck.Usage.PromptTokens, 0)
+		res.OutputTokens = max(ck.Usage.CompletionTokens, 0)
+		res.CachedTokens = ck.Usage.PromptTokensDetails.CachedTokens
+		res.ReasoningTokens = ck.Usage.CompletionTokensDetails.ReasoningTokens
+	}
+	if !tokens {
+		return nil
+	}
+	at := now.Sub(s.epoch)
+	if res.FirstToken == 0 {
+		res.FirstToken = at
+	}
+	if content && res.FirstContent == 0 {
+		res.FirstContent = at
+	}
+	res.LastToken = at
+	res.ChunkTimes = append(res.ChunkTimes, now.Sub(s.sentAt))
+	if s.perChunk {
+		if !hasUsage {
+			s.perChunk = false
+		} else {
+			// Tokens reported by chunks without text (harmony control
+			// tokens) are carried into the next token-bearing chunk.
+			k := max(ck.Usage.CompletionTokens-s.lastCum, 0)
+			s.lastCum = max(ck.Usage.CompletionTokens, s.lastCum)
+			if res.ChunkTokens == nil {
+				res.ChunkTokens = make([]int32, 0, cap(res.ChunkTimes))
+			}
+			res.ChunkTokens = append(res.ChunkTokens, int32(min(k, 1<<31-1)))
+		}
+	}
+	return nil
+}
+
+// finish completes res after the stream ended. readErr is the error
+// that ended reading (io.EOF for a clean end), or nil after [DONE].
+func (s *stream) finish(readErr error) *failure {
+	res := s.res
+	if !s.perChunk || len(res.ChunkTokens) != len(res.ChunkTimes) {
+		res.ChunkTokens = nil
+	}
+	if !s.usageSeen {
+		// No usage from the server: count one token per token-bearing chunk.
+		// vLLM, SGLang and llama.cpp send one token per chunk outside
+		// speculative decoding; tokenizing the text instead would need it
+		// accumulated, which costs allocations on the hot path.
+		res.OutputTokens = len(res.ChunkTimes)
+		res.Estimated = true
+	}
+	if s.done || (s.finished && errors.Is(readErr, io.EOF)) {
+		return nil
+	}
+	if readErr == nil || errors.Is(readErr, io.EOF) {
+		return &failure{ErrStreamTruncated, fmt.Sprintf("stream ended after %d token chunks without finish_reason or [DONE]", len(res.ChunkTimes))}
+	}
+	return &failure{ErrStreamTruncated, fmt.Sprintf("stream broken after %d token chunks: %v", len(res.ChunkTimes), readErr)}
+}
+
+// errorMessage extracts a readable message from an error payload: an
+// object {"error": {...}} or {"error": "..."}, a bare error object
+// {"message": ...}, or anything else as a bounded excerpt.
+func errorMessage(v []byte) string {
+	var wrapped struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(v, &wrapped) == nil && len(wrapped.Error) > 0 && string(wrapped.Error) != "null" {
+		v = wrapped.Error
+	}
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return excerpt([]byte(s))
+	}
+	var apiErr openai.APIError
+	if json.Unmarshal(v, &apiErr) == nil && apiErr.Message != "" {
+		msg := apiErr.Message
+		if apiErr.Type != "" {
+			msg = apiErr.Type + ": " + msg
+		}
+		if apiErr.Code != nil {
+			msg = fmt.Sprintf("%s (code %v)", msg, apiErr.Code)
+		}
+		return excerpt([]byte(msg))
+	}
+	return excerpt(v)
+}
+
+// excerpt returns at most ErrorExcerptBytes of b as a string, cut on a
+// UTF-8 boundary and marked when cut.
+func excerpt(b []byte) string {
+	b = bytes.TrimSpace(b)
+	if len(b) <= ErrorExcerptBytes {
+		return string(b)
+	}
+	n := ErrorExcerptBytes - len("…")
+	for n > 0 && b[n]&0xC0 == 0x80 { // do not cut inside a rune
+		n--
+	}
+	return string(b[:n]) + "…"
+}
