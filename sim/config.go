@@ -1,0 +1,325 @@
+package sim
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+//go:embed presets/*.yaml
+var presetFS embed.FS
+
+// Config is everything that defines a simulated server: the model's KV-cache
+// geometry, vLLM's scheduler settings, the step-time cost model and the
+// server's identity. Presets and user files are YAML with these keys; keys
+// are vLLM's own argument names where vLLM has one.
+//
+// A Config is a value; copy it freely. Validate before use (Listen and
+// NewEngine do).
+type Config struct {
+	// Base names a preset this file starts from (user files only; empty
+	// starts from the built-in defaults).
+	Base string `yaml:"base,omitempty"`
+	// Name is the preset's name, reported in logs.
+	Name string `yaml:"name"`
+	// Model is the model path or Hugging Face id (vLLM's --model), shown as
+	// the model card's root.
+	Model string `yaml:"model"`
+	// ServedModelName is the name requests must use and responses carry.
+	ServedModelName string `yaml:"served_model_name"`
+	// VLLMVersion is reported by /version and in the startup log.
+	VLLMVersion string `yaml:"vllm_version"`
+	// Architecture is the model's architecture string (log only).
+	Architecture string `yaml:"architecture"`
+	// Seed makes step-time jitter and synthetic output repeatable.
+	Seed uint64 `yaml:"seed"`
+
+	// MaxModelLen is the context length in tokens (prompt + output).
+	MaxModelLen int `yaml:"max_model_len"`
+	// MaxNumSeqs caps the running requests.
+	MaxNumSeqs int `yaml:"max_num_seqs"`
+	// MaxNumBatchedTokens is the per-step token budget.
+	MaxNumBatchedTokens int `yaml:"max_num_batched_tokens"`
+	// LongPrefillTokenThreshold caps one request's grant per step (0: off).
+	LongPrefillTokenThreshold int `yaml:"long_prefill_token_threshold"`
+	// EnableChunkedPrefill lets prompts be prefilled over several steps.
+	EnableChunkedPrefill bool `yaml:"enable_chunked_prefill"`
+	// EnablePrefixCaching reuses cached full blocks of identical prefixes.
+	EnablePrefixCaching bool `yaml:"enable_prefix_caching"`
+	// GPUMemoryUtilization is informational (cache_config_info); the KV
+	// capacity comes from KVCacheMemoryBytes.
+	GPUMemoryUtilization float64 `yaml:"gpu_memory_utilization"`
+
+	// BlockSize is the KV block size in tokens.
+	BlockSize int `yaml:"block_size"`
+	// KVCacheMemoryBytes is the memory available for the KV cache (what
+	// vLLM logs as "Available KV cache memory", in bytes).
+	KVCacheMemoryBytes int64 `yaml:"kv_cache_memory_bytes"`
+	// NumGPUBlocksOverride, when > 0, replaces the computed block count.
+	NumGPUBlocksOverride int `yaml:"num_gpu_blocks_override"`
+	// NumLayers is the number of attention layers.
+	NumLayers int `yaml:"num_layers"`
+	// NumKVHeads is the number of KV heads per layer.
+	NumKVHeads int `yaml:"num_kv_heads"`
+	// HeadDim is the attention head size.
+	HeadDim int `yaml:"head_dim"`
+	// KVDtypeBytes is the size of one KV element in bytes (2 for bf16).
+	KVDtypeBytes int `yaml:"kv_dtype_bytes"`
+	// SlidingWindow is the window of the sliding-window layers in tokens
+	// (0: every layer is full attention).
+	SlidingWindow int `yaml:"sliding_window"`
+	// SlidingWindowLayers is how many of NumLayers use the sliding window.
+	SlidingWindowLayers int `yaml:"sliding_window_layers"`
+
+	// StepOverheadUS is the fixed cost of one engine step in microseconds.
+	StepOverheadUS float64 `yaml:"step_overhead_us"`
+	// PerSeqUS is the cost of each request in a step in microseconds.
+	PerSeqUS float64 `yaml:"per_seq_us"`
+	// PerKVTokenNS is the cost in nanoseconds of reading one token of
+	// context in every layer, for each running request in a step (decode is
+	// memory-bandwidth bound, so this term grows with the KV cache).
+	PerKVTokenNS float64 `yaml:"per_kv_token_ns"`
+	// PerPrefillTokenUS is the cost of each scheduled prompt token in
+	// microseconds.
+	PerPrefillTokenUS float64 `yaml:"per_prefill_token_us"`
+	// JitterFrac is the standard deviation of a step's multiplicative
+	// noise (0.01 is 1 %), drawn from the seeded generator.
+	JitterFrac float64 `yaml:"jitter_frac"`
+
+	// MeanOutputTokens is the mean length of a natural (EOS) answer when a
+	// request does not set ignore_eos; lengths are geometric. 0 means the
+	// model never emits EOS and stops only at max_tokens.
+	MeanOutputTokens int `yaml:"mean_output_tokens"`
+	// LogStatsInterval is the period of the "Engine 000: Avg prompt
+	// throughput …" log line (VLLM_LOG_STATS_INTERVAL).
+	LogStatsInterval time.Duration `yaml:"log_stats_interval"`
+	// EnablePromptTokensDetails adds usage.prompt_tokens_details.cached_tokens.
+	EnablePromptTokensDetails bool `yaml:"enable_prompt_tokens_details"`
+}
+
+// Defaults is the configuration every preset and user file starts from:
+// vLLM's defaults where vLLM has them, and a small generic model.
+func Defaults() Config {
+	return Config{
+		Name:                 "custom",
+		Model:                "sim/model",
+		ServedModelName:      "sim-model",
+		VLLMVersion:          "0.11.2",
+		Architecture:         "LlamaForCausalLM",
+		Seed:                 0,
+		MaxModelLen:          4096,
+		MaxNumSeqs:           256,
+		MaxNumBatchedTokens:  2048,
+		EnableChunkedPrefill: true,
+		EnablePrefixCaching:  true,
+		GPUMemoryUtilization: 0.9,
+		BlockSize:            16,
+		KVCacheMemoryBytes:   1 << 30,
+		NumLayers:            32,
+		NumKVHeads:           8,
+		HeadDim:              128,
+		KVDtypeBytes:         2,
+		StepOverheadUS:       5000,
+		PerSeqUS:             50,
+		PerKVTokenNS:         10,
+		PerPrefillTokenUS:    50,
+		JitterFrac:           0.01,
+		MeanOutputTokens:     256,
+		LogStatsInterval:     10 * time.Second,
+	}
+}
+
+// PresetNames lists the embedded presets, sorted.
+func PresetNames() []string {
+	entries, err := fs.ReadDir(presetFS, "presets")
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, strings.TrimSuffix(e.Name(), ".yaml"))
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Preset returns the named embedded preset, validated.
+func Preset(name string) (Config, error) {
+	return preset(name, 0)
+}
+
+func preset(name string, depth int) (Config, error) {
+	if depth > 4 {
+		return Config{}, fmt.Errorf("preset %q: base chain too deep", name)
+	}
+	data, err := presetFS.ReadFile(path.Join("presets", name+".yaml"))
+	if err != nil {
+		return Config{}, fmt.Errorf("preset %q: unknown (known: %s)", name, strings.Join(PresetNames(), ", "))
+	}
+	c, err := parseConfig(data, depth)
+	if err != nil {
+		return Config{}, fmt.Errorf("preset %s: %w", name, err)
+	}
+	return c, nil
+}
+
+// LoadConfig reads a user's preset file. Its keys are Config's YAML keys;
+// unknown keys are errors. A file may start from an embedded preset with
+// `base: NAME` and override only what differs.
+func LoadConfig(file string) (Config, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return Config{}, fmt.Errorf("sim config: %w", err)
+	}
+	c, err := parseConfig(data, 0)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", file, err)
+	}
+	return c, nil
+}
+
+func parseConfig(data []byte, depth int) (Config, error) {
+	// Decode once to find the base, then decode the file over it.
+	var head struct {
+		Base string `yaml:"base"`
+	}
+	if err := yaml.Unmarshal(data, &head); err != nil {
+		return Config{}, err
+	}
+	c := Defaults()
+	if head.Base != "" {
+		b, err := preset(head.Base, depth+1)
+		if err != nil {
+			return Config{}, err
+		}
+		c = b
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, err
+	}
+	c.Base = ""
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// Set overrides one key, as `bench sim --set key=value` does: key is a YAML
+// key of Config (for example "max_num_batched_tokens" or "seed") and value
+// a YAML scalar ("4096", "true", "250ms"). The result is validated.
+func (c *Config) Set(key, value string) error {
+	key = strings.TrimSpace(key)
+	if key == "" || key == "base" {
+		return fmt.Errorf("set %q: not a settable key", key)
+	}
+	node := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
+		{Kind: yaml.ScalarNode, Value: key},
+		{Kind: yaml.ScalarNode, Value: value},
+	}}
+	data, err := yaml.Marshal(node)
+	if err != nil {
+		return fmt.Errorf("set %s: %w", key, err)
+	}
+	next := *c
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&next); err != nil {
+		return fmt.Errorf("set %s=%s: %w", key, value, err)
+	}
+	if err := next.Validate(); err != nil {
+		return fmt.Errorf("set %s=%s: %w", key, value, err)
+	}
+	*c = next
+	return nil
+}
+
+// Validate reports every inconsistent or out-of-range setting, joined.
+// It does not modify c.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if c.ServedModelName == "" {
+		bad("served_model_name", "must not be empty")
+	}
+	if c.MaxModelLen < 2 {
+		bad("max_model_len", "must be at least 2, got %d", c.MaxModelLen)
+	}
+	if c.MaxNumSeqs < 1 {
+		bad("max_num_seqs", "must be at least 1, got %d", c.MaxNumSeqs)
+	}
+	if c.MaxNumBatchedTokens < c.MaxNumSeqs {
+		bad("max_num_batched_tokens", "must be >= max_num_seqs (%d), got %d", c.MaxNumSeqs, c.MaxNumBatchedTokens)
+	}
+	if !c.EnableChunkedPrefill && c.MaxNumBatchedTokens < c.MaxModelLen {
+		bad("max_num_batched_tokens", "must be >= max_model_len (%d) when chunked prefill is off, got %d", c.MaxModelLen, c.MaxNumBatchedTokens)
+	}
+	if c.LongPrefillTokenThreshold < 0 {
+		bad("long_prefill_token_threshold", "must be >= 0, got %d", c.LongPrefillTokenThreshold)
+	}
+	if c.BlockSize < 1 || c.BlockSize > 1024 {
+		bad("block_size", "must be in [1, 1024], got %d", c.BlockSize)
+	}
+	if c.NumLayers < 1 || c.NumKVHeads < 1 || c.HeadDim < 1 || c.KVDtypeBytes < 1 {
+		bad("num_layers", "num_layers, num_kv_heads, head_dim and kv_dtype_bytes must be positive")
+	}
+	if c.SlidingWindowLayers < 0 || c.SlidingWindowLayers > c.NumLayers {
+		bad("sliding_window_layers", "must be in [0, num_layers], got %d", c.SlidingWindowLayers)
+	}
+	if c.SlidingWindowLayers > 0 && c.SlidingWindow < 1 {
+		bad("sliding_window", "must be positive when sliding_window_layers > 0")
+	}
+	if c.KVCacheMemoryBytes <= 0 && c.NumGPUBlocksOverride <= 0 {
+		bad("kv_cache_memory_bytes", "must be positive (or set num_gpu_blocks_override)")
+	}
+	if c.NumGPUBlocksOverride < 0 {
+		bad("num_gpu_blocks_override", "must be >= 0")
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"step_overhead_us", c.StepOverheadUS}, {"per_seq_us", c.PerSeqUS}, {"per_kv_token_ns", c.PerKVTokenNS},
+		{"per_prefill_token_us", c.PerPrefillTokenUS}, {"jitter_frac", c.JitterFrac}} {
+		if f.v < 0 || f.v != f.v {
+			bad(f.name, "must be >= 0, got %v", f.v)
+		}
+	}
+	if c.JitterFrac > 0.5 {
+		bad("jitter_frac", "must be <= 0.5, got %v", c.JitterFrac)
+	}
+	if c.StepOverheadUS+c.PerSeqUS <= 0 {
+		bad("step_overhead_us", "a step must cost something: step_overhead_us + per_seq_us > 0")
+	}
+	if c.MeanOutputTokens < 0 {
+		bad("mean_output_tokens", "must be >= 0")
+	}
+	if c.LogStatsInterval <= 0 {
+		bad("log_stats_interval", "must be positive")
+	}
+	if len(errs) == 0 {
+		k, err := c.Capacity()
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case k.NumBlocks-1 < k.BlocksPerRequest:
+			// vLLM refuses to start when one request at max_model_len
+			// cannot fit; so do we, or such a request would wait forever.
+			errs = append(errs, fmt.Errorf("kv_cache_memory_bytes: %d usable blocks cannot hold one request of max_model_len %d (%d blocks); raise the memory or lower max_model_len",
+				k.NumBlocks-1, c.MaxModelLen, k.BlocksPerRequest))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,376 @@
+package sim
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/servebench/servebench/internal/tokenizer"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// startTiny starts the tiny preset on a free loopback port, with overrides.
+func startTiny(t testing.TB, sets ...string) *Server {
+	t.Helper()
+	cfg, err := Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range sets {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := cfg.Set(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := Listen(context.Background(), "127.0.0.1:0", cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func post(t testing.TB, ctx context.Context, url string, body any, header ...string) *http.Response {
+	t.Helper()
+	data, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// sseEvents reads every data: payload of an SSE body.
+func sseEvents(t testing.TB, r io.Reader) []string {
+	t.Helper()
+	var out []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			continue
+		}
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			t.Fatalf("unexpected SSE line %q", line)
+		}
+		out = append(out, data)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+type chunk struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Index int `json:"index"`
+		Delta *struct {
+			Role    *string `json:"role"`
+			Content *string `json:"content"`
+		} `json:"delta"`
+		Text         *string `json:"text"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+		TotalTokens      int `json:"total_tokens"`
+	} `json:"usage"`
+}
+
+func TestStreamShape(t *testing.T) {
+	t.Parallel()
+	s := startTiny(t)
+	tok, err := tokenizer.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := "Write a story about a quiet harbor in winter."
+	for _, tc := range []struct {
+		name string
+		path string
+		body map[string]any
+		chat bool
+	}{
+		{"chat", "/v1/chat/completions", map[string]any{"model": "tiny", "messages": []map[string]any{{"role": "user", "content": prompt}},
+			"max_tokens": 12, "ignore_eos": true, "stream": true, "stream_options": map[string]any{"include_usage": true}}, true},
+		{"completions", "/v1/completions", map[string]any{"model": "tiny", "prompt": prompt,
+			"max_tokens": 12, "ignore_eos": true, "stream": true, "stream_options": map[string]any{"include_usage": true}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			resp := post(t, context.Background(), s.URL()+tc.path, tc.body)
+			defer resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+				t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+			}
+			events := sseEvents(t, resp.Body)
+			if events[len(events)-1] != "[DONE]" {
+				t.Fatalf("last event %q, want [DONE]", events[len(events)-1])
+			}
+			var chunks []chunk
+			for _, e := range events[:len(events)-1] {
+				var c chunk
+				if err := json.Unmarshal([]byte(e), &c); err != nil {
+					t.Fatalf("chunk %q: %v", e, err)
+				}
+				chunks = append(chunks, c)
+			}
+			if tc.chat {
+				role := chunks[0]
+				if role.Object != "chat.completion.chunk" || role.Choices[0].Delta.Role == nil || *role.Choices[0].Delta.Role != "assistant" {
+					t.Fatalf("first chunk is not the role chunk: %s", events[0])
+				}
+				chunks = chunks[1:]
+			}
+			usage := chunks[len(chunks)-1]
+			chunks = chunks[:len(chunks)-1]
+			if len(usage.Choices) != 0 || usage.Usage == nil {
+				t.Fatalf("usage chunk malformed: %s", events[len(events)-2])
+			}
+			if len(chunks) != 12 {
+				t.Fatalf("got %d token chunks, want 12", len(chunks))
+			}
+			var text strings.Builder
+			for i, c := range chunks {
+				var piece string
+				if tc.chat {
+					piece = *c.Choices[0].Delta.Content
+				} else {
+					piece = *c.Choices[0].Text
+				}
+				if n := tok.Count(piece); n != 1 {
+					t.Errorf("chunk %d %q is %d tokens, want 1", i, piece, n)
+				}
+				text.WriteString(piece)
+				last := i == len(chunks)-1
+				if got := c.Choices[0].FinishReason; (got != nil) != last || (last && *got != "length") {
+					t.Errorf("chunk %d finish_reason %v", i, got)
+				}
+			}
+			if n := tok.Count(text.String()); n != 12 {
+				t.Errorf("output text is %d tokens, want 12", n)
+			}
+			if want := tok.Count(prompt); usage.Usage.PromptTokens != want || usage.Usage.CompletionTokens != 12 || usage.Usage.TotalTokens != want+12 {
+				t.Errorf("usage %+v, want prompt %d completion 12", *usage.Usage, want)
+			}
+		})
+	}
+}
+
+// TestStreamGolden pins the exact bytes of vLLM-shaped streams (ids and
+// timestamps normalised). Regenerate with go test ./sim -run Golden -update.
+func TestStreamGolden(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		path string
+		body map[string]any
+	}{
+		{"chat_usage", "/v1/chat/completions", map[string]any{"model": "tiny", "messages": []map[string]any{{"role": "user", "content": "Hello there"}},
+			"max_tokens": 3, "ignore_eos": true, "stream": true, "stream_options": map[string]any{"include_usage": true}}},
+		{"chat_continuous_usage", "/v1/chat/completions", map[string]any{"model": "tiny", "messages": []map[string]any{{"role": "user", "content": "Hello there"}},
+			"max_tokens": 2, "ignore_eos": true, "stream": true, "stream_options": map[string]any{"include_usage": true, "continuous_usage_stats": true}}},
+		{"completions_plain", "/v1/completions", map[string]any{"model": "tiny", "prompt": "Hello there", "max_tokens": 3, "ignore_eos": true, "stream": true}},
+		{"chat_whole", "/v1/chat/completions", map[string]any{"model": "tiny", "messages": []map[string]any{{"role": "user", "content": "Hello there"}},
+			"max_tokens": 3, "ignore_eos": true}},
+		{"completions_whole", "/v1/completions", map[string]any{"model": "tiny", "prompt": "Hello there", "max_tokens": 3, "ignore_eos": true}},
+		{"error_max_tokens", "/v1/chat/completions", map[string]any{"model": "tiny", "messages": []map[string]any{{"role": "user", "content": "Hello there"}},
+			"max_tokens": 2047, "stream": true}},
+		{"error_prompt", "/v1/completions", map[string]any{"model": "tiny", "prompt": strings.Repeat(" the", 2048)}},
+		{"error_model", "/v1/completions", map[string]any{"model": "nope", "prompt": "x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := startTiny(t) // a server per case: output words depend on the engine's draw order
+			resp := post(t, context.Background(), s.URL()+tc.path, tc.body, "X-Request-Id", "test")
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := fmt.Sprintf("%d %s\n%s", resp.StatusCode, resp.Header.Get("Content-Type"),
+				regexp.MustCompile(`"created":\d+`).ReplaceAll(body, []byte(`"created":0`)))
+			golden(t, got)
+		})
+	}
+}
+
+func golden(t *testing.T, got string) {
+	t.Helper()
+	file := filepath.Join("testdata", strings.ReplaceAll(t.Name(), "/", "_")+".golden")
+	if *update {
+		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create)", err)
+	}
+	if got != string(want) {
+		_ = os.WriteFile(file+".got", []byte(got), 0o644)
+		t.Errorf("%s differs from golden (wrote %s.got):\n--- want\n%s\n--- got\n%s", file, file, want, got)
+	}
+}
+
+func TestEndpoints(t *testing.T) {
+	t.Parallel()
+	s := startTiny(t)
+	get := func(path string) (int, string) {
+		resp, err := http.Get(s.URL() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/health"); code != 200 || body != "" {
+		t.Errorf("/health: %d %q", code, body)
+	}
+	if code, body := get("/version"); code != 200 || body != "{\"version\":\"0.11.2\"}\n" {
+		t.Errorf("/version: %d %q", code, body)
+	}
+	code, body := get("/v1/models")
+	var models struct {
+		Object string `json:"object"`
+		Data   []struct {
+			ID          string `json:"id"`
+			OwnedBy     string `json:"owned_by"`
+			MaxModelLen int    `json:"max_model_len"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(body), &models); err != nil || code != 200 {
+		t.Fatalf("/v1/models: %d %v %s", code, err, body)
+	}
+	if models.Object != "list" || len(models.Data) != 1 || models.Data[0].ID != "tiny" || models.Data[0].MaxModelLen != 2048 || models.Data[0].OwnedBy != "vllm" {
+		t.Errorf("/v1/models: %+v", models)
+	}
+
+	tok, _ := tokenizer.Load("")
+	text := tok.Text(100, func(n int) int { return 7 % n })
+	resp := post(t, context.Background(), s.URL()+"/tokenize", map[string]any{"model": "tiny", "prompt": text})
+	var tk struct {
+		Count       int      `json:"count"`
+		MaxModelLen int      `json:"max_model_len"`
+		Tokens      []uint32 `json:"tokens"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&tk); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if tk.Count != 100 || len(tk.Tokens) != 100 || tk.MaxModelLen != 2048 {
+		t.Errorf("/tokenize: count %d, %d tokens, max_model_len %d", tk.Count, len(tk.Tokens), tk.MaxModelLen)
+	}
+}
+
+func TestListenRefusesNonLoopback(t *testing.T) {
+	t.Parallel()
+	cfg, _ := Preset("tiny")
+	for _, addr := range []string{"0.0.0.0:0", ":0", "10.1.2.3:80", "[::]:0", "example.com:80"} {
+		if s, err := Listen(context.Background(), addr, cfg, io.Discard); err == nil {
+			_ = s.Close()
+			t.Errorf("Listen(%q) succeeded", addr)
+		}
+	}
+}
+
+// TestDisconnectAborts checks that a client going away aborts its request
+// and frees its KV blocks.
+func TestDisconnectAborts(t *testing.T) {
+	t.Parallel()
+	s := startTiny(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	resp := post(t, ctx, s.URL()+"/v1/chat/completions", map[string]any{"model": "tiny",
+		"messages":   []map[string]any{{"role": "user", "content": strings.Repeat(" the", 300)}},
+		"max_tokens": 1000, "ignore_eos": true, "stream": true})
+	r := bufio.NewReader(resp.Body)
+	for range 5 { // role chunk and a few tokens
+		if _, err := r.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := s.Stats(); st.Running != 1 || st.KVUsage == 0 {
+		t.Fatalf("before disconnect: running %d, usage %v", st.Running, st.KVUsage)
+	}
+	cancel()
+	resp.Body.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := s.Stats()
+		if st.Running == 0 && st.KVUsage == 0 && st.Success[FinishAbort] == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after disconnect: running %d, usage %v, aborts %d", st.Running, st.KVUsage, st.Success[FinishAbort])
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestConcurrentStreams runs more streams than max_num_seqs with more
+// context than the KV cache holds: every stream must still complete with
+// all its tokens, through queueing and preemption.
+func TestConcurrentStreams(t *testing.T) {
+	t.Parallel()
+	s := startTiny(t)
+	const n = 12
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp := post(t, context.Background(), s.URL()+"/v1/completions", map[string]any{"model": "tiny",
+				"prompt": strings.Repeat(fmt.Sprintf(" the%d", i), 100), "max_tokens": 300, "ignore_eos": true, "stream": true})
+			defer resp.Body.Close()
+			events := sseEvents(t, resp.Body)
+			if got := len(events) - 1; got != 300 {
+				errs <- fmt.Errorf("stream %d: %d chunks, want 300", i, got)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	st := s.Stats()
+	if st.Preemptions == 0 {
+		t.Errorf("no preemption with %d×(~%d) tokens in a 3,072-token cache", n, 400)
+	}
+	if st.Success[FinishLength] != n || st.Running != 0 || st.KVUsage != 0 {
+		t.Errorf("after: %+v", st.Success)
+	}
+}
