@@ -289,7 +289,7 @@ type watchdog struct {
 	sent  time.Duration
 
 	last   atomic.Int64 // offset of the last read, ns
-	mu     sync.Mutex // guards phase and the timer's arming
+	mu     sync.Mutex   // guards phase and the timer's arming
 	phase  int
 	timer  *time.Timer
 	cancel context.CancelCauseFunc

@@ -52,8 +52,9 @@
 //
 // Inter-token latency (ITL) is reported per token by AppendITLs: a chunk
 // of k tokens arriving Δ after the previous token-bearing chunk contributes
-// k gaps of Δ/k, with k from ChunkTokens when recorded, else OutputTokens
-// spread evenly over the chunks. AppendChunkITLs reports ITL per chunk (the
+// k gaps of Δ/k, with k from ChunkTokens when recorded, else the
+// OutputTokens − 1 tokens after the first spread evenly over the chunks
+// after the first (so that the mean per-token ITL equals TPOT). AppendChunkITLs reports ITL per chunk (the
 // gaps between consecutive token-bearing chunks), as vLLM's `bench serve`
 // does. Both ITL and TPOT exclude the first token: its latency is TTFT.
 // A non-streaming request has no chunk times, so only E2E (and the schedule

@@ -74,9 +74,11 @@ func (r *Result) TPOT() (d time.Duration, ok bool) {
 // returns the extended slice; it allocates only when dst must grow. A chunk
 // carrying k tokens, arriving Δ after the previous token-bearing chunk,
 // contributes k latencies of Δ/k. k comes from ChunkTokens when they are
-// recorded, else OutputTokens is spread over the chunks as evenly as
-// integers allow. A chunk with zero tokens contributes nothing and its gap
-// is counted in the next chunk's Δ. The first chunk's tokens contribute
+// recorded; otherwise the first chunk holds the first token and the other
+// OutputTokens − 1 are spread over the later chunks as evenly as integers
+// allow, so that the latencies sum to LastToken − FirstToken and their mean
+// is TPOT. A chunk with zero tokens contributes nothing and its gap is
+// counted in the next chunk's Δ. The first chunk's tokens contribute
 // nothing: ITL excludes the first token. Nothing is appended unless the
 // Outcome is OK.
 func (r *Result) AppendITLs(dst []time.Duration) []time.Duration {
@@ -85,9 +87,9 @@ func (r *Result) AppendITLs(dst []time.Duration) []time.Duration {
 		return dst
 	}
 	perChunk := len(r.ChunkTokens) == n
-	total := r.OutputTokens
-	if total <= 0 {
-		total = n
+	rest := r.OutputTokens - 1 // tokens after the first
+	if rest < 1 {
+		rest = n - 1
 	}
 	prev := r.ChunkTimes[0]
 	for i := 1; i < n; i++ {
@@ -95,7 +97,7 @@ func (r *Result) AppendITLs(dst []time.Duration) []time.Duration {
 		if perChunk {
 			k = int(r.ChunkTokens[i])
 		} else {
-			k = (i+1)*total/n - i*total/n
+			k = i*rest/(n-1) - (i-1)*rest/(n-1)
 		}
 		if k <= 0 {
 			continue
