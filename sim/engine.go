@@ -431,3 +431,57 @@ func (e *Engine) Stats() Stats {
 	s.KVUsage = e.kv.usage()
 	return s
 }
+
+// checkInvariants verifies the engine's bookkeeping: the step budget and
+// max_num_seqs are respected by b (if not nil), and every block is either
+// free (unreferenced) or referenced exactly as often as running requests
+// hold it, so allocated + free = total. Tests call it after every step.
+func (e *Engine) checkInvariants(b *Batch) error {
+	if b != nil && b.NumTokens() > e.cfg.MaxNumBatchedTokens {
+		return fmt.Errorf("step schedules %d tokens, budget %d", b.NumTokens(), e.cfg.MaxNumBatchedTokens)
+	}
+	if len(e.running) > e.cfg.MaxNumSeqs {
+		return fmt.Errorf("%d running, max_num_seqs %d", len(e.running), e.cfg.MaxNumSeqs)
+	}
+	p := e.kv.pool
+	refs := make([]int32, len(p.ref))
+	for _, r := range e.running {
+		for _, t := range r.kv.tables {
+			for _, blk := range t {
+				if blk != nullBlock {
+					refs[blk]++
+				}
+			}
+		}
+	}
+	for _, r := range e.waiting {
+		if e.kv.held(r) != 0 {
+			return fmt.Errorf("waiting request %s holds %d blocks", r.ID, e.kv.held(r))
+		}
+	}
+	free, used := 0, 0
+	for blk := 1; blk < len(p.ref); blk++ {
+		if p.ref[blk] != refs[blk] {
+			return fmt.Errorf("block %d: ref %d, held %d times", blk, p.ref[blk], refs[blk])
+		}
+		if p.inFree[blk] != (p.ref[blk] == 0) {
+			return fmt.Errorf("block %d: ref %d but inFree %v", blk, p.ref[blk], p.inFree[blk])
+		}
+		if p.inFree[blk] {
+			free++
+		} else {
+			used++
+		}
+	}
+	if free != p.numFree || used+free != p.usable() {
+		return fmt.Errorf("blocks: %d used + %d free (counter %d) != %d usable", used, free, p.numFree, p.usable())
+	}
+	n := 0
+	for blk := p.head; blk >= 0; blk = p.next[blk] {
+		n++
+	}
+	if n != free {
+		return fmt.Errorf("free queue holds %d blocks, %d free", n, free)
+	}
+	return nil
+}
