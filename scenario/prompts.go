@@ -1,0 +1,193 @@
+package scenario
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+
+	"github.com/servebench/servebench/internal/tokenizer"
+)
+
+// Prompt is the content of one request.
+type Prompt struct {
+	Text         string // the user message (chat) or the prompt (completions)
+	InputTokens  int    // tokens in Text under the scenario's tokenizer
+	OutputTokens int    // the max_tokens to ask for
+}
+
+// Prompts produces the prompt of every request of a scenario. The prompt of
+// sequence number seq is a pure function of (scenario seed, seq): two runs
+// of a scenario send the same prompts.
+//
+// Synthetic prompts have exactly their drawn token length under the
+// scenario's tokenizer: they are runs of words that are one token each,
+// taken from a corpus generated once from the seed. The first
+// shared_prefix_tokens of every prompt are the same text. Distinct sequence
+// numbers start at distinct corpus positions, so prompts do not share a
+// prefix beyond the intended one (for the first 65,536 requests; then the
+// positions repeat).
+//
+// Dataset prompts cycle through the dataset's usable entries in a seeded
+// order that visits each entry once per pass; input lengths are counted
+// with the tokenizer, once per entry.
+//
+// At is cheap (no allocation for synthetic prompts without a shared prefix)
+// and Prompts is safe for concurrent use.
+type Prompts struct {
+	tok  *tokenizer.Tokenizer
+	seed uint64
+	in   *Dist // nil for a dataset
+	out  *Dist // nil: the dataset's output lengths
+
+	// Synthetic prompts.
+	prefix       string
+	prefixTokens int
+	corpus       string
+	offs         []int32 // byte offset of each corpus word; one more for the end
+	starts       uint64  // number of distinct start positions
+	stride       uint64  // coprime with starts
+	shift        uint64
+
+	// Dataset prompts.
+	entries []entry
+}
+
+// corpusStarts is the number of distinct start positions of synthetic
+// prompts. The corpus holds corpusStarts-1 more words than the longest
+// suffix; at ≈ 7 bytes a word that is 450 KB plus the longest prompt.
+const corpusStarts = 1 << 16
+
+// entry is one dataset prompt. Token counts are computed on first use (0:
+// not yet); counting is deterministic, so racing first uses agree.
+type entry struct {
+	prompt  string
+	answer  string // ShareGPT: the reply whose length is the output length
+	output  atomic.Int32
+	counted atomic.Int32
+}
+
+// NewPrompts builds the prompts of a scenario whose defaults are applied:
+// it loads the tokenizer and generates the synthetic corpus (a few
+// milliseconds) or reads the dataset file.
+func NewPrompts(sc *Scenario) (*Prompts, error) {
+	spec := &sc.Prompts
+	tok, err := tokenizer.Load(spec.Tokenizer)
+	if err != nil {
+		return nil, fmt.Errorf("prompts: %w", err)
+	}
+	p := &Prompts{tok: tok, seed: spec.Seed, in: spec.InputTokens, out: spec.OutputTokens}
+	if spec.Dataset.Path != "" {
+		p.in = nil
+		p.entries, err = readDataset(sc.DatasetPath(), spec.Dataset.Format)
+		if err != nil {
+			return nil, err
+		}
+		p.starts = uint64(len(p.entries))
+		p.stride, p.shift = permutation(p.starts, spec.Seed)
+		return p, nil
+	}
+	if p.in == nil || p.out == nil || !p.in.valid() || !p.out.valid() {
+		return nil, fmt.Errorf("prompts: input_tokens and output_tokens must be valid distributions (apply Defaults and Validate first)")
+	}
+	if spec.SharedPrefixTokens > p.in.lowest() {
+		return nil, fmt.Errorf("prompts: shared_prefix_tokens %d exceeds the smallest input length %d", spec.SharedPrefixTokens, p.in.lowest())
+	}
+	r := rand.New(rand.NewPCG(spec.Seed, 0xc0de_c0de))
+	p.prefixTokens = spec.SharedPrefixTokens
+	p.prefix = tok.Text(p.prefixTokens, r.IntN)
+
+	words := corpusStarts - 1 + p.in.highest() - p.prefixTokens
+	var b strings.Builder
+	b.Grow(words * 8)
+	p.offs = make([]int32, words+1)
+	for i := range words {
+		p.offs[i] = int32(b.Len())
+		b.WriteString(tok.Word(r.IntN(tok.NumWords())))
+	}
+	p.offs[words] = int32(b.Len())
+	p.corpus = b.String()
+	p.starts = corpusStarts
+	p.stride, p.shift = permutation(p.starts, spec.Seed)
+	return p, nil
+}
+
+// permutation returns a stride coprime with n and a shift, so that
+// (stride·i + shift) mod n visits every residue once per n steps, in an
+// order that scatters neighbours.
+func permutation(n, seed uint64) (stride, shift uint64) {
+	if n <= 1 {
+		return 1, 0
+	}
+	stride = mix(seed)%n | 1
+	for range n {
+		if gcd(stride, n) == 1 {
+			break
+		}
+		stride = (stride + 1) % n
+	}
+	return stride, mix(seed+1) % n
+}
+
+func gcd(a, b uint64) uint64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// At returns the prompt of sequence number seq.
+func (p *Prompts) At(seq uint64) Prompt {
+	var src rand.PCG
+	src.Seed(p.seed, mix(seq))
+	r := rand.New(&src)
+	pos := (p.stride*(seq%p.starts) + p.shift) % p.starts
+	if p.entries != nil {
+		return p.entry(pos, r)
+	}
+	n := p.in.draw(r)
+	out := p.out.draw(r)
+	text := p.corpus[p.offs[pos]:p.offs[pos+uint64(n-p.prefixTokens)]]
+	if p.prefixTokens > 0 {
+		text = p.prefix + text
+	}
+	return Prompt{Text: text, InputTokens: n, OutputTokens: out}
+}
+
+func (p *Prompts) entry(i uint64, r *rand.Rand) Prompt {
+	e := &p.entries[i]
+	in := int(e.counted.Load())
+	if in == 0 {
+		in = p.tok.Count(e.prompt)
+		e.counted.Store(int32(in))
+	}
+	var out int
+	if p.out != nil {
+		out = p.out.draw(r)
+	} else if out = int(e.output.Load()); out == 0 {
+		out = max(p.tok.Count(e.answer), 1)
+		e.output.Store(int32(out))
+	}
+	return Prompt{Text: e.prompt, InputTokens: in, OutputTokens: out}
+}
+
+// Len returns the number of distinct prompts before the sequence repeats:
+// the number of usable dataset entries, or of synthetic start positions.
+func (p *Prompts) Len() int { return int(p.starts) }
+
+// Tokenizer returns the tokenizer prompts are counted with.
+func (p *Prompts) Tokenizer() *tokenizer.Tokenizer { return p.tok }
+
+// draw returns a length from d: rounded, clamped to d's bounds and ≥ 1.
+func (d *Dist) draw(r *rand.Rand) int {
+	switch d.Dist {
+	case DistUniform:
+		return d.Min + r.IntN(d.Max-d.Min+1)
+	case DistNormal:
+		x := math.Round(d.Mean + d.Stddev*r.NormFloat64())
+		return int(max(float64(max(d.Min, 1)), min(float64(d.Max), x)))
+	default:
+		return max(d.Value, 1)
+	}
+}
