@@ -103,7 +103,7 @@ func (h Histogram) Sub(prev Histogram) (delta Histogram, reset bool) {
 		return h.clone(), true
 	}
 	d := Histogram{Count: h.Count - prev.Count, Sum: h.Sum - prev.Sum}
-	if !slices.Equal(h.Upper, prev.Upper) || len(h.Cumulative) != len(prev.Cumulative) {
+	if len(h.Upper) == 0 || !slices.Equal(h.Upper, prev.Upper) || len(h.Cumulative) != len(prev.Cumulative) {
 		return d, false
 	}
 	d.Upper = slices.Clone(h.Upper)
@@ -121,7 +121,7 @@ func (h Histogram) Sub(prev Histogram) (delta Histogram, reset bool) {
 // have the same bounds; otherwise the sum has Count and Sum only.
 func (h Histogram) add(o Histogram) Histogram {
 	s := Histogram{Count: h.Count + o.Count, Sum: h.Sum + o.Sum}
-	if !slices.Equal(h.Upper, o.Upper) || len(h.Cumulative) != len(o.Cumulative) || len(h.Upper) != len(h.Cumulative) {
+	if len(h.Upper) == 0 || !slices.Equal(h.Upper, o.Upper) || len(h.Cumulative) != len(o.Cumulative) || len(h.Upper) != len(h.Cumulative) {
 		return s
 	}
 	s.Upper = slices.Clone(h.Upper)
@@ -144,7 +144,13 @@ func (h Histogram) finite() bool {
 	return true
 }
 
+// clone returns a copy sharing no memory with h; a histogram without
+// buckets has nil slices, so it survives a JSON round trip unchanged.
 func (h Histogram) clone() Histogram {
+	if len(h.Upper) == 0 || len(h.Upper) != len(h.Cumulative) {
+		h.Upper, h.Cumulative = nil, nil
+		return h
+	}
 	h.Upper = slices.Clone(h.Upper)
 	h.Cumulative = slices.Clone(h.Cumulative)
 	return h

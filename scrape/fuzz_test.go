@@ -1,0 +1,84 @@
+package scrape
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// FuzzParse feeds arbitrary pages to the parser under every profile. The
+// parser must not panic, and whatever it reads must encode as JSON (no NaN
+// or infinity) and decode back to the same Reading, because a Sample is a
+// line of the results file.
+func FuzzParse(f *testing.F) {
+	pages, _ := filepath.Glob(filepath.Join("testdata", "*.prom"))
+	for _, p := range pages {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("vllm:kv_cache_usage_perc{engine=\"0\"} NaN\nvllm:kv_cache_usage_perc{engine=\"1\"} 0.5\n"))
+	f.Add([]byte("# TYPE x histogram\nx_bucket{le=\"1\"} 2\nx_bucket{le=\"1\"} 3\nx_bucket{le=\"+Inf\"} 1\nx_count 1\nx_sum 1\n"))
+	f.Add([]byte("sglang:num_running_reqs{dp_rank=\"01\",tp_rank=\"a\"} 1e308\nsglang:num_running_reqs{dp_rank=\"1\",tp_rank=\"b\"} 1e308\n"))
+
+	names := []string{ProfileAuto}
+	for _, p := range Profiles() {
+		names = append(names, p.Name)
+	}
+	p := NewParser()
+	f.Fuzz(func(t *testing.T, page []byte) {
+		for _, name := range names {
+			rd, err := p.Parse(bytes.NewReader(page), name)
+			if err != nil {
+				continue
+			}
+			if name != ProfileAuto && rd.Profile != name {
+				t.Fatalf("profile %q read as %q", name, rd.Profile)
+			}
+			line, err := json.Marshal(rd)
+			if err != nil {
+				t.Fatalf("profile %s: marshal %+v: %v", name, rd, err)
+			}
+			var back Reading
+			if err := json.Unmarshal(line, &back); err != nil {
+				t.Fatalf("profile %s: unmarshal %s: %v", name, line, err)
+			}
+			if !reflect.DeepEqual(back, rd) {
+				t.Fatalf("profile %s: round trip changed the reading:\n%+v\n%+v", name, rd, back)
+			}
+			for m := range rd.Values {
+				if _, ok := rd.Matched[m]; !ok {
+					t.Fatalf("profile %s: %s has a value but no matched source", name, m)
+				}
+			}
+			for m, h := range rd.Histograms {
+				if len(h.Upper) != len(h.Cumulative) {
+					t.Fatalf("profile %s: %s has %d bounds and %d counts", name, m, len(h.Upper), len(h.Cumulative))
+				}
+				_, _ = h.Quantile(0.99)
+			}
+		}
+	})
+}
+
+// BenchmarkParse measures reading one vLLM page with two engines: the work
+// done once per scrape interval.
+func BenchmarkParse(b *testing.B) {
+	page, err := os.ReadFile(filepath.Join("testdata", "vllm_v1_dp2.prom"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := NewParser()
+	b.SetBytes(int64(len(page)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Parse(bytes.NewReader(page), ProfileVLLM); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
