@@ -374,3 +374,64 @@ func TestConcurrentStreams(t *testing.T) {
 		t.Errorf("after: %+v", st.Success)
 	}
 }
+
+// syncBuffer is a bytes.Buffer safe for the server's logger and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestLogs checks the start-up lines and the periodic stats line's format
+// and that it reports the load.
+func TestLogs(t *testing.T) {
+	t.Parallel()
+	cfg, _ := Preset("tiny")
+	if err := cfg.Set("log_stats_interval", "100ms"); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	s, err := Listen(context.Background(), "127.0.0.1:0", cfg, &logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	resp := post(t, context.Background(), s.URL()+"/v1/completions", map[string]any{"model": "tiny",
+		"prompt": strings.Repeat(" the", 100), "max_tokens": 200, "ignore_eos": true})
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	time.Sleep(250 * time.Millisecond)
+	out := logs.String()
+	for _, want := range []string{
+		"] Available KV cache memory: 0.01 GiB\n",
+		"] GPU KV cache size: 3,088 tokens\n",
+		"] Maximum concurrency for 2,048 tokens per request: 1.51x\n",
+		"] Chunked prefill is enabled with max_num_batched_tokens=256.\n",
+		`INFO:     127.0.0.1:`,
+		`"POST /v1/completions HTTP/1.1" 200 OK`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("logs lack %q", want)
+		}
+	}
+	re := regexp.MustCompile(`(?m)^\(APIServer pid=\d+\) INFO \d\d-\d\d \d\d:\d\d:\d\d \[loggers\.py:236\] Engine 000: Avg prompt throughput: (\d+\.\d) tokens/s, Avg generation throughput: (\d+\.\d) tokens/s, Running: (\d+) reqs, Waiting: (\d+) reqs, GPU KV cache usage: (\d+\.\d)%, Prefix cache hit rate: (\d+\.\d)%$`)
+	lines := re.FindAllStringSubmatch(out, -1)
+	busy := false
+	for _, m := range lines {
+		busy = busy || (m[2] != "0.0" && m[3] == "1" && m[5] != "0.0")
+	}
+	if !busy {
+		t.Errorf("no stats line shows the running request:\n%s", out)
+	}
+}
