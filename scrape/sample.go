@@ -1,6 +1,14 @@
 package scrape
 
-import "time"
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/servebench/servebench/client"
+)
 
 // Sample is the record of one scrape: a "kind":"scrape" line in the results
 // file, beside the request records (client.Result). Times are offsets from
@@ -27,4 +35,34 @@ type Sample struct {
 	// was read from. Counters and histograms are raw cumulative values;
 	// Rates turns successive samples into per-interval rates.
 	Reading
+}
+
+// DecodeSample decodes one "kind":"scrape" line of a results file, as
+// client.Reader.Raw returns it.
+func DecodeSample(line []byte) (Sample, error) {
+	var s Sample
+	if err := json.Unmarshal(line, &s); err != nil {
+		return Sample{}, fmt.Errorf("decode scrape sample: %w", err)
+	}
+	if s.Kind != client.KindScrape {
+		return Sample{}, fmt.Errorf("decode scrape sample: kind is %q, want %q", s.Kind, client.KindScrape)
+	}
+	return s, nil
+}
+
+// MetricsURL returns the default metrics page of an OpenAI-compatible
+// target: its base URL with any trailing "/v1" replaced by "/metrics"
+// ("http://127.0.0.1:8000/v1" → "http://127.0.0.1:8000/metrics").
+func MetricsURL(base string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", fmt.Errorf("metrics URL of %q: %w", base, err)
+	}
+	if u.Scheme == "" || u.Host == "" {
+		return "", fmt.Errorf("metrics URL of %q: not an absolute URL", base)
+	}
+	p := strings.TrimRight(u.Path, "/")
+	p = strings.TrimSuffix(p, "/v1")
+	u.Path, u.RawPath, u.RawQuery, u.Fragment = p+"/metrics", "", "", ""
+	return u.String(), nil
 }
