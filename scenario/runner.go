@@ -1,0 +1,328 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/servebench/servebench/client"
+)
+
+// Doer sends one request and returns its record. client.Client implements
+// it. Do must be safe for concurrent use, must never panic, and must return
+// (with Outcome Canceled) soon after ctx is canceled.
+type Doer interface {
+	Do(ctx context.Context, req *client.Request) client.Result
+}
+
+// DefaultGrace is how long in-flight requests may still finish after the run
+// is stopped (its context canceled or max_duration reached) before they are
+// canceled.
+const DefaultGrace = 5 * time.Second
+
+// ErrMaxDuration is the cause returned by Run when load.max_duration ended
+// the run.
+var ErrMaxDuration = errors.New("load.max_duration reached")
+
+// Option configures a Runner.
+type Option func(*Runner)
+
+// WithEpoch sets the run's epoch: Scheduled offsets count from it. Give the
+// same time.Now() value as client.Config.Epoch. The default is the time
+// NewRunner was called.
+func WithEpoch(t time.Time) Option { return func(r *Runner) { r.epoch = t } }
+
+// WithGrace sets how long in-flight requests may finish after a stop
+// before they are canceled (default DefaultGrace; 0 cancels at once).
+func WithGrace(d time.Duration) Option { return func(r *Runner) { r.grace = max(d, 0) } }
+
+// WithPrompts supplies prebuilt prompts (for example to share them between
+// runs of one scenario); by default NewRunner builds them.
+func WithPrompts(p *Prompts) Option { return func(r *Runner) { r.prompts = p } }
+
+// Runner executes a scenario's stages against a Doer. Create it with
+// NewRunner, call Run once, and read Progress from any goroutine meanwhile.
+type Runner struct {
+	sc      *Scenario
+	d       Doer
+	prompts *Prompts
+	epoch   time.Time
+	grace   time.Duration
+	tmpl    client.Request // the fields every request shares
+	started atomic.Bool
+
+	mu  sync.Mutex // makes (Seq, Scheduled) pairs increase together
+	seq uint64
+
+	stage                                  atomic.Int64
+	scheduled, done                        atomic.Uint64
+	ok, failed, canceled, dropped, outToks atomic.Uint64
+	inFlight                               atomic.Int64
+}
+
+// Progress is a snapshot of a run's live counters.
+type Progress struct {
+	Stage        int           // index of the running stage: -1 before Run, the number of stages once it ended
+	Elapsed      time.Duration // since the epoch
+	Scheduled    uint64        // requests scheduled so far, dropped arrivals included
+	InFlight     int64         // requests handed to the Doer whose record is not yet emitted
+	Done         uint64        // records emitted (OK + Failed + Canceled + Dropped)
+	OK           uint64
+	Failed       uint64
+	Canceled     uint64
+	Dropped      uint64 // open-loop arrivals that found max_concurrency requests in flight
+	OutputTokens uint64 // sum of OutputTokens over OK records
+}
+
+// NewRunner prepares a run of sc (which must have passed Validate) against
+// d: it builds the prompts unless WithPrompts supplies them. It reads the
+// scenario now: later changes to sc do not affect the runner.
+func NewRunner(sc *Scenario, d Doer, opts ...Option) (*Runner, error) {
+	if sc == nil || d == nil {
+		return nil, errors.New("scenario runner: nil scenario or Doer")
+	}
+	if err := sc.Validate(); err != nil {
+		return nil, fmt.Errorf("scenario runner: %w", err)
+	}
+	r := &Runner{sc: clone(sc), d: d, epoch: time.Now(), grace: DefaultGrace}
+	for _, o := range opts {
+		o(r)
+	}
+	if r.prompts == nil {
+		p, err := NewPrompts(r.sc)
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+		r.prompts = p
+	}
+	t, q := &r.sc.Target, &r.sc.Request
+	stream := *t.Stream
+	r.tmpl = client.Request{
+		API:             t.API,
+		Model:           t.Model,
+		System:          q.System,
+		MinTokens:       q.MinTokens,
+		IgnoreEOS:       *q.IgnoreEOS,
+		Temperature:     q.Temperature,
+		Stream:          stream,
+		IncludeUsage:    stream && *q.IncludeUsage,
+		ContinuousUsage: stream && q.ContinuousUsage,
+		Extra:           q.Extra,
+	}
+	r.stage.Store(-1)
+	return r, nil
+}
+
+// Progress returns the live counters. It is safe to call concurrently with
+// Run; the fields are read one by one, so they may be a few requests
+// apart.
+func (r *Runner) Progress() Progress {
+	return Progress{
+		Stage:        int(r.stage.Load()),
+		Elapsed:      time.Since(r.epoch),
+		Scheduled:    r.scheduled.Load(),
+		InFlight:     r.inFlight.Load(),
+		Done:         r.done.Load(),
+		OK:           r.ok.Load(),
+		Failed:       r.failed.Load(),
+		Canceled:     r.canceled.Load(),
+		Dropped:      r.dropped.Load(),
+		OutputTokens: r.outToks.Load(),
+	}
+}
+
+// Run executes the stages in order and calls emit once per scheduled
+// request with its record, from many goroutines at once (emit must be safe
+// for concurrent use; a slow emit slows the run but loses nothing). It
+// returns when every request it started has been emitted.
+//
+// Canceling ctx, or reaching load.max_duration, stops new arrivals; the
+// requests in flight get the grace period to finish, then their context is
+// canceled and the Doer returns them as Canceled records. Arrivals that were
+// never started are not emitted. Run then returns an error wrapping
+// ctx's cause or ErrMaxDuration; it returns nil when all stages completed.
+func (r *Runner) Run(ctx context.Context, emit func(client.Result)) error {
+	if !r.started.CompareAndSwap(false, true) {
+		return errors.New("scenario runner: Run called twice")
+	}
+	stop, cancelStop := context.WithTimeoutCause(ctx, r.sc.Load.MaxDuration.D(), ErrMaxDuration)
+	defer cancelStop()
+	// Requests outlive stop by the grace period: their context is detached
+	// from ctx and canceled by the watcher below.
+	reqCtx, cancelReqs := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelReqs(nil)
+	finished := make(chan struct{})
+	var watcher sync.WaitGroup
+	watcher.Go(func() {
+		select {
+		case <-finished:
+			return
+		case <-stop.Done():
+		}
+		grace := time.NewTimer(r.grace)
+		defer grace.Stop()
+		select {
+		case <-finished:
+		case <-grace.C:
+			cancelReqs(context.Cause(stop))
+		}
+	})
+
+	completed := true
+	for i := range r.sc.Load.Stages {
+		if stop.Err() != nil {
+			completed = false
+			break
+		}
+		r.stage.Store(int64(i))
+		st := &r.sc.Load.Stages[i]
+		if st.Open() {
+			completed = r.open(stop, reqCtx, i, st, emit) && completed
+		} else {
+			completed = r.closed(stop, reqCtx, i, st, emit) && completed
+		}
+	}
+	r.stage.Store(int64(len(r.sc.Load.Stages)))
+	close(finished)
+	watcher.Wait()
+
+	if completed {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("scenario %s: stopped: %w", r.sc.Name, context.Cause(ctx))
+	}
+	return fmt.Errorf("scenario %s: stopped after %s: %w", r.sc.Name, r.sc.Load.MaxDuration, ErrMaxDuration)
+}
+
+// since is the offset of now from the epoch.
+func (r *Runner) since() time.Duration { return time.Since(r.epoch) }
+
+// closed runs a closed-loop stage: st.Concurrency workers, each sending its
+// next request as soon as its previous one finished. It reports whether
+// the stage ended by its own bounds (not by stop).
+func (r *Runner) closed(stop, reqCtx context.Context, idx int, st *Stage, emit func(client.Result)) bool {
+	start := r.since()
+	var issued int // guarded by r.mu
+	claim := func() (seq uint64, at time.Duration, warm, ok bool) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		at = r.since()
+		if (st.Requests > 0 && issued >= st.Requests) || (st.Duration > 0 && at-start >= st.Duration.D()) {
+			return 0, 0, false, false
+		}
+		warm = issued < st.Warmup.Requests || at-start < st.Warmup.Duration.D()
+		seq = r.seq
+		r.seq++
+		issued++
+		return seq, at, warm, true
+	}
+	var wg sync.WaitGroup
+	for range st.Concurrency {
+		wg.Go(func() {
+			for stop.Err() == nil {
+				seq, at, warm, ok := claim()
+				if !ok {
+					return
+				}
+				r.scheduled.Add(1)
+				r.inFlight.Add(1)
+				r.send(reqCtx, seq, idx, warm, at, emit)
+			}
+		})
+	}
+	wg.Wait()
+	return stop.Err() == nil
+}
+
+// open runs an open-loop stage: arrivals at the schedule's offsets, each
+// sent in its own goroutine if fewer than st.MaxConcurrency requests are in
+// flight, else recorded as dropped. The scheduler never waits for a
+// response. It reports whether the stage ended by its own bounds.
+func (r *Runner) open(stop, reqCtx context.Context, idx int, st *Stage, emit func(client.Result)) bool {
+	sched := NewSchedule(st, mix(r.sc.Prompts.Seed^mix(uint64(idx))))
+	start := r.since()
+	slots := make(chan struct{}, st.MaxConcurrency)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for n := uint64(0); ; n++ {
+		wait, done := sched.Next(r.since()-start, n)
+		if done {
+			return true
+		}
+		if wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-stop.Done():
+				return false
+			case <-timer.C:
+			}
+		} else if stop.Err() != nil {
+			return false
+		}
+		offset := sched.Offset(n)
+		at := start + offset
+		warm := n < uint64(max(st.Warmup.Requests, 0)) || offset < st.Warmup.Duration.D()
+		r.mu.Lock()
+		seq := r.seq
+		r.seq++
+		r.mu.Unlock()
+		r.scheduled.Add(1)
+		select {
+		case slots <- struct{}{}:
+			r.inFlight.Add(1)
+			wg.Go(func() {
+				defer func() { <-slots }()
+				r.send(reqCtx, seq, idx, warm, at, emit)
+			})
+		default:
+			r.drop(seq, idx, warm, at, emit)
+		}
+	}
+}
+
+// request builds the request of seq.
+func (r *Runner) request(seq uint64, stage int, warm bool, at time.Duration) client.Request {
+	p := r.prompts.At(seq)
+	req := r.tmpl
+	req.Seq, req.Stage, req.Warmup, req.Scheduled = seq, stage, warm, at
+	req.Prompt, req.InputTokens, req.MaxTokens = p.Text, p.InputTokens, p.OutputTokens
+	return req
+}
+
+// send runs one request and emits its record; the caller has counted it in
+// flight.
+func (r *Runner) send(ctx context.Context, seq uint64, stage int, warm bool, at time.Duration, emit func(client.Result)) {
+	req := r.request(seq, stage, warm, at)
+	res := r.d.Do(ctx, &req)
+	// The runner owns the scheduling fields, whatever the Doer returned.
+	res.Kind, res.Seq, res.Stage, res.Warmup, res.Scheduled = client.KindRequest, seq, stage, warm, at
+	switch res.Outcome {
+	case client.OK:
+		r.ok.Add(1)
+		r.outToks.Add(uint64(max(res.OutputTokens, 0)))
+	case client.Canceled:
+		r.canceled.Add(1)
+	default:
+		r.failed.Add(1)
+	}
+	emit(res)
+	r.done.Add(1)
+	r.inFlight.Add(-1)
+}
+
+// drop emits the record of an arrival that found no free slot.
+func (r *Runner) drop(seq uint64, stage int, warm bool, at time.Duration, emit func(client.Result)) {
+	req := r.request(seq, stage, warm, at)
+	r.dropped.Add(1)
+	emit(client.Result{
+		Kind: client.KindRequest, Seq: seq, Stage: stage, Warmup: warm, Outcome: client.Dropped,
+		API: req.API, Stream: req.Stream, Scheduled: at, InputTokens: req.InputTokens, MaxTokens: req.MaxTokens,
+	})
+	r.done.Add(1)
+}
