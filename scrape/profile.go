@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/servebench/servebench/sim"
 )
 
 // Meaning is an engine-independent quantity read from a metrics page.
@@ -205,26 +207,29 @@ func detect(profiles []Profile, names []string) (Profile, bool) {
 
 func src(metric string) Source { return Source{Metric: metric} }
 
-// vLLM metric names, spelled exactly as a V1 server exposes them
-// (VLLM-NOTES §4.2, §4.4). Counters carry the _total suffix the Prometheus
-// client appends on exposition.
+// vLLM metric names. The current ones come from the simulator's constants
+// (sim/metrics.go), so the built-in target and the scraper cannot drift; the
+// names older servers used before the renames of 2025 (VLLM-NOTES §4.4) are
+// defined here, since the simulator does not export them.
 const (
-	vllmKVCacheUsagePerc        = "vllm:kv_cache_usage_perc"
-	vllmGPUCacheUsagePerc       = "vllm:gpu_cache_usage_perc" // older name of vllmKVCacheUsagePerc
-	vllmNumRequestsRunning      = "vllm:num_requests_running"
-	vllmNumRequestsWaiting      = "vllm:num_requests_waiting"
-	vllmNumPreemptionsTotal     = "vllm:num_preemptions_total"
-	vllmPromptTokensTotal       = "vllm:prompt_tokens_total"
-	vllmGenerationTokensTotal   = "vllm:generation_tokens_total"
-	vllmPrefixCacheHitsTotal    = "vllm:prefix_cache_hits_total"
-	vllmPrefixCacheQueriesTotal = "vllm:prefix_cache_queries_total"
-	vllmGPUPrefixCacheHits      = "vllm:gpu_prefix_cache_hits_total"    // older name of vllmPrefixCacheHitsTotal
-	vllmGPUPrefixCacheQueries   = "vllm:gpu_prefix_cache_queries_total" // older name of vllmPrefixCacheQueriesTotal
-	vllmTTFTSeconds             = "vllm:time_to_first_token_seconds"
-	vllmITLSeconds              = "vllm:inter_token_latency_seconds"
-	vllmTPOTSeconds             = "vllm:time_per_output_token_seconds" // older name of vllmITLSeconds
-	vllmE2ESeconds              = "vllm:e2e_request_latency_seconds"
-	vllmQueueTimeSeconds        = "vllm:request_queue_time_seconds"
+	vllmKVCacheUsagePerc        = sim.MetricKVCacheUsagePerc
+	vllmNumRequestsRunning      = sim.MetricNumRequestsRunning
+	vllmNumRequestsWaiting      = sim.MetricNumRequestsWaiting
+	vllmNumPreemptionsTotal     = sim.MetricNumPreemptionsTotal
+	vllmPromptTokensTotal       = sim.MetricPromptTokensTotal
+	vllmGenerationTokensTotal   = sim.MetricGenerationTokensTotal
+	vllmPrefixCacheHitsTotal    = sim.MetricPrefixCacheHits
+	vllmPrefixCacheQueriesTotal = sim.MetricPrefixCacheQueries
+	vllmTTFTSeconds             = sim.MetricTimeToFirstToken
+	vllmITLSeconds              = sim.MetricInterTokenLatency
+	vllmE2ESeconds              = sim.MetricE2ERequestLatency
+	vllmQueueTimeSeconds        = sim.MetricRequestQueueTime
+	vllmEngineLabel             = sim.LabelEngine
+
+	vllmGPUCacheUsagePerc     = "vllm:gpu_cache_usage_perc"           // renamed vllm:kv_cache_usage_perc
+	vllmGPUPrefixCacheHits    = "vllm:gpu_prefix_cache_hits_total"    // renamed vllm:prefix_cache_hits_total
+	vllmGPUPrefixCacheQueries = "vllm:gpu_prefix_cache_queries_total" // renamed vllm:prefix_cache_queries_total
+	vllmTPOTSeconds           = "vllm:time_per_output_token_seconds"  // replaced by vllm:inter_token_latency_seconds
 )
 
 // vllmProfile reads vLLM V1 pages, including the names that older servers
@@ -236,7 +241,7 @@ func vllmProfile() Profile {
 	return Profile{
 		Name:        ProfileVLLM,
 		Prefix:      "vllm:",
-		EngineLabel: "engine",
+		EngineLabel: vllmEngineLabel,
 		Sources: map[Meaning][]Source{
 			KVUsage:          {src(vllmKVCacheUsagePerc), src(vllmGPUCacheUsagePerc)},
 			Running:          {src(vllmNumRequestsRunning)},
