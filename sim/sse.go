@@ -91,6 +91,34 @@ func finishJSON(reason string) string {
 	return `"` + reason + `"`
 }
 
+// tokenChunk builds the chunk carrying one token's text, with the finish
+// reason on the last one.
+func (p *responder) tokenChunk(object, text, reason string) {
+	p.head(object)
+	if p.chat {
+		p.buf = append(p.buf, `{"index":0,"delta":{"content":`...)
+		p.buf = appendJSONString(p.buf, text)
+		p.buf = append(p.buf, `},"logprobs":null,"finish_reason":`...)
+		p.buf = append(p.buf, finishJSON(reason)...)
+		if reason != "" {
+			p.buf = append(p.buf, `,"stop_reason":null`...)
+		}
+		p.buf = append(p.buf, `,"token_ids":null}`...)
+		p.tail("")
+		return
+	}
+	p.buf = append(p.buf, `{"index":0,"text":`...)
+	p.buf = appendJSONString(p.buf, text)
+	p.buf = append(p.buf, `,"logprobs":null,"finish_reason":`...)
+	p.buf = append(p.buf, finishJSON(reason)...)
+	p.buf = append(p.buf, `,"stop_reason":null,"prompt_token_ids":null,"token_ids":null}`...)
+	if p.req.continuousUsage() {
+		p.tail("")
+	} else {
+		p.tail(`,"usage":null`)
+	}
+}
+
 // stream writes the SSE response. vLLM sends nothing until the first token;
 // then, for chat, a role chunk and the first content chunk back to back.
 func (p *responder) stream(ctx context.Context, st *stream) error {
@@ -126,29 +154,7 @@ func (p *responder) stream(ctx context.Context, st *stream) error {
 			if i == len(toks)-1 {
 				reason = fin
 			}
-			p.head(object)
-			if p.chat {
-				p.buf = append(p.buf, `{"index":0,"delta":{"content":`...)
-				p.buf = appendJSONString(p.buf, p.s.word(t))
-				p.buf = append(p.buf, `},"logprobs":null,"finish_reason":`...)
-				p.buf = append(p.buf, finishJSON(reason)...)
-				if reason != "" {
-					p.buf = append(p.buf, `,"stop_reason":null`...)
-				}
-				p.buf = append(p.buf, `,"token_ids":null}`...)
-				p.tail("")
-			} else {
-				p.buf = append(p.buf, `{"index":0,"text":`...)
-				p.buf = appendJSONString(p.buf, p.s.word(t))
-				p.buf = append(p.buf, `,"logprobs":null,"finish_reason":`...)
-				p.buf = append(p.buf, finishJSON(reason)...)
-				p.buf = append(p.buf, `,"stop_reason":null,"prompt_token_ids":null,"token_ids":null}`...)
-				if p.req.continuousUsage() {
-					p.tail("")
-				} else {
-					p.tail(`,"usage":null`)
-				}
-			}
+			p.tokenChunk(object, p.s.word(t), reason)
 			if err := p.write(nil); err != nil {
 				return err
 			}

@@ -36,9 +36,12 @@ type timedLine struct {
 	StatLine
 }
 
+// testEpoch is virtual time zero: the seed's first request.
+var testEpoch = time.Date(2025, 11, 28, 11, 58, 53, 0, time.UTC)
+
 func newVSim(t testing.TB, cfg Config) *vsim {
 	t.Helper()
-	start := time.Date(2025, 11, 28, 11, 58, 53, 0, time.UTC)
+	start := testEpoch
 	clk := NewVirtualClock(start)
 	e, err := NewEngine(cfg, clk, rand.New(rand.NewPCG(cfg.Seed, 1)))
 	if err != nil {
