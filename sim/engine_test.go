@@ -316,3 +316,38 @@ func TestAbortFreesBlocks(t *testing.T) {
 		t.Errorf("after aborts: %v, usage %v", st.Success, st.KVUsage)
 	}
 }
+
+// TestTinyShowsPhenomena checks that the tiny preset shows, within a few
+// virtual seconds, queueing (more requests than max_num_seqs), preemption
+// (more context than the cache) and decay (slower steps as the cache fills).
+func TestTinyShowsPhenomena(t *testing.T) {
+	t.Parallel()
+	cfg, _ := Preset("tiny")
+	s := newVSim(t, cfg)
+	for i := range 16 {
+		s.at(0, &Request{ID: fmt.Sprint(i), Prompt: ids(100, 0, uint32(i)), MaxTokens: 600, IgnoreEOS: true})
+	}
+	maxWaiting := 0
+	var lowUsage, highUsage []time.Duration // durations of pure decode steps of 8 requests
+	s.onStep = func(b *Batch) {
+		maxWaiting = max(maxWaiting, s.e.NumWaiting())
+		if b.PrefillTokens == 0 && b.DecodeTokens == 8 {
+			switch u := s.e.KVUsage(); {
+			case u < 0.4:
+				lowUsage = append(lowUsage, b.Duration())
+			case u > 0.8:
+				highUsage = append(highUsage, b.Duration())
+			}
+		}
+	}
+	s.run(5*time.Second, 1_000_000)
+	st := s.e.Stats()
+	if maxWaiting == 0 || st.Preemptions == 0 {
+		t.Errorf("within 5 s: max waiting %d, preemptions %d; want both > 0", maxWaiting, st.Preemptions)
+	}
+	lo, hi := percentile(lowUsage, 0.5), percentile(highUsage, 0.5)
+	t.Logf("decode step p50: %v below 40%% KV usage, %v above 80%% (%d, %d steps); %d preemptions", lo, hi, len(lowUsage), len(highUsage), st.Preemptions)
+	if len(lowUsage) == 0 || len(highUsage) == 0 || float64(hi) < 1.2*float64(lo) {
+		t.Errorf("no decay: decode step p50 %v at low usage, %v at high usage", lo, hi)
+	}
+}
