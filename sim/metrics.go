@@ -92,18 +92,22 @@ func (h Histogram) clone() Histogram {
 }
 
 // Stats is a snapshot of the engine's metrics: what /metrics exposes and
-// the periodic log line summarises. Counters are totals since start.
+// the periodic log line summarises. Counters are totals since start; a
+// snapshot is a copy the caller owns.
 type Stats struct {
-	Running, Waiting int
-	KVUsage          float64 // 0–1
-	Steps            int64
-	Preemptions      int
-	PromptTokens     int64 // booked at each request's first token, whole prompt
-	GenerationTokens int64
-	PrefixQueries    int64 // tokens looked up at first admission
-	PrefixHits       int64 // tokens found
-	Success          map[string]int64
+	Running          int              // requests in the running list (vllm:num_requests_running)
+	Waiting          int              // queued and preempted requests (vllm:num_requests_waiting)
+	KVUsage          float64          // fraction of usable blocks held by requests, 0–1
+	Steps            int64            // engine steps completed
+	Preemptions      int              // requests preempted (recompute)
+	PromptTokens     int64            // whole prompts, booked at each request's first token
+	GenerationTokens int64            // output tokens
+	PrefixQueries    int64            // prompt tokens looked up in the prefix cache at first admission
+	PrefixHits       int64            // of which found in the cache
+	Success          map[string]int64 // finished requests by reason: stop, length, abort
 
+	// Histograms, in seconds (tokens for IterationTokens and the
+	// Request*Tokens ones), with vLLM's buckets.
 	TTFT, ITL, E2E, QueueTime, IterationTokens   Histogram
 	RequestPromptTokens, RequestGenerationTokens Histogram
 
