@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Exit codes. They are part of servebench's contract with CI systems.
+const (
+	exitOK          = 0   // the run completed (and every budget, if any, was met)
+	exitFailed      = 1   // the run could not be carried out (target unreachable, I/O error, …)
+	exitUsage       = 2   // bad command line or invalid scenario file
+	exitBudget      = 3   // the run completed but a latency budget was missed
+	exitInterrupted = 130 // stopped by Ctrl-C or SIGTERM (results and summary are still written)
+)
+
+// env is the process environment a subcommand may use; tests pass buffers.
+type env struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	isTerminal     bool // stderr is a terminal: draw a live status line
+}
+
+// usageError is a command-line or scenario problem (exit code 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// errInterrupted marks a run stopped by a signal.
+var errInterrupted = errors.New("interrupted")
+
+// reported wraps an error whose message the subcommand already printed.
+type reported struct{ err error }
+
+func (e reported) Error() string { return e.err.Error() }
+func (e reported) Unwrap() error { return e.err }
+
+func isReported(err error) bool {
+	var r reported
+	return errors.As(err, &r) || errors.Is(err, flag.ErrHelp)
+}
+
+func exitCode(err error) int {
+	var u usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.Is(err, errInterrupted):
+		return exitInterrupted
+	case errors.As(err, &u):
+		return exitUsage
+	default:
+		return exitFailed
+	}
+}
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, e env, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"run", "run a scenario file and write results, summary and report", runCmd},
+		{"report", "rebuild the summary from one or more results files", reportCmd},
+		{"version", "print the version", versionCmd},
+		{"help", "explain a command", nil},
+	}
+}
+
+const mainUsage = `bench — servebench, a benchmark harness for OpenAI-compatible LLM servers
+
+Usage:
+  bench <command> [arguments]
+
+Commands:
+%s
+Examples:
+  bench run scenarios/quickstart.yaml             # against the built-in simulator, no server needed
+  bench run my.yaml --target http://127.0.0.1:8000 --set load.stages[0].concurrency=32
+  bench report results/quickstart-*/results.jsonl --format json
+
+Exit codes: 0 ok, 1 run failed, 2 usage or scenario error, 3 budget missed, 130 interrupted.
+Run 'bench help <command>' for a command's flags and examples.
+`
+
+func printMainUsage(w io.Writer) {
+	var b strings.Builder
+	for _, c := range commands() {
+		fmt.Fprintf(&b, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, mainUsage, b.String())
+}
+
+// run dispatches to a subcommand.
+func run(ctx context.Context, e env, args []string) error {
+	if len(args) == 0 {
+		printMainUsage(e.stderr)
+		return usagef("no command given")
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "-h", "-help", "--help":
+		printMainUsage(e.stdout)
+		return nil
+	case "help":
+		if len(rest) == 0 {
+			printMainUsage(e.stdout)
+			return nil
+		}
+		name, rest = rest[0], []string{"--help"}
+		e.stderr = e.stdout
+	}
+	for _, c := range commands() {
+		if c.name == name && c.run != nil {
+			return c.run(ctx, e, rest)
+		}
+	}
+	printMainUsage(e.stderr)
+	return usagef("unknown command %q", name)
+}
+
+// newFlagSet returns a flag set whose -h prints usage (the teaching text)
+// followed by the flags.
+func newFlagSet(e env, name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fmt.Fprintln(fs.Output(), "\nFlags:")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args, allowing flags after positional arguments
+// ("bench run x.yaml --out d"), and maps parse errors to usage errors.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, reported{usageError{err}}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// multiFlag collects a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }

@@ -1,0 +1,43 @@
+// Command bench is servebench's command-line interface: it runs scenario
+// files against OpenAI-compatible servers (or the built-in simulator),
+// rebuilds reports from saved results, and serves the simulator.
+//
+// main is the only place that touches process state: it turns signals into
+// context cancellation (the first Ctrl-C stops the run gracefully, the
+// second aborts at once) and an error into an exit code.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/term"
+)
+
+func main() {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		fmt.Fprintln(os.Stderr, "\ninterrupt: stopping new requests, finishing in-flight ones (Ctrl-C again to abort)")
+		cancel()
+		<-sigs
+		fmt.Fprintln(os.Stderr, "aborted")
+		os.Exit(exitInterrupted)
+	}()
+	e := env{
+		stdout:     os.Stdout,
+		stderr:     os.Stderr,
+		getenv:     os.Getenv,
+		isTerminal: term.IsTerminal(int(os.Stderr.Fd())),
+	}
+	err := run(ctx, e, os.Args[1:])
+	if err != nil && !isReported(err) {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+	}
+	os.Exit(exitCode(err))
+}

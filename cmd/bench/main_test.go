@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/servebench/servebench/client"
+)
+
+// testEnv returns an env writing into buffers, with an empty environment.
+func testEnv() (env, *bytes.Buffer, *bytes.Buffer) {
+	var out, errb bytes.Buffer
+	return env{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}, &out, &errb
+}
+
+// quickArgs shrinks the quickstart scenario so a test run takes about a second.
+var quickArgs = []string{
+	"--set", "load.stages[0].requests=16", "--set", "load.stages[0].warmup.requests=2",
+	"--set", "load.stages[1].requests=20", "--set", "load.stages[1].rate=40",
+	"--set", "prompts.output_tokens.min=8", "--set", "prompts.output_tokens.max=16",
+}
+
+func TestRunThenReportReproducesSummary(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	e, out, errb := testEnv()
+	args := append([]string{"run", "../../scenarios/quickstart.yaml", "--out", dir, "--quiet"}, quickArgs...)
+	if err := run(context.Background(), e, args); err != nil {
+		t.Fatalf("run: %v\nstderr: %s", err, errb)
+	}
+	if !strings.Contains(out.String(), "closed-8") || !strings.Contains(out.String(), "summary:") {
+		t.Errorf("summary table missing from output:\n%s", out)
+	}
+	want, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2, out2, _ := testEnv()
+	if err := run(context.Background(), e2, []string{"report", dir, "--format", "json"}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out2.Bytes(), want) {
+		t.Fatalf("bench report differs from summary.json\nreport:\n%s\nsummary.json:\n%s", out2, want)
+	}
+	// Every scheduled request ended as exactly one record.
+	r, err := client.Open(filepath.Join(dir, "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	seen := map[uint64]bool{}
+	for r.Scan() {
+		if res := r.Result(); res != nil {
+			if seen[res.Seq] {
+				t.Errorf("seq %d recorded twice", res.Seq)
+			}
+			seen[res.Seq] = true
+		}
+	}
+	if len(seen) != 16+20 {
+		t.Errorf("records = %d, want 36", len(seen))
+	}
+}
+
+func TestRunInterruptedWritesSummary(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	e, _, errb := testEnv()
+	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond) // mid-run
+	defer cancel()
+	err := run(ctx, e, []string{"run", "../../scenarios/quickstart.yaml", "--out", dir, "--quiet"})
+	if exitCode(err) != exitInterrupted {
+		t.Fatalf("exit code = %d (err %v), want %d; stderr: %s", exitCode(err), err, exitInterrupted, errb)
+	}
+	sum, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatalf("no summary after an interrupted run: %v", err)
+	}
+	if !strings.Contains(string(sum), `"ok":`) {
+		t.Errorf("summary has no request counts:\n%s", sum)
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("name: x\nload:\n  stages:\n    - concurrency: 2\n      requets: 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	remote := filepath.Join(dir, "remote.yaml")
+	if err := os.WriteFile(remote, []byte("name: x\ntarget: {url: http://192.0.2.1:8000, model: m}\nload:\n  stages:\n    - {concurrency: 1, requests: 1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		code    int
+		message string // in the error or stderr
+	}{
+		{"no command", nil, exitUsage, "no command"},
+		{"unknown command", []string{"frobnicate"}, exitUsage, "unknown command"},
+		{"help", []string{"help", "run"}, exitOK, ""},
+		{"version", []string{"version"}, exitOK, ""},
+		{"run without scenario", []string{"run"}, exitUsage, "exactly one scenario"},
+		{"bad flag", []string{"run", "--nope", "x.yaml"}, exitUsage, "nope"},
+		{"scenario with a typo", []string{"run", bad}, exitUsage, "bad.yaml:5"},
+		{"bad --set", []string{"run", "../../scenarios/quickstart.yaml", "--set", "load.nope=1"}, exitUsage, "load.nope"},
+		{"remote target refused", []string{"run", remote, "--out", dir}, exitUsage, "loopback"},
+		{"report of a missing file", []string{"report", filepath.Join(dir, "none.jsonl")}, exitFailed, "none.jsonl"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e, out, errb := testEnv()
+			err := run(context.Background(), e, tc.args)
+			if got := exitCode(err); got != tc.code {
+				t.Fatalf("exit code = %d (err %v), want %d", got, err, tc.code)
+			}
+			text := errb.String() + out.String()
+			if err != nil {
+				text += err.Error()
+			}
+			if !strings.Contains(text, tc.message) {
+				t.Errorf("output %q does not mention %q", text, tc.message)
+			}
+		})
+	}
+}
+
+func TestHelpTeaches(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range []string{"run", "report"} {
+		e, out, _ := testEnv()
+		if err := run(context.Background(), e, []string{"help", cmd}); err != nil && !errors.Is(err, errInterrupted) {
+			if exitCode(err) != exitOK {
+				t.Fatal(err)
+			}
+		}
+		if !strings.Contains(out.String(), "Examples:") || !strings.Contains(out.String(), "Flags:") {
+			t.Errorf("help %s lacks examples or flags:\n%s", cmd, out)
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/servebench/servebench/report"
+)
+
+const reportUsage = `Usage: bench report RESULTS... [--format text|json]
+
+Rebuilds the summary from saved results files (results.jsonl or .jsonl.gz,
+or a run directory holding one). Several files, for example from several
+load-generating machines, are merged into one summary. The JSON output is
+byte for byte the summary.json that 'bench run' wrote.
+
+Examples:
+  bench report results/quickstart-20261122-030000/results.jsonl
+  bench report results/quickstart-20261122-030000 --format json > summary.json
+  bench report hostA/results.jsonl hostB/results.jsonl
+`
+
+func reportCmd(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet(e, "report", reportUsage)
+	format := fs.String("format", "text", "output format: text or json")
+	paths, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(paths) == 0 {
+		fs.Usage()
+		return usagef("report: no results file given")
+	}
+	if *format != "text" && *format != "json" {
+		return usagef("report: --format %q: want text or json", *format)
+	}
+	for i, p := range paths {
+		paths[i] = resultsPath(p)
+	}
+	agg, err := report.FromFiles(paths, nil)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	s := agg.Summary()
+	if *format == "json" {
+		return report.WriteJSON(e.stdout, s)
+	}
+	return report.WriteText(e.stdout, s)
+}
+
+// resultsPath accepts a run directory in place of its results file.
+func resultsPath(p string) string {
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		for _, name := range []string{"results.jsonl", "results.jsonl.gz"} {
+			if _, err := os.Stat(filepath.Join(p, name)); err == nil {
+				return filepath.Join(p, name)
+			}
+		}
+	}
+	return p
+}

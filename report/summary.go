@@ -1,0 +1,77 @@
+package report
+
+import "time"
+
+// SummarySchema is the version of the summary.json contract. It changes only
+// when a field changes meaning or is removed; new fields may appear.
+const SummarySchema = 1
+
+// Summary is the content of summary.json.
+type Summary struct {
+	Schema   int       `json:"schema"`
+	Tool     string    `json:"tool"`
+	Version  string    `json:"version"`  // of the tool that wrote the results
+	Scenario string    `json:"scenario"` // scenario name
+	Target   string    `json:"target"`
+	Model    string    `json:"model"`
+	Started  time.Time `json:"started"` // the (earliest) run epoch
+	Files    int       `json:"files"`   // results files merged into this summary
+	Overall  Stage     `json:"overall"`
+	Stages   []Stage   `json:"stages"`
+	Warnings []string  `json:"warnings,omitempty"`
+}
+
+// Stage summarises the non-warmup requests of one load stage (or of the
+// whole run, for Summary.Overall, where Index is -1).
+type Stage struct {
+	Index    int              `json:"index"`
+	Name     string           `json:"name"`
+	Requests Requests         `json:"requests"`
+	Errors   map[string]int64 `json:"errors"` // failed requests by error class
+	Duration float64          `json:"duration_s"`
+	Tokens   Tokens           `json:"tokens"`
+
+	TTFT             Dist `json:"ttft_ms"`               // sent → first token (content or reasoning)
+	TTFTFromSchedule Dist `json:"ttft_from_schedule_ms"` // scheduled → first token
+	TTFC             Dist `json:"ttfc_ms"`               // sent → first content (not reasoning)
+	ITL              Dist `json:"itl_ms"`                // per token: a chunk of k tokens gives k gaps of Δ/k
+	ITLChunk         Dist `json:"itl_chunk_ms"`          // per chunk, as vLLM's bench serve reports it
+	TPOT             Dist `json:"tpot_ms"`               // (last token − first token) / (output tokens − 1), per request
+	E2E              Dist `json:"e2e_ms"`                // sent → end
+	E2EFromSchedule  Dist `json:"e2e_from_schedule_ms"`  // scheduled → end
+	ScheduleLag      Dist `json:"schedule_lag_ms"`       // scheduled → sent
+
+	OutputTokensPerSec float64 `json:"output_tokens_per_s"` // output tokens of ok requests / duration
+	TotalTokensPerSec  float64 `json:"total_tokens_per_s"`  // (prompt + output) tokens of ok requests / duration
+	RequestsPerSec     float64 `json:"requests_per_s"`      // ok requests / duration
+}
+
+// Requests counts how the stage's scheduled requests ended. Warmup requests
+// are counted in Warmup only.
+type Requests struct {
+	Scheduled int64 `json:"scheduled"` // ok + failed + canceled + dropped
+	OK        int64 `json:"ok"`
+	Failed    int64 `json:"failed"`
+	Canceled  int64 `json:"canceled"`
+	Dropped   int64 `json:"dropped"`
+	Warmup    int64 `json:"warmup"` // excluded from every other figure
+}
+
+// Tokens sums the token counts of ok requests.
+type Tokens struct {
+	Prompt            int64 `json:"prompt"`
+	Output            int64 `json:"output"`
+	EstimatedRequests int64 `json:"estimated_requests"` // requests whose counts are local estimates (no server usage)
+}
+
+// Dist is a latency distribution in milliseconds.
+type Dist struct {
+	Count int64   `json:"count"`
+	Mean  float64 `json:"mean"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P95   float64 `json:"p95"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p99_9"`
+	Max   float64 `json:"max"`
+}

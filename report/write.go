@@ -1,0 +1,80 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteJSON writes the summary as indented JSON (the summary.json format).
+// The output is a pure function of the summary, so rebuilding a summary
+// from the same results gives the same bytes.
+func WriteJSON(w io.Writer, s *Summary) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		return fmt.Errorf("write summary JSON: %w", err)
+	}
+	return nil
+}
+
+// WriteText writes the compact terminal summary: one row per stage and one
+// for the whole run, then errors and warnings.
+func WriteText(w io.Writer, s *Summary) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "servebench %s · scenario %q · target %s · model %s\n", s.Version, s.Scenario, s.Target, s.Model)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "stage\tok\tfail\tdrop\tcancel\treq/s\tout tok/s\tTTFT p50\tp99\tITL p50\tp99\tTPOT p50\tE2E p50\tp99\t")
+	row := func(st Stage) {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.2f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+			st.Name, st.Requests.OK, st.Requests.Failed, st.Requests.Dropped, st.Requests.Canceled,
+			st.RequestsPerSec, st.OutputTokensPerSec,
+			ms(st.TTFT.P50, st.TTFT.Count), ms(st.TTFT.P99, st.TTFT.Count),
+			ms(st.ITL.P50, st.ITL.Count), ms(st.ITL.P99, st.ITL.Count),
+			ms(st.TPOT.P50, st.TPOT.Count), ms(st.E2E.P50, st.E2E.Count), ms(st.E2E.P99, st.E2E.Count))
+	}
+	for _, st := range s.Stages {
+		row(st)
+	}
+	if len(s.Stages) != 1 {
+		row(s.Overall)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	b.WriteString("(latencies in ms; TTFT from send; warmup requests excluded)\n")
+	if lag := s.Overall.ScheduleLag; lag.Count > 0 && lag.P99 >= 1 {
+		fmt.Fprintf(&b, "schedule lag p50 %s ms, p99 %s ms (TTFT from schedule p50 %s ms, p99 %s ms)\n",
+			ms(lag.P50, 1), ms(lag.P99, 1), ms(s.Overall.TTFTFromSchedule.P50, 1), ms(s.Overall.TTFTFromSchedule.P99, 1))
+	}
+	if len(s.Overall.Errors) > 0 {
+		b.WriteString("errors:")
+		for _, k := range sortedKeys(s.Overall.Errors) {
+			fmt.Fprintf(&b, " %s=%d", k, s.Overall.Errors[k])
+		}
+		b.WriteString("\n")
+	}
+	for _, warn := range s.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", warn)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// ms formats a millisecond figure, or "-" when there were no samples.
+func ms(v float64, n int64) string {
+	if n == 0 {
+		return "-"
+	}
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
