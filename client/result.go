@@ -14,7 +14,18 @@ const (
 	KindHeader  = "header"
 	KindRequest = "request"
 	KindScrape  = "scrape"
+	KindWarning = "warning"
 )
+
+// Warning is a non-fatal problem met during a run (a server without
+// /metrics, a harness that fell behind, …), kept in the results file so
+// that a report rebuilt from the file shows it.
+type Warning struct {
+	Kind    string        `json:"kind"` // always KindWarning
+	At      time.Duration `json:"at_ns"`
+	Source  string        `json:"source"` // the component that warned: "scrape", "runner", "harness"
+	Message string        `json:"message"`
+}
 
 // Outcome is how a scheduled request ended. Every scheduled request ends as
 // exactly one record with one of these outcomes.

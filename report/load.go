@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -73,6 +74,12 @@ func (a *Aggregate) addFile(i int, path string, shift time.Duration, other func(
 	for r.Scan() {
 		switch r.Kind() {
 		case client.KindHeader:
+		case client.KindWarning:
+			var w client.Warning
+			if err := json.Unmarshal(r.Raw(), &w); err != nil {
+				return fmt.Errorf("%s:%d: warning record: %w", path, r.Line(), err)
+			}
+			a.Warn(w.Source + ": " + w.Message)
 		case client.KindRequest:
 			res := r.Result()
 			if shift != 0 {

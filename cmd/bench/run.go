@@ -16,6 +16,7 @@ import (
 	"github.com/servebench/servebench/client"
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/scenario"
+	"github.com/servebench/servebench/scrape"
 	"github.com/servebench/servebench/sim"
 )
 
@@ -203,7 +204,9 @@ func execute(ctx context.Context, e env, sc *scenario.Scenario, dir string, show
 		fmt.Fprintf(e.stderr, "running %q against %s (model %s); results → %s\n", sc.Name, baseURL, sc.Target.Model, path)
 		drawWG.Go(func() { prog.draw(drawCtx, e.stderr, e.isTerminal, 5*time.Second) })
 	}
+	scrapeDone := startScraper(sc, baseURL, epoch, records)
 	runErr := runner.Run(ctx, emit)
+	scrapeDone()
 	close(records)
 	wg.Wait()
 	stopDraw()
@@ -212,6 +215,57 @@ func execute(ctx context.Context, e env, sc *scenario.Scenario, dir string, show
 		runErr = errors.Join(runErr, errInterrupted)
 	}
 	return path, errors.Join(runErr, writeErr)
+}
+
+// startScraper scrapes the target's /metrics into the results stream while
+// the load runs (once before it, periodically, and once after). It returns
+// a function that stops the scraper, waits for its final scrape and records
+// its warnings. A failed or missing scrape is never fatal.
+func startScraper(sc *scenario.Scenario, baseURL string, epoch time.Time, records chan<- any) (stop func()) {
+	if sc.Scrape.Enabled != nil && !*sc.Scrape.Enabled {
+		return func() {}
+	}
+	warn := func(msg string) {
+		records <- client.Warning{Kind: client.KindWarning, At: time.Since(epoch), Source: "scrape", Message: msg}
+	}
+	u := sc.Scrape.URL
+	if u == "" {
+		var err error
+		if u, err = scrape.MetricsURL(baseURL); err != nil {
+			warn(err.Error())
+			return func() {}
+		}
+	}
+	s, err := scrape.New(scrape.Config{URL: u, Interval: sc.Scrape.Interval.D(), Profile: sc.Scrape.Profile, Epoch: epoch})
+	if err != nil {
+		warn(err.Error())
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	first := make(chan struct{})
+	var once sync.Once
+	go func() {
+		done <- s.Run(ctx, func(x scrape.Sample) {
+			records <- x
+			once.Do(func() { close(first) })
+		})
+	}()
+	// Wait for the scrape before the load (bounded: a hung /metrics must
+	// not hold the run back).
+	select {
+	case <-first:
+	case <-time.After(2 * time.Second):
+	}
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			warn(err.Error())
+		}
+		for _, w := range s.Warnings() {
+			warn(w.Error())
+		}
+	}
 }
 
 // apiKey reads the key from the environment variable the scenario names.
