@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -409,5 +410,72 @@ func TestNewRunnerRefusesInvalid(t *testing.T) {
 	sc := &Scenario{Name: "raw"} // no Defaults, no stages
 	if _, err := NewRunner(sc, &client.Client{}); err == nil {
 		t.Error("NewRunner accepted a scenario that does not validate")
+	}
+}
+
+// BenchmarkRunner measures the whole harness path per request (prompt,
+// client, loopback HTTP, a 1-token stream, emit): closed loop at
+// concurrency 32, and open loop at 2,000 req/s, where lag-µs/req is how
+// late requests went out relative to their schedule. The runner and prompt
+// generation must not be what limits a run.
+func BenchmarkRunner(b *testing.B) {
+	for _, bc := range []struct{ name, stage string }{
+		{"closed32", "{concurrency: 32, requests: %d}"},
+		{"open2000", "{rate: 2000, arrival: constant, max_concurrency: 256, requests: %d}"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			srv := newStreamServer(b, 0, 0, 1)
+			sc, err := Parse("bench.yaml", []byte("name: bench\nprompts: {input_tokens: {dist: uniform, min: 256, max: 1024}, shared_prefix_tokens: 128, output_tokens: 1}\nload: {stages: [{concurrency: 1, requests: 1}]}\n"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := sc.Override("target.url="+srv.URL, "load.stages[0]="+fmt.Sprintf(bc.stage, max(b.N, 1))); err != nil {
+				b.Fatal(err)
+			}
+			prompts, err := NewPrompts(sc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			epoch := time.Now()
+			cl, err := client.New(client.Config{BaseURL: srv.URL, Epoch: epoch, MaxConns: sc.MaxConcurrency()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cl.Close()
+			r, err := NewRunner(sc, cl, WithEpoch(epoch), WithPrompts(prompts))
+			if err != nil {
+				b.Fatal(err)
+			}
+			var lag time.Duration
+			var sent int
+			var mu sync.Mutex
+			b.ResetTimer()
+			start := time.Now()
+			if err := r.Run(context.Background(), func(res client.Result) {
+				mu.Lock()
+				if res.Outcome != client.Dropped {
+					lag += res.Sent - res.Scheduled
+					sent++
+				}
+				mu.Unlock()
+			}); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+			b.ReportMetric(float64(lag.Microseconds())/float64(max(sent, 1)), "lag-µs/req")
+			b.ReportMetric(float64(r.Progress().Dropped), "dropped")
+		})
+	}
+}
+
+func TestNewRunnerNeedsDefaults(t *testing.T) {
+	t.Parallel()
+	sc := &Scenario{Name: "hand", Load: LoadSpec{Stages: []Stage{{Concurrency: 1, Requests: 1}}}}
+	if _, err := NewRunner(sc, &client.Client{}); err == nil || !strings.Contains(err.Error(), "apply Defaults") {
+		t.Errorf("NewRunner without Defaults: err = %v", err)
+	}
+	sc.Defaults()
+	if _, err := NewRunner(sc, &client.Client{}); err != nil {
+		t.Errorf("NewRunner after Defaults: %v", err)
 	}
 }

@@ -32,6 +32,11 @@ func (sc *Scenario) Set(path, value string) error {
 // validates only the result, so overrides that are valid only together
 // (clearing concurrency and setting rate) work. On error the scenario is
 // unchanged.
+//
+// Overrides apply to the scenario as written and defaults are applied
+// again, so a field assigned directly in Go after Load is lost by a later
+// Set; use Set for it too (for example target.model after auto-detection),
+// which also keeps it in the resolved scenario.
 func (sc *Scenario) Override(assignments ...string) error {
 	base := sc.raw
 	if base == nil {

@@ -148,6 +148,9 @@ func errorTail(err error) string {
 
 func (v *validator) request(sc *Scenario) {
 	r := &sc.Request
+	if r.IgnoreEOS == nil || r.IncludeUsage == nil {
+		v.add("request", "ignore_eos or include_usage is unset (apply Defaults before Validate)")
+	}
 	if r.MinTokens < 0 {
 		v.add("request.min_tokens", "must be ≥ 0, got %d", r.MinTokens)
 	} else if out := sc.Prompts.OutputTokens; r.MinTokens > 0 && out != nil && out.valid() && r.MinTokens > out.lowest() {
