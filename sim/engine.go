@@ -17,11 +17,14 @@ const (
 	FinishAbort  = "abort"  // the client went away
 )
 
-// maxStepLag is how far the engine may fall behind its previous step's
-// deadline and still chain the next step to that deadline (so sleep error
-// does not accumulate). Beyond it the engine was idle or stalled, and the
-// next step starts now.
-const maxStepLag = 50 * time.Millisecond
+// maxStepLag is how far a busy engine may fall behind its previous step's
+// deadline and still chain the next step to that deadline, so that sleep
+// overshoot and CPU contention on a loaded machine do not slow the
+// simulated GPU down: a late driver runs the next steps back to back until
+// it has caught up. Beyond it (a stall: the process was stopped, or the
+// machine is starved), the lost time is given up and the next step starts
+// now, rather than bursting seconds of tokens at once.
+const maxStepLag = 250 * time.Millisecond
 
 // ErrEngineBusy is returned by Schedule while a step is in flight.
 var ErrEngineBusy = errors.New("sim: a step is already in flight")
@@ -228,6 +231,7 @@ func (e *Engine) Schedule() (*Batch, error) {
 		return nil, ErrEngineBusy
 	}
 	if e.Idle() {
+		e.lastEnd = time.Time{} // the next busy period starts when work arrives
 		return nil, nil
 	}
 	now := e.clock.Now()
@@ -235,7 +239,8 @@ func (e *Engine) Schedule() (*Batch, error) {
 	if !e.lastEnd.IsZero() && !now.Before(e.lastEnd) && now.Sub(e.lastEnd) <= maxStepLag {
 		start = e.lastEnd
 	}
-	b := &Batch{Start: start}
+	b := &Batch{}
+	var admitted []*Request
 	budget := e.cfg.MaxNumBatchedTokens
 	preempted := false
 
@@ -287,9 +292,8 @@ func (e *Engine) Schedule() (*Batch, error) {
 		if !r.admitted {
 			r.admitted = true
 			r.cached = hitTokens
-			r.firstScheduled = start
-			e.stats.recordQueue(start.Sub(r.arrival))
 			e.stats.prefixLookup(r.numTokens(), hitTokens)
+			admitted = append(admitted, r)
 		}
 		r.computed = hitTokens
 		r.running = true
@@ -304,6 +308,18 @@ func (e *Engine) Schedule() (*Batch, error) {
 		e.stats.Preemptions += b.Preempted
 		return nil, nil
 	}
+	// A step never starts before the requests it admits arrived (a chained
+	// start can precede a late driver's latest arrivals).
+	for _, r := range admitted {
+		if r.arrival.After(start) {
+			start = r.arrival
+		}
+	}
+	for _, r := range admitted {
+		r.firstScheduled = start
+		e.stats.recordQueue(start.Sub(r.arrival))
+	}
+	b.Start = start
 	b.End = b.Start.Add(e.stepTime(b))
 	e.inflight = b
 	return b, nil
