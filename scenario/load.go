@@ -252,11 +252,18 @@ func (w *walker) mapping(n *yaml.Node, t reflect.Type, path string) {
 		w.fail(n.Line, path, "want a mapping, got %s", describe(n))
 		return
 	}
-	seen := map[string]int{}
-	w.pairs(n, t, path, seen, 0)
+	w.pairs(n, t, path, map[string]seenKey{}, 0)
 }
 
-func (w *walker) pairs(n *yaml.Node, t reflect.Type, path string, seen map[string]int, depth int) {
+// seenKey is where a mapping key was first set, and whether by a merge.
+type seenKey struct {
+	line   int
+	merged bool
+}
+
+// pairs checks the key-value pairs of mapping n; depth > 0 inside "<<"
+// merges, whose keys yield to the mapping's own keys wherever they appear.
+func (w *walker) pairs(n *yaml.Node, t reflect.Type, path string, seen map[string]seenKey, depth int) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind == yaml.ScalarNode && k.Value == "<<" && k.ShortTag() == "!!merge" && depth < 8 {
@@ -276,21 +283,23 @@ func (w *walker) pairs(n *yaml.Node, t reflect.Type, path string, seen map[strin
 			w.fail(k.Line, child, "unknown field%s", suggest(t, k.Value))
 			continue
 		}
-		if first, dup := seen[k.Value]; dup && depth == 0 {
-			w.fail(k.Line, child, "set twice (first at line %d)", first)
-			continue
+		if first, dup := seen[k.Value]; dup {
+			if depth > 0 {
+				continue // a merged key yields to the mapping's own
+			}
+			if !first.merged {
+				w.fail(k.Line, child, "set twice (first at line %d)", first.line)
+				continue
+			}
 		}
-		if _, dup := seen[k.Value]; dup {
-			continue // a merged key is overridden by the mapping's own
-		}
-		seen[k.Value] = k.Line
+		seen[k.Value] = seenKey{line: k.Line, merged: depth > 0}
 		w.walk(v, f.Type, child, k.Line)
 	}
 }
 
 // merge handles a "<<" key: its value is a mapping or a list of mappings
 // whose keys apply where the mapping does not set them.
-func (w *walker) merge(v *yaml.Node, t reflect.Type, path string, seen map[string]int, depth int) {
+func (w *walker) merge(v *yaml.Node, t reflect.Type, path string, seen map[string]seenKey, depth int) {
 	if v.Kind == yaml.AliasNode && v.Alias != nil {
 		v = v.Alias
 	}

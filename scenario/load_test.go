@@ -303,3 +303,17 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// TestMergeKeys: keys merged with "<<" yield to the mapping's own keys,
+// before or after the merge, as YAML specifies.
+func TestMergeKeys(t *testing.T) {
+	t.Parallel()
+	sc, err := Load("testdata/valid/merge.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := sc.Load.Stages[1], sc.Load.Stages[2]
+	if a.Concurrency != 8 || a.Requests != 10 || b.Concurrency != 2 || b.Requests != 5 {
+		t.Errorf("stages %+v %+v", a, b)
+	}
+}
