@@ -71,6 +71,7 @@ func commands() []command {
 	return []command{
 		{"run", "run a scenario file and write results, summary and report", runCmd},
 		{"report", "rebuild the summary from one or more results files", reportCmd},
+		{"sim", "serve the built-in vLLM-like simulator", simCmd},
 		{"version", "print the version", versionCmd},
 		{"help", "explain a command", nil},
 	}
@@ -87,6 +88,7 @@ Examples:
   bench run scenarios/quickstart.yaml             # against the built-in simulator, no server needed
   bench run my.yaml --target http://127.0.0.1:8000 --set load.stages[0].concurrency=32
   bench report results/quickstart-*/results.jsonl --format json
+  bench sim --preset gpt-oss-120b-h100        # serve the simulator for another client
 
 Exit codes: 0 ok, 1 run failed, 2 usage or scenario error, 3 budget missed, 130 interrupted.
 Run 'bench help <command>' for a command's flags and examples.

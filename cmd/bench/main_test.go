@@ -113,6 +113,11 @@ func TestExitCodes(t *testing.T) {
 		{"scenario with a typo", []string{"run", bad}, exitUsage, "bad.yaml:5"},
 		{"bad --set", []string{"run", "../../scenarios/quickstart.yaml", "--set", "load.nope=1"}, exitUsage, "load.nope"},
 		{"remote target refused", []string{"run", remote, "--out", dir}, exitUsage, "loopback"},
+		{"sim refuses a public address", []string{"sim", "--addr", "0.0.0.0:8000"}, exitUsage, "loopback"},
+		{"sim unknown preset", []string{"sim", "--preset", "h200-dreams"}, exitUsage, "tiny"},
+		{"sim bad setting", []string{"sim", "--set", "max_num_seqs=-1"}, exitUsage, "max_num_seqs"},
+		{"run unknown sim preset", []string{"run", "../../scenarios/quickstart.yaml", "--target", "sim://nope", "--out", dir}, exitUsage, "nope"},
+		{"run bad sim query", []string{"run", "../../scenarios/quickstart.yaml", "--target", "sim://tiny?max_num_seqs=x", "--out", dir}, exitUsage, "max_num_seqs"},
 		{"report of a missing file", []string{"report", filepath.Join(dir, "none.jsonl")}, exitFailed, "none.jsonl"},
 	}
 	for _, tc := range tests {

@@ -284,7 +284,7 @@ func startTarget(ctx context.Context, sc *scenario.Scenario, dir string) (string
 		return "", nil, usagef("target.url %q: %v", sc.Target.URL, err)
 	}
 	if u.Scheme == "sim" {
-		cfg, err := sim.Preset(u.Host + u.Path)
+		cfg, err := simConfig(u)
 		if err != nil {
 			return "", nil, usageError{fmt.Errorf("target.url %s: %w", sc.Target.URL, err)}
 		}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/servebench/servebench/sim"
+)
+
+const simUsage = `Usage: bench sim [--preset NAME | --config FILE] [--addr 127.0.0.1:8000] [--set key=value ...]
+
+Serves the built-in vLLM-like simulator: an OpenAI-compatible server
+(/v1/chat/completions, /v1/completions, /v1/models, /tokenize, /health,
+/version) with vLLM's /metrics names and vLLM-format logs on stderr. It
+simulates continuous batching, a paged KV cache, chunked prefill, prefix
+caching and preemption, with step times from a cost model calibrated to
+real vLLM logs. It listens on loopback only and runs until Ctrl-C.
+
+In a scenario, target.url: sim://PRESET starts the same simulator in-process
+for the run; settings go in the query: sim://tiny?max_num_batched_tokens=512.
+
+Presets: %s
+
+Examples:
+  bench sim                                   # tiny preset on 127.0.0.1:8000
+  bench sim --preset gpt-oss-120b-h100 --addr 127.0.0.1:9000
+  bench sim --preset tiny --set max_num_batched_tokens=256 --set seed=7
+  bench sim --config my-gpu.yaml              # a preset file; may start with 'base: NAME'
+`
+
+func simCmd(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet(e, "sim", fmt.Sprintf(simUsage, strings.Join(sim.PresetNames(), ", ")))
+	preset := fs.String("preset", "tiny", "embedded preset `name`")
+	config := fs.String("config", "", "preset YAML `file` (overrides --preset)")
+	addr := fs.String("addr", "127.0.0.1:8000", "listen address (loopback only)")
+	var sets multiFlag
+	fs.Var(&sets, "set", "override a preset setting, `key=value` (repeatable), e.g. max_num_seqs=64")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		fs.Usage()
+		return usagef("sim: unexpected argument %q", pos[0])
+	}
+	var cfg sim.Config
+	if *config != "" {
+		cfg, err = sim.LoadConfig(*config)
+	} else {
+		cfg, err = sim.Preset(*preset)
+	}
+	if err != nil {
+		return usageError{fmt.Errorf("sim: %w", err)}
+	}
+	for _, s := range sets {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok {
+			return usagef("sim: --set %q: want key=value", s)
+		}
+		if err := cfg.Set(k, v); err != nil {
+			return usageError{fmt.Errorf("sim: %w", err)}
+		}
+	}
+	if !sim.IsLoopback(*addr) {
+		return usagef("sim: --addr %s: the simulator listens on loopback addresses only", *addr)
+	}
+	srv, err := sim.Listen(ctx, *addr, cfg, e.stderr)
+	if err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	defer srv.Close()
+	fmt.Fprintf(e.stderr, "simulator %q serving at %s (Ctrl-C to stop)\n", cfg.ServedModelName, srv.URL())
+	<-ctx.Done()
+	return nil
+}
+
+// simConfig resolves a sim://PRESET?key=value URL into a simulator config.
+func simConfig(u *url.URL) (sim.Config, error) {
+	cfg, err := sim.Preset(u.Host + u.Path)
+	if err != nil {
+		return sim.Config{}, err
+	}
+	for k, vs := range u.Query() {
+		for _, v := range vs {
+			if err := cfg.Set(k, v); err != nil {
+				return sim.Config{}, err
+			}
+		}
+	}
+	return cfg, nil
+}
