@@ -351,3 +351,75 @@ func TestTinyShowsPhenomena(t *testing.T) {
 		t.Errorf("no decay: decode step p50 %v at low usage, %v at high usage", lo, hi)
 	}
 }
+
+// TestStepChaining pins how step deadlines chain: a driver that wakes a
+// little late still starts the next step at the previous deadline (no
+// accumulated sleep error), a long stall gives the time up, a step never
+// starts before the requests it admits arrived, and idleness resets the
+// chain.
+func TestStepChaining(t *testing.T) {
+	t.Parallel()
+	cfg, _ := Preset("tiny")
+	clk := NewVirtualClock(testEpoch)
+	e, err := NewEngine(cfg, clk, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func() *Batch {
+		t.Helper()
+		b, err := e.Schedule()
+		if err != nil || b == nil {
+			t.Fatalf("Schedule: %v, %v", b, err)
+		}
+		return b
+	}
+	complete := func(b *Batch, late time.Duration) {
+		t.Helper()
+		clk.Set(b.End.Add(late))
+		if _, err := e.Complete(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Submit(&Request{ID: "a", Prompt: ids(10, 0, 1), MaxTokens: 100, IgnoreEOS: true}); err != nil {
+		t.Fatal(err)
+	}
+	b1 := step()
+	if !b1.Start.Equal(testEpoch) {
+		t.Errorf("first step starts at %v, want the arrival", b1.Start)
+	}
+	complete(b1, 100*time.Millisecond) // woke 100 ms late
+	b2 := step()
+	if !b2.Start.Equal(b1.End) {
+		t.Errorf("late driver: step starts %v after the previous deadline, want chained", b2.Start.Sub(b1.End))
+	}
+	// A request arriving after the previous deadline (the driver was late)
+	// is not served before it arrived.
+	clk.Set(b2.End.Add(30 * time.Millisecond))
+	if err := e.Submit(&Request{ID: "b", Prompt: ids(10, 0, 2), MaxTokens: 1, IgnoreEOS: true}); err != nil {
+		t.Fatal(err)
+	}
+	arrivalB := clk.Now()
+	clk.Set(arrivalB.Add(10 * time.Millisecond))
+	if _, err := e.Complete(b2); err != nil {
+		t.Fatal(err)
+	}
+	b3 := step()
+	if !b3.Start.Equal(arrivalB) {
+		t.Errorf("step admitting b starts %v after b arrived, want at its arrival", b3.Start.Sub(arrivalB))
+	}
+	complete(b3, time.Second) // a stall
+	b4 := step()
+	if !b4.Start.Equal(clk.Now()) {
+		t.Errorf("after a stall the step starts %v after now, want now", b4.Start.Sub(clk.Now()))
+	}
+	for b := b4; b != nil; b, _ = e.Schedule() {
+		complete(b, 0)
+	}
+	clk.Advance(20 * time.Millisecond) // idle, within maxStepLag of the last deadline
+	if err := e.Submit(&Request{ID: "c", Prompt: ids(10, 0, 3), MaxTokens: 1, IgnoreEOS: true}); err != nil {
+		t.Fatal(err)
+	}
+	if b5 := step(); !b5.Start.Equal(clk.Now()) {
+		t.Errorf("after idling the step starts %v after now, want now", b5.Start.Sub(clk.Now()))
+	}
+}
