@@ -1,0 +1,209 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/servebench/servebench/client"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+
+const msec = time.Millisecond
+
+// okResult is a streamed request sent at sent with the given TTFT and n
+// one-token chunks itl apart.
+func okResult(seq uint64, stage int, sent, ttft, itl time.Duration, n int) client.Result {
+	r := client.Result{Kind: client.KindRequest, Seq: seq, Stage: stage, Outcome: client.OK, API: client.APIChat,
+		Stream: true, Scheduled: sent - msec, Sent: sent, Headers: sent + ttft/2, FirstToken: sent + ttft,
+		FirstContent: sent + ttft, PromptTokens: 100, OutputTokens: n, InputTokens: 100, MaxTokens: n}
+	for i := range n {
+		r.ChunkTimes = append(r.ChunkTimes, ttft+time.Duration(i)*itl)
+	}
+	r.LastToken = sent + r.ChunkTimes[n-1]
+	r.End = r.LastToken + msec
+	return r
+}
+
+func TestAggregateFigures(t *testing.T) {
+	t.Parallel()
+	a := New()
+	// 100 ok requests in stage 0 with TTFT 1..100 msec and ITL 20 msec over 11 tokens.
+	for i := range 100 {
+		a.Add(ptr(okResult(uint64(i), 0, time.Second+time.Duration(i)*10*msec, time.Duration(i+1)*msec, 20*msec, 11)))
+	}
+	// Warmup, failures, drops and cancellations.
+	warm := okResult(200, 0, time.Second, 5*time.Second, 20*msec, 11)
+	warm.Warmup = true
+	a.Add(&warm)
+	a.Add(&client.Result{Kind: client.KindRequest, Seq: 201, Outcome: client.Failed, ErrorClass: client.ErrHTTP5xx,
+		Scheduled: time.Second, Sent: time.Second, End: time.Second + msec, Status: 503})
+	a.Add(&client.Result{Kind: client.KindRequest, Seq: 202, Outcome: client.Failed, ErrorClass: client.ErrTimeout,
+		Scheduled: time.Second, Sent: time.Second, End: time.Second + msec})
+	a.Add(&client.Result{Kind: client.KindRequest, Seq: 203, Outcome: client.Dropped, Scheduled: 2 * time.Second})
+	a.Add(&client.Result{Kind: client.KindRequest, Seq: 204, Outcome: client.Canceled, Scheduled: time.Second,
+		Sent: time.Second, End: 2 * time.Second})
+	s := a.Summary()
+	st := s.Stages[0]
+	want := Requests{Scheduled: 104, OK: 100, Failed: 2, Canceled: 1, Dropped: 1, Warmup: 1}
+	if st.Requests != want {
+		t.Errorf("requests = %+v, want %+v", st.Requests, want)
+	}
+	if st.Errors["http_5xx"] != 1 || st.Errors["timeout"] != 1 {
+		t.Errorf("errors = %v", st.Errors)
+	}
+	near := func(name string, got, want, tol float64) {
+		t.Helper()
+		if math.Abs(got-want) > tol {
+			t.Errorf("%s = %v, want %v ± %v", name, got, want, tol)
+		}
+	}
+	near("ttft p50", st.TTFT.P50, 50, 0.05)
+	near("ttft p99", st.TTFT.P99, 99, 0.1)
+	near("ttft max", st.TTFT.Max, 100, 0.1)
+	near("ttft mean", st.TTFT.Mean, 50.5, 0.05)
+	near("ttft from schedule p50", st.TTFTFromSchedule.P50, 51, 0.05)
+	near("schedule lag p50", st.ScheduleLag.P50, 1, 0.01)
+	near("itl p50", st.ITL.P50, 20, 0.02)
+	near("tpot p50", st.TPOT.P50, 20, 0.02)
+	if st.ITL.Count != 100*10 {
+		t.Errorf("itl count = %d, want 1000 (10 gaps per request)", st.ITL.Count)
+	}
+	// Window: first send at 1 s to the canceled request's end at 2 s (the
+	// last ok one ends at 1 s + 990 + 100 + 200 + 1 msec, earlier).
+	near("duration", st.Duration, 1.0, 1e-6)
+	near("output tok/s", st.OutputTokensPerSec, 1100, 0.01)
+	near("requests/s", st.RequestsPerSec, 100, 0.01)
+}
+
+func ptr(r client.Result) *client.Result { return &r }
+
+// records builds a small multi-stage run with every outcome.
+func records(seed uint64) []client.Result {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var rs []client.Result
+	for i := range 300 {
+		stage := i / 100
+		sent := time.Duration(i)*15*msec + time.Duration(rng.IntN(5))*msec
+		r := okResult(uint64(i), stage, sent, time.Duration(20+rng.IntN(300))*msec, time.Duration(5+rng.IntN(30))*msec, 2+rng.IntN(50))
+		switch i % 37 {
+		case 3:
+			r = client.Result{Kind: client.KindRequest, Seq: uint64(i), Stage: stage, Outcome: client.Failed,
+				ErrorClass: client.ErrStreamTruncated, Scheduled: sent, Sent: sent, End: sent + 10*msec}
+		case 5:
+			r = client.Result{Kind: client.KindRequest, Seq: uint64(i), Stage: stage, Outcome: client.Dropped, Scheduled: sent}
+		case 7:
+			r.Warmup = true
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+func summaryJSON(t *testing.T, rs []client.Result) []byte {
+	t.Helper()
+	a := New()
+	a.AddHeader(&client.Header{Kind: client.KindHeader, Schema: client.Schema, Tool: "servebench", Version: "test",
+		Started: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC), Target: "http://127.0.0.1:8000", Model: "m",
+		Scenario: json.RawMessage(`{"name":"golden","load":{"stages":[{"name":"a"},{"name":"b"},{"name":"c"}]}}`)})
+	for i := range rs {
+		a.Add(&rs[i])
+	}
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, a.Summary()); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestAddIsOrderIndependent(t *testing.T) {
+	t.Parallel()
+	rs := records(1)
+	want := summaryJSON(t, rs)
+	rng := rand.New(rand.NewPCG(9, 9))
+	for range 3 {
+		rng.Shuffle(len(rs), func(i, j int) { rs[i], rs[j] = rs[j], rs[i] })
+		if got := summaryJSON(t, rs); !bytes.Equal(got, want) {
+			t.Fatalf("summary depends on record order")
+		}
+	}
+}
+
+func TestSummaryGolden(t *testing.T) {
+	t.Parallel()
+	got := summaryJSON(t, records(1))
+	golden(t, got)
+}
+
+// golden compares got with testdata/NAME.golden, or rewrites it with -update.
+func golden(t *testing.T, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", t.Name()+".golden")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./report -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		_ = os.WriteFile(path+".got", got, 0o644)
+		t.Fatalf("output differs from %s; wrote %s.got (diff them; -update accepts)", path, path)
+	}
+}
+
+func TestFromFilesMergesMachines(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	start := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+	write := func(name string, started time.Time, rs []client.Result) string {
+		path := filepath.Join(dir, name)
+		w, err := client.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(client.Header{Kind: client.KindHeader, Schema: client.Schema, Tool: "servebench",
+			Started: started, Scenario: json.RawMessage(`{"name":"m","load":{"stages":[{"name":"only"}]}}`)}); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			if err := w.Write(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	// Machine A runs from 1 s to 2.2 s after its epoch; machine B started 10 s
+	// later by the wall clock and runs 1 s to 2.2 s after its own epoch.
+	one := []client.Result{okResult(1, 0, time.Second, 100*msec, 10*msec, 101)}
+	a := write("a.jsonl", start, one)
+	b := write("b.jsonl.gz", start.Add(10*time.Second), one)
+	agg, err := FromFiles([]string{a, b}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := agg.Summary()
+	if s.Files != 2 || !s.Started.Equal(start) {
+		t.Errorf("files = %d, started = %v", s.Files, s.Started)
+	}
+	if s.Overall.Requests.OK != 2 || s.Overall.TTFT.Count != 2 {
+		t.Errorf("merged ok = %d, ttft count = %d; want 2, 2", s.Overall.Requests.OK, s.Overall.TTFT.Count)
+	}
+	// From A's first send (1 s) to B's end (10 s + 1 s + 100 msec + 1000 msec + 1 msec).
+	if want := 11.101 - 1; math.Abs(s.Overall.Duration-want) > 1e-6 {
+		t.Errorf("merged duration = %v s, want %v", s.Overall.Duration, want)
+	}
+}
