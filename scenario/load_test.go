@@ -317,3 +317,14 @@ func TestMergeKeys(t *testing.T) {
 		t.Errorf("stages %+v %+v", a, b)
 	}
 }
+
+// TestHugeDocument: the structural check stops at maxNodes nodes with one
+// message rather than walking (or reporting on) every one of them.
+func TestHugeDocument(t *testing.T) {
+	t.Parallel()
+	doc := "name: huge\nload:\n  stages: [" + strings.Repeat("{}, ", maxNodes) + "{}]\n"
+	_, err := Parse("huge.yaml", []byte(doc))
+	if err == nil || !strings.Contains(err.Error(), "huge.yaml:3: document too large") || len(unwrapAll(err)) != 1 {
+		t.Errorf("err = %.300v", err)
+	}
+}
