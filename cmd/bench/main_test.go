@@ -72,8 +72,19 @@ func TestRunInterruptedWritesSummary(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	e, _, errb := testEnv()
-	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond) // mid-run
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// Interrupt mid-run: once a few requests have been recorded.
+	go func() {
+		for ctx.Err() == nil {
+			data, _ := os.ReadFile(filepath.Join(dir, "results.jsonl"))
+			if bytes.Count(data, []byte(`"kind":"request"`)) >= 3 {
+				cancel()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
 	err := run(ctx, e, []string{"run", "../../scenarios/quickstart.yaml", "--out", dir, "--quiet"})
 	if exitCode(err) != exitInterrupted {
 		t.Fatalf("exit code = %d (err %v), want %d; stderr: %s", exitCode(err), err, exitInterrupted, errb)

@@ -156,7 +156,9 @@ func execute(ctx context.Context, e env, sc *scenario.Scenario, dir string, show
 		if len(models) == 0 {
 			return "", fmt.Errorf("detect model: %s/v1/models lists no model (set target.model)", baseURL)
 		}
-		sc.Target.Model = models[0]
+		if err := sc.Set("target.model", models[0]); err != nil {
+			return "", fmt.Errorf("detected model %q: %w", models[0], err)
+		}
 	}
 	runner, err := scenario.NewRunner(sc, cl, scenario.WithEpoch(epoch))
 	if err != nil {
