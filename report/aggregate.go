@@ -33,6 +33,10 @@ const (
 	numMetrics
 )
 
+// scheduleLagWarnMS is the p99 schedule lag above which a stage is flagged:
+// the harness, not the server, delayed requests.
+const scheduleLagWarnMS = 10
+
 // stageAgg accumulates one stage (or the whole run).
 type stageAgg struct {
 	req       Requests
@@ -219,6 +223,13 @@ func (a *Aggregate) Summary() *Summary {
 		out.Stages = append(out.Stages, a.stages[i].summary(i, name))
 	}
 	out.Warnings = append([]string(nil), a.warnings...)
+	for _, st := range out.Stages {
+		if lag := st.ScheduleLag; lag.Count > 0 && lag.P99 > scheduleLagWarnMS {
+			out.Warnings = append(out.Warnings, fmt.Sprintf(
+				"stage %s: requests left up to %.1f ms (p99) after their scheduled time: the load generator fell behind its schedule",
+				st.Name, lag.P99))
+		}
+	}
 	if n := a.overall.tokens.EstimatedRequests; n > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf(
 			"%d requests had no usage from the server: their token counts are local estimates", n))

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/servebench/servebench/client"
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/scenario"
@@ -182,41 +184,52 @@ func execute(ctx context.Context, e env, sc *scenario.Scenario, dir string, show
 	}
 
 	prog := newProgress(epoch, func() int64 { return runner.Progress().InFlight })
+	health := startHealth(epoch, strings.HasPrefix(sc.Target.URL, "sim:"))
 	records := make(chan any, 4096)
-	var writeErr error
-	var wg sync.WaitGroup
-	wg.Go(func() {
+	// runCtx ends the load when the user interrupts or when the results
+	// writer fails (a run whose records cannot be kept is not worth going on).
+	runCtx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
+	g := new(errgroup.Group)
+	g.Go(func() error { // the single writer of the results file
+		var werr error
 		for rec := range records {
 			if r, ok := rec.(client.Result); ok {
 				prog.add(&r)
 			}
-			if writeErr == nil {
-				writeErr = w.Write(rec)
+			if werr == nil {
+				if werr = w.Write(rec); werr != nil {
+					stopRun(werr)
+				}
 			}
 		}
-		writeErr = errors.Join(writeErr, w.Close())
+		return errors.Join(werr, w.Close())
 	})
 	// The runner never drops a record: a full channel blocks the emitter
 	// (backpressure), and the time spent blocked is reported as harness lag.
-	emit := func(r client.Result) { records <- r }
+	emit := func(r client.Result) { health.send(records, r) }
 
 	drawCtx, stopDraw := context.WithCancel(context.Background())
-	var drawWG sync.WaitGroup
 	if showProgress {
 		fmt.Fprintf(e.stderr, "running %q against %s (model %s); results → %s\n", sc.Name, baseURL, sc.Target.Model, path)
-		drawWG.Go(func() { prog.draw(drawCtx, e.stderr, e.isTerminal, 5*time.Second) })
+		g.Go(func() error { prog.draw(drawCtx, e.stderr, e.isTerminal, 5*time.Second); return nil })
 	}
-	scrapeDone := startScraper(sc, baseURL, epoch, records)
-	runErr := runner.Run(ctx, emit)
-	scrapeDone()
-	close(records)
-	wg.Wait()
-	stopDraw()
-	drawWG.Wait()
+	g.Go(func() error {
+		defer stopDraw()
+		scrapeDone := startScraper(sc, baseURL, epoch, records)
+		err := runner.Run(runCtx, emit)
+		scrapeDone()
+		for _, msg := range health.finish() {
+			records <- client.Warning{Kind: client.KindWarning, At: time.Since(epoch), Source: "harness", Message: msg}
+		}
+		close(records)
+		return err
+	})
+	err = g.Wait()
 	if ctx.Err() != nil {
-		runErr = errors.Join(runErr, errInterrupted)
+		err = errors.Join(err, errInterrupted)
 	}
-	return path, errors.Join(runErr, writeErr)
+	return path, err
 }
 
 // startScraper scrapes the target's /metrics into the results stream while
