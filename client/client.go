@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -177,6 +178,53 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 		ids = append(ids, m.ID)
 	}
 	return ids, nil
+}
+
+// Warm opens n connections to the server and leaves them in the idle pool
+// (n is capped at the pool size, Config.MaxConns), so that the first n
+// concurrent requests of a run do not pay for a dial, and a burst of dials
+// does not inflate the first TTFTs. It holds n GET /v1/models requests open
+// at once, so each has its own connection; any HTTP status will do. It
+// returns the number of connections opened and the first error met.
+func (c *Client) Warm(ctx context.Context, n int) (int, error) {
+	n = min(n, c.transport.MaxIdleConnsPerHost)
+	if n <= 0 {
+		return 0, nil
+	}
+	ready := make(chan *http.Response, n)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.root+"/v1/models", nil)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if c.apiKey != "" {
+				req.Header.Set("Authorization", "Bearer "+c.apiKey)
+			}
+			resp, err := c.http.Do(req)
+			if err != nil {
+				errs <- err
+				return
+			}
+			ready <- resp
+		})
+	}
+	wg.Wait() // every request holds its connection until all have answered
+	close(ready)
+	close(errs)
+	opened := 0
+	for resp := range ready {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		opened++
+	}
+	if err := <-errs; err != nil {
+		return opened, fmt.Errorf("warm %d connections to %s: %w", n, c.root, err)
+	}
+	return opened, nil
 }
 
 // since returns the offset of now from the epoch, never zero (zero means

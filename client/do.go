@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	openai "github.com/sashabaranov/go-openai"
 )
 
 // Timeout causes, set as the cause of the request context.
@@ -161,7 +163,7 @@ type wholeResponse struct {
 		Text         string `json:"text"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *wireUsage      `json:"usage"`
+	Usage *openai.Usage   `json:"usage"`
 	Error json.RawMessage `json:"error"`
 }
 
@@ -202,8 +204,12 @@ func (c *Client) readWhole(res *Result, ctx, rctx context.Context, body io.Reade
 	if w.Usage != nil {
 		res.PromptTokens = w.Usage.PromptTokens
 		res.OutputTokens = w.Usage.CompletionTokens
-		res.CachedTokens = w.Usage.PromptTokensDetails.CachedTokens
-		res.ReasoningTokens = w.Usage.CompletionTokensDetails.ReasoningTokens
+		if d := w.Usage.PromptTokensDetails; d != nil {
+			res.CachedTokens = d.CachedTokens
+		}
+		if d := w.Usage.CompletionTokensDetails; d != nil {
+			res.ReasoningTokens = d.ReasoningTokens
+		}
 	} else {
 		// The whole text is at hand, so counting it is cheap here.
 		if tok, err := c.loadCounter(); err == nil {
