@@ -324,6 +324,14 @@ func faultServer(t testing.TB) *httptest.Server {
 			if err == nil {
 				conn.Close() // mid chunked encoding
 			}
+		case "finish_then_broken":
+			sse()
+			io.WriteString(w, chunk("a")+"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n")
+			flush(w)
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close() // before the usage chunk and [DONE]
+			}
 		case "malformed":
 			sse()
 			io.WriteString(w, chunk("a")+"data: {\"choices\":[{\"delta\":\n\ndata: [DONE]\n\n")
@@ -431,5 +439,21 @@ func TestErrorClasses(t *testing.T) {
 		if res.Outcome != OK || res.OutputTokens != 10 || len(res.ChunkTimes) != 10 {
 			t.Errorf("healthy request %d: %s %s %q, %d tokens", i, res.Outcome, res.ErrorClass, res.Error, res.OutputTokens)
 		}
+	}
+}
+
+// TestFinishThenBroken: a stream that delivered its finish_reason and then
+// broke before the usage chunk and [DONE] completed; its tokens are counted
+// locally.
+func TestFinishThenBroken(t *testing.T) {
+	t.Parallel()
+	srv := faultServer(t)
+	c := newTestClient(t, srv.URL, Config{})
+	res := c.Do(context.Background(), &Request{API: APIChat, Prompt: "x", Stream: true, IncludeUsage: true, Extra: map[string]any{"fault": "finish_then_broken"}})
+	if res.Outcome != OK || res.FinishReason != "stop" || res.OutputTokens != 1 || !res.Estimated {
+		t.Fatalf("got %s %s %q finish %q, %d tokens (estimated %v)", res.Outcome, res.ErrorClass, res.Error, res.FinishReason, res.OutputTokens, res.Estimated)
+	}
+	if _, ok := res.E2E(); !ok {
+		t.Error("E2E undefined")
 	}
 }

@@ -87,7 +87,7 @@ func (c *Client) Do(ctx context.Context, r *Request) (res Result) {
 	defer wd.stop()
 	resp, err := c.http.Do(req)
 	if err != nil {
-		c.fail(&res, ctx, rctx, err, ErrConnect)
+		c.fail(ctx, rctx, &res, err, ErrConnect)
 		return res
 	}
 	defer resp.Body.Close()
@@ -101,18 +101,18 @@ func (c *Client) Do(ctx context.Context, r *Request) (res Result) {
 	}
 	ctype, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if r.Stream && ctype != "application/json" {
-		c.readStream(&res, ctx, rctx, resp.Body, sentAt, wd, r.MaxTokens)
+		c.readStream(ctx, rctx, &res, resp.Body, sentAt, wd, r.MaxTokens)
 	} else {
 		// A JSON body answers a non-streaming request, or a streaming one
 		// that the server chose not to stream.
 		wd.begin(res.Headers)
-		c.readWhole(&res, ctx, rctx, resp.Body, r.API)
+		c.readWhole(ctx, rctx, &res, resp.Body)
 	}
 	return res
 }
 
 // readStream reads an SSE body into res.
-func (c *Client) readStream(res *Result, ctx, rctx context.Context, body io.Reader, sentAt time.Time, wd *watchdog, maxTokens int) {
+func (c *Client) readStream(ctx, rctx context.Context, res *Result, body io.Reader, sentAt time.Time, wd *watchdog, maxTokens int) {
 	s := c.streams.Get().(*stream)
 	defer func() {
 		s.release()
@@ -169,7 +169,7 @@ type wholeResponse struct {
 
 // readWhole reads a JSON response body into res. Only E2E is measured:
 // FirstToken, FirstContent and LastToken stay zero.
-func (c *Client) readWhole(res *Result, ctx, rctx context.Context, body io.Reader, api string) {
+func (c *Client) readWhole(ctx, rctx context.Context, res *Result, body io.Reader) {
 	b, err := io.ReadAll(io.LimitReader(body, MaxBodyBytes+1))
 	now := time.Now()
 	res.End = c.since(now)
@@ -240,7 +240,7 @@ func (c *Client) httpError(res *Result, resp *http.Response) {
 
 // fail records an error from sending the request or reading the headers:
 // a cancellation, a timeout, or else the given class.
-func (c *Client) fail(res *Result, ctx, rctx context.Context, err error, class ErrorClass) {
+func (c *Client) fail(ctx, rctx context.Context, res *Result, err error, class ErrorClass) {
 	res.End = c.since(time.Now())
 	if f := c.contextFailure(ctx, rctx); f != nil {
 		c.setFailure(res, f)

@@ -20,6 +20,16 @@
 // SSE line is stamped as soon as bufio returns it, before any JSON decoding.
 // ChunkTimes are offsets from Sent, not from the epoch.
 //
+// # Connections
+//
+// One Client serves a run. Its transport keeps an idle pool of
+// Config.MaxConns connections to the one host (HTTP/1.1, one stream per
+// connection, no compression, no proxy, no redirects, loopback addresses
+// only). Client.Warm opens that many connections before the load starts, so
+// that the first requests neither pay for a dial nor queue behind a burst of
+// them. A stream that ended with [DONE] is read to its end (at most
+// 200 ms more) so that its connection returns to the pool.
+//
 // # Tokens and chunks
 //
 // A token-bearing chunk is one whose choices carry non-empty content

@@ -256,7 +256,9 @@ func (s *stream) finish(readErr error) *failure {
 		res.OutputTokens = len(res.ChunkTimes)
 		res.Estimated = true
 	}
-	if s.done || (s.finished && errors.Is(readErr, io.EOF)) {
+	if s.done || (s.finished && readErr != nil) {
+		// [DONE], or a finish_reason and then the end of the body, however
+		// it ended (timeouts and cancellation are classified before).
 		return nil
 	}
 	if readErr == nil || errors.Is(readErr, io.EOF) {
