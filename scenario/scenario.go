@@ -25,6 +25,8 @@ type Scenario struct {
 	Prompts     PromptSpec  `yaml:"prompts" json:"prompts"`                   // what the prompts are made of
 	Scrape      Scrape      `yaml:"scrape" json:"scrape"`                     // the server's /metrics (used by package scrape)
 	Load        LoadSpec    `yaml:"load" json:"load"`                         // stages and the run's safety bound
+	SLO         *SLO        `yaml:"slo" json:"slo,omitempty"`                 // per-request objectives, for the goodput budget
+	Budgets     *Budgets    `yaml:"budgets" json:"budgets,omitempty"`         // the release gate, checked after the run
 
 	src source    // where the values came from, for error positions
 	raw *Scenario // the scenario as written, before Defaults; nil when built by hand

@@ -47,6 +47,7 @@ func (sc *Scenario) Validate() error {
 	v.prompts(sc)
 	v.scrape(&sc.Scrape)
 	v.load(&sc.Load)
+	v.budgets(sc)
 	return joinSorted(v.errs)
 }
 

@@ -1,0 +1,161 @@
+package scenario
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+const budgetsBase = `name: gate
+load:
+  stages:
+    - {name: closed-8, concurrency: 8, requests: 100}
+    - {name: open, rate: 10, requests: 100}
+`
+
+func TestBudgetsValid(t *testing.T) {
+	t.Parallel()
+	doc := budgetsBase + `slo: {ttft_ms: 2000, tpot_ms: 100}
+budgets:
+  strict: true
+  overall:
+    ttft_ms: {p99: 2000, p50: 500}
+    itl_ms: {p99: 80}
+    e2e_ms: {max: 30000, mean: 5000}
+    error_rate: {max: 0.01}
+    drop_rate: {max: 0}
+    output_tokens_per_s: {min: 500}
+    requests_per_s: {min: 1}
+    goodput: {min: 0.95}
+    preemptions: {max: 0}
+    kv_usage: {max: 0.9}
+    token_count_mismatch: {max: 0}
+    min_samples: 100
+  stages:
+    closed-8: {ttft_ms: {p99: 1500}}
+`
+	sc, err := Parse("gate.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := sc.Budgets.Overall
+	var got []string
+	for _, b := range o.List() {
+		for _, l := range b.Limits.List() {
+			got = append(got, b.Metric+" "+l.String())
+		}
+	}
+	want := []string{
+		"ttft_ms p50 ≤ 500", "ttft_ms p99 ≤ 2000", "itl_ms p99 ≤ 80", "e2e_ms mean ≤ 5000", "e2e_ms max ≤ 30000",
+		"error_rate max ≤ 0.01", "drop_rate max ≤ 0", "output_tokens_per_s min ≥ 500", "requests_per_s min ≥ 1",
+		"goodput min ≥ 0.95", "preemptions max ≤ 0", "kv_usage max ≤ 0.9", "token_count_mismatch max ≤ 0",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("limits:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !sc.Budgets.Strict || o.MinSamples != 100 || sc.Budgets.Stages["closed-8"].TTFTMs.P99 == nil {
+		t.Errorf("budgets not decoded: %+v", sc.Budgets)
+	}
+	// The resolved scenario (the results header) carries the budgets, so
+	// `bench check` can judge saved results without the scenario file.
+	raw, err := sc.Resolved()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		SLO     *SLO     `json:"slo"`
+		Budgets *Budgets `json:"budgets"`
+	}
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.SLO == nil || back.SLO.TPOTMs != 100 || back.Budgets == nil || *back.Budgets.Overall.KVUsage.Max != 0.9 ||
+		*back.Budgets.Stages["closed-8"].TTFTMs.P99 != 1500 || !back.Budgets.Strict {
+		t.Errorf("budgets lost in the resolved JSON:\n%s", raw)
+	}
+}
+
+func TestBudgetsInvalid(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		doc  string
+		want []string // each must appear in the error
+	}{
+		{"empty budgets", "budgets: {}\n", []string{"gate.yaml:6: budgets: sets no budget"}},
+		{"empty set", "budgets: {overall: {min_samples: 3}}\n", []string{"budgets.overall: sets no budget"}},
+		{"empty limits", "budgets:\n  overall:\n    ttft_ms: {}\n", []string{"gate.yaml:8: budgets.overall.ttft_ms: sets no limit (want p50, p90, p95, p99, p99_9, mean, max)"}},
+		{"stat not for latency", "budgets:\n  overall:\n    ttft_ms: {min: 3}\n", []string{"budgets.overall.ttft_ms.min: does not apply to ttft_ms"}},
+		{"percentile of a rate", "budgets:\n  overall:\n    output_tokens_per_s: {p50: 3}\n", []string{"output_tokens_per_s.p50: does not apply to output_tokens_per_s (want min)"}},
+		{"min of an error rate", "budgets:\n  overall:\n    error_rate: {min: 0.1}\n", []string{"error_rate.min: does not apply"}},
+		{"fraction above one", "budgets:\n  overall:\n    error_rate: {max: 5}\n", []string{"gate.yaml:8: budgets.overall.error_rate.max: is a fraction from 0 to 1, got 5"}},
+		{"negative", "budgets:\n  overall:\n    ttft_ms: {p99: -1}\n", []string{"ttft_ms.p99: must be a number ≥ 0, got -1"}},
+		{"huge latency", "budgets:\n  overall:\n    ttft_ms: {p99: 1e12}\n", []string{"want milliseconds up to"}},
+		{"negative min samples", "budgets:\n  overall:\n    ttft_ms: {p99: 1}\n    min_samples: -2\n", []string{"budgets.overall.min_samples: must be ≥ 0"}},
+		{"unknown stage", "budgets:\n  stages:\n    closed-9: {ttft_ms: {p99: 1}}\n", []string{`budgets.stages.closed-9: no stage is named "closed-9" (stages: closed-8, open)`}},
+		{"null stage", "budgets:\n  stages:\n    closed-8:\n", []string{"budgets.stages.closed-8: sets no budget"}},
+		{"goodput without slo", "budgets:\n  overall:\n    goodput: {min: 0.9}\n", []string{"budgets.overall.goodput: needs per-request objectives"}},
+		{"empty slo", "slo: {}\n", []string{"gate.yaml:6: slo: sets no objective"}},
+		{"negative slo", "slo: {ttft_ms: -5, tpot_ms: 10}\n", []string{"slo.ttft_ms: want milliseconds from 0 (unset)"}},
+		{"mismatch without ignore_eos", "request: {ignore_eos: false}\nbudgets:\n  overall:\n    token_count_mismatch: {max: 0}\n", []string{"token_count_mismatch: needs request.ignore_eos: true"}},
+		{"server budget without scrape", "scrape: {enabled: false}\nbudgets:\n  overall:\n    kv_usage: {max: 0.5}\n", []string{"budgets.overall: preemptions and kv_usage come from the server's /metrics"}},
+		{"unknown budget key", "budgets:\n  overall:\n    ttft: {p99: 1}\n", []string{"gate.yaml:8: budgets.overall.ttft: unknown field"}},
+		{"unknown stat", "budgets:\n  overall:\n    ttft_ms: {p98: 1}\n", []string{"gate.yaml:8: budgets.overall.ttft_ms.p98: unknown field"}},
+		{"string limit", "budgets:\n  overall:\n    ttft_ms: {p99: fast}\n", []string{"gate.yaml:8: budgets.overall.ttft_ms.p99: want a number"}},
+		{"unknown key in a stage", "budgets:\n  stages:\n    closed-8: {ttft_ms: {p99: 1}, itl: {p99: 2}}\n", []string{"gate.yaml:8", "itl"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Parse("gate.yaml", []byte(budgetsBase+tc.doc))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestMinSamplesFor(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		stat string
+		want int
+	}{{"p50", 4}, {"p90", 35}, {"p95", 73}, {"p99", 381}, {"p99_9", 3838}}
+	for _, tc := range tests {
+		q, ok := Quantile(tc.stat)
+		if !ok {
+			t.Fatalf("%s is not a quantile", tc.stat)
+		}
+		if got := MinSamplesFor(q); got != tc.want {
+			t.Errorf("MinSamplesFor(%s) = %d, want %d", tc.stat, got, tc.want)
+		}
+	}
+	for _, s := range []string{"mean", "max", "min"} {
+		if _, ok := Quantile(s); ok {
+			t.Errorf("%s counted as a quantile", s)
+		}
+	}
+}
+
+func TestBudgetsSet(t *testing.T) {
+	t.Parallel()
+	sc, err := Parse("gate.yaml", []byte(budgetsBase))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Set("budgets.overall.ttft_ms.p99", "0.001"); err != nil {
+		t.Fatal(err)
+	}
+	if got := *sc.Budgets.Overall.TTFTMs.P99; got != 0.001 {
+		t.Errorf("p99 = %g", got)
+	}
+	err = sc.Set("budgets.overall.error_rate.max", "2")
+	if err == nil || !strings.Contains(err.Error(), "--set: budgets.overall.error_rate.max: is a fraction") {
+		t.Errorf("bad --set accepted or unclear: %v", err)
+	}
+}
