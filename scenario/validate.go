@@ -30,6 +30,8 @@ var knownTokenizers = []string{"o200k_base", "cl100k_base"}
 var (
 	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	presetRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+	// simSettingRE matches a simulator setting's name (a sim.Config YAML key).
+	simSettingRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 )
 
 // Validate reports every problem in the scenario, each as a *FieldError
@@ -105,7 +107,7 @@ func (v *validator) url(field, raw string, sim bool) {
 		if preset == "" {
 			preset = u.Opaque
 		}
-		if !presetRE.MatchString(preset) || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		if !presetRE.MatchString(preset) || (u.Path != "" && u.Path != "/") || !simSettings(u.RawQuery) {
 			v.add(field, "want sim://PRESET (a lower-case preset name, like sim://tiny), got %q", raw)
 		}
 	case "http", "https":
@@ -129,6 +131,25 @@ func (v *validator) url(field, raw string, sim bool) {
 		}
 		v.add(field, "want %s, got %q", want, raw)
 	}
+}
+
+// simSettings reports whether a sim:// URL's query is a list of
+// setting=value pairs ("max_num_batched_tokens=512&seed=7"); the settings
+// themselves are checked when the simulator starts.
+func simSettings(rawQuery string) bool {
+	if rawQuery == "" {
+		return true
+	}
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return false
+	}
+	for k, vs := range q {
+		if !simSettingRE.MatchString(k) || len(vs) != 1 || vs[0] == "" {
+			return false
+		}
+	}
+	return true
 }
 
 func loopback(host string) bool {
