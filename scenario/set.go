@@ -161,12 +161,12 @@ func (sc *Scenario) setMapKey(m reflect.Value, key, path, value string) []error 
 		m.SetMapIndex(reflect.ValueOf(key), reflect.Value{})
 		return nil
 	}
-	var x any
-	if err := yaml.Unmarshal([]byte(value), &x); err != nil {
+	x := reflect.New(m.Type().Elem()) // any for request.extra, string for sweep.server.env
+	if err := yaml.Unmarshal([]byte(value), x.Interface()); err != nil {
 		_, msg := yamlErrorLine(err.Error())
 		return []error{&FieldError{File: SetFile, Field: path, Msg: fmt.Sprintf("value %q is not YAML: %s", value, msg)}}
 	}
-	m.SetMapIndex(reflect.ValueOf(key), reflect.ValueOf(&x).Elem())
+	m.SetMapIndex(reflect.ValueOf(key), x.Elem())
 	if sc.src.pos == nil {
 		sc.src.pos = map[string]position{}
 	}
