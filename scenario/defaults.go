@@ -96,6 +96,7 @@ func (sc *Scenario) Defaults() {
 			st.MaxConcurrency = DefaultMaxConcurrency
 		}
 	}
+	sc.Sweep.defaults()
 }
 
 func (d *Dist) defaults() {

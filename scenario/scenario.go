@@ -27,6 +27,7 @@ type Scenario struct {
 	Load        LoadSpec    `yaml:"load" json:"load"`                         // stages and the run's safety bound
 	SLO         *SLO        `yaml:"slo" json:"slo,omitempty"`                 // per-request objectives, for the goodput budget
 	Budgets     *Budgets    `yaml:"budgets" json:"budgets,omitempty"`         // the release gate, checked after the run
+	Sweep       *Sweep      `yaml:"sweep" json:"sweep,omitempty"`             // run once per server-setting value (package sweep)
 
 	src source    // where the values came from, for error positions
 	raw *Scenario // the scenario as written, before Defaults; nil when built by hand

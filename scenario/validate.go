@@ -50,6 +50,7 @@ func (sc *Scenario) Validate() error {
 	v.scrape(&sc.Scrape)
 	v.load(&sc.Load)
 	v.budgets(sc)
+	v.sweep(sc)
 	return joinSorted(v.errs)
 }
 

@@ -1,0 +1,414 @@
+package scenario
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/url"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Sweep defaults and limits, applied by Scenario.Defaults and checked by
+// Validate.
+const (
+	DefaultSweepBaseURL      = "http://127.0.0.1:{{.port}}"
+	DefaultSweepReadyTimeout = 10 * time.Minute
+	DefaultSweepStopTimeout  = 30 * time.Second
+
+	maxSweepRuns         = 1000 // combinations × repeats
+	maxSweepRepeats      = 100
+	maxSweepReadyTimeout = 24 * time.Hour
+	maxSweepStopTimeout  = time.Hour
+)
+
+var typeOfScenario = reflect.TypeFor[Scenario]()
+
+// Template variables a sweep's server section may use besides the
+// parameters' names.
+const (
+	SweepVarPort = "port" // the server's TCP port
+)
+
+// Sweep runs the scenario once per combination of parameter values (the
+// cartesian product), Repeats times each. A parameter is either
+//
+//   - a scenario field path ("load.stages[0].rate"; its first key is one of
+//     the scenario's top-level keys), set on a copy of the scenario as with
+//     --set; or
+//   - a server setting ("max_num_batched_tokens"): with a Server section
+//     the value is only substituted into the server's command template
+//     ({{.max_num_batched_tokens}}); without one, the target must be
+//     sim://PRESET and the value is applied to the simulator's setting of
+//     that name (sim://PRESET?max_num_batched_tokens=VALUE).
+//
+// Combinations are enumerated with parameters in name order, the last name
+// varying fastest, and each parameter's values in the order written.
+type Sweep struct {
+	// Parameters maps each parameter to its values: a list of scalars, or
+	// one scalar for a single value.
+	Parameters map[string]any `yaml:"parameters" json:"parameters"`
+	// Repeats is the number of runs per combination (default 1).
+	Repeats int `yaml:"repeats" json:"repeats"`
+	// Server, when set, is launched afresh for every run and is the target.
+	Server *SweepServer `yaml:"server" json:"server,omitempty"`
+}
+
+// SweepServer is how to launch the server under test for one run. Every
+// string is a text/template over the run's variables: each parameter's value
+// under its name ({{.max_num_batched_tokens}}, or {{index . "a.b"}} for a
+// name with dots) and {{.port}}.
+type SweepServer struct {
+	// Command is the server's command line: a list (run directly) or one
+	// string (run by /bin/sh -c). It is started in its own process group.
+	Command Command `yaml:"command" json:"command"`
+	// Env holds variables added to the harness's environment.
+	Env map[string]string `yaml:"env" json:"env,omitempty"`
+	// BaseURL is the OpenAI base URL of the launched server; it replaces
+	// target.url. Default DefaultSweepBaseURL. Loopback only.
+	BaseURL string `yaml:"base_url" json:"base_url"`
+	// ReadyURL is polled until it answers 2xx; default BaseURL without a
+	// trailing /v1, plus /health. Loopback only.
+	ReadyURL string `yaml:"ready_url" json:"ready_url"`
+	// ReadyTimeout bounds the wait for ReadyURL (default 10m).
+	ReadyTimeout Duration `yaml:"ready_timeout" json:"ready_timeout"`
+	// StopTimeout is how long the process group has to exit after SIGTERM
+	// before it is killed (default 30s).
+	StopTimeout Duration `yaml:"stop_timeout" json:"stop_timeout"`
+	// Port is the value of {{.port}}; 0 picks a free loopback port for
+	// every run.
+	Port int `yaml:"port" json:"port,omitempty"`
+}
+
+// Command is a command line: Args run directly, or Shell run by /bin/sh -c.
+// In YAML it is a list of strings or one string. Exactly one of the two is
+// set in a valid scenario.
+type Command struct {
+	Args  []string `yaml:"-"`
+	Shell string   `yaml:"-"`
+}
+
+// UnmarshalYAML accepts a list of strings or one string.
+func (c *Command) UnmarshalYAML(n *yaml.Node) error {
+	switch {
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str":
+		*c = Command{Shell: n.Value}
+		return nil
+	case n.Kind == yaml.SequenceNode:
+		var args []string
+		for _, e := range n.Content {
+			if e.Kind != yaml.ScalarNode {
+				return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: want a command-line argument, got %s", e.Line, describe(e))}}
+			}
+			args = append(args, e.Value)
+		}
+		*c = Command{Args: args}
+		return nil
+	}
+	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: want a command as a list of arguments or a shell string, got %s", n.Line, describe(n))}}
+}
+
+// MarshalJSON writes the command as its list or its shell string.
+func (c Command) MarshalJSON() ([]byte, error) {
+	if c.Args != nil {
+		return json.Marshal(c.Args)
+	}
+	return json.Marshal(c.Shell)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (c *Command) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '[' {
+		*c = Command{}
+		return json.Unmarshal(b, &c.Args)
+	}
+	*c = Command{}
+	return json.Unmarshal(b, &c.Shell)
+}
+
+// SweepParam is one swept parameter with its values as strings (YAML
+// scalars as written: 1024, 0.9, true, fp8).
+type SweepParam struct {
+	Name   string
+	Values []string
+	// Field is true for a scenario field path, false for a server setting.
+	Field bool
+}
+
+// Params returns the parameters in name order. Values that are not
+// scalars are skipped (Validate reports them).
+func (s *Sweep) Params() []SweepParam {
+	if s == nil {
+		return nil
+	}
+	var out []SweepParam
+	for _, name := range slices.Sorted(maps.Keys(s.Parameters)) {
+		vals, _ := sweepValues(s.Parameters[name])
+		out = append(out, SweepParam{Name: name, Values: vals, Field: IsFieldPath(name)})
+	}
+	return out
+}
+
+// sweepValues converts one parameter's YAML value to strings; it returns
+// the index of the first value that is not a scalar, or -1.
+func sweepValues(v any) ([]string, int) {
+	list, ok := v.([]any)
+	if !ok {
+		list = []any{v}
+	}
+	out := make([]string, 0, len(list))
+	for i, x := range list {
+		s, ok := scalarString(x)
+		if !ok {
+			return out, i
+		}
+		out = append(out, s)
+	}
+	return out, -1
+}
+
+func scalarString(x any) (string, bool) {
+	switch x := x.(type) {
+	case string:
+		return x, true
+	case int:
+		return strconv.Itoa(x), true
+	case int64:
+		return strconv.FormatInt(x, 10), true
+	case uint64:
+		return strconv.FormatUint(x, 10), true
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64), true
+	case bool:
+		return strconv.FormatBool(x), true
+	}
+	return "", false
+}
+
+// IsFieldPath reports whether a sweep parameter name is a scenario field
+// path: its first key is one of the scenario's top-level keys (other than
+// sweep).
+func IsFieldPath(name string) bool {
+	first := name
+	if i := strings.IndexAny(name, ".["); i >= 0 {
+		first = name[:i]
+	}
+	if first == "sweep" {
+		return false
+	}
+	_, ok := fieldByTag(typeOfScenario, first)
+	return ok
+}
+
+// Runs is the number of runs the sweep makes: combinations × repeats.
+func (s *Sweep) Runs() int {
+	if s == nil {
+		return 0
+	}
+	n := max(s.Repeats, 1)
+	for _, p := range s.Params() {
+		n *= len(p.Values)
+	}
+	return n
+}
+
+// Launch is a server's command line and URLs rendered for one run.
+type Launch struct {
+	Args     []string // argv; a shell command is /bin/sh -c STRING
+	Env      []string // KEY=VALUE pairs to add to the environment, sorted
+	BaseURL  string
+	ReadyURL string
+}
+
+// Render expands the server's templates with vars (parameter values by
+// name, and SweepVarPort). A reference to a missing variable is an error.
+func (s *SweepServer) Render(vars map[string]string) (Launch, error) {
+	var l Launch
+	var err error
+	render := func(field, text string) string {
+		if err != nil {
+			return ""
+		}
+		var out string
+		out, err = renderTemplate(field, text, vars)
+		return out
+	}
+	if s.Command.Args != nil {
+		for i, a := range s.Command.Args {
+			l.Args = append(l.Args, render(fmt.Sprintf("command[%d]", i), a))
+		}
+	} else {
+		l.Args = []string{"/bin/sh", "-c", render("command", s.Command.Shell)}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		l.Env = append(l.Env, k+"="+render("env."+k, s.Env[k]))
+	}
+	l.BaseURL = render("base_url", s.BaseURL)
+	l.ReadyURL = render("ready_url", s.ReadyURL)
+	if err != nil {
+		return Launch{}, err
+	}
+	return l, nil
+}
+
+func renderTemplate(field, text string, vars map[string]string) (string, error) {
+	t, err := template.New(field).Option("missingkey=error").Parse(text)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", field, err)
+	}
+	var b strings.Builder
+	if err := t.Execute(&b, vars); err != nil {
+		return "", fmt.Errorf("%s: %w", field, err)
+	}
+	return b.String(), nil
+}
+
+// defaults fills the sweep's unset fields (called by Scenario.Defaults).
+func (s *Sweep) defaults() {
+	if s == nil {
+		return
+	}
+	if s.Repeats == 0 {
+		s.Repeats = 1
+	}
+	sv := s.Server
+	if sv == nil {
+		return
+	}
+	if sv.BaseURL == "" {
+		sv.BaseURL = DefaultSweepBaseURL
+	}
+	if sv.ReadyURL == "" {
+		sv.ReadyURL = strings.TrimSuffix(strings.TrimRight(sv.BaseURL, "/"), "/v1") + "/health"
+	}
+	setDuration(&sv.ReadyTimeout, DefaultSweepReadyTimeout)
+	setDuration(&sv.StopTimeout, DefaultSweepStopTimeout)
+}
+
+// sweep checks the sweep block. A scenario-field parameter is checked by
+// applying each of its values to a copy of the scenario.
+func (v *validator) sweep(sc *Scenario) {
+	s := sc.Sweep
+	if s == nil {
+		return
+	}
+	if len(s.Parameters) == 0 {
+		v.add("sweep.parameters", "at least one parameter is required")
+	}
+	combos := 1
+	var server []string // server-setting parameter names
+	for _, name := range slices.Sorted(maps.Keys(s.Parameters)) {
+		field := "sweep.parameters." + name
+		vals, bad := sweepValues(s.Parameters[name])
+		switch {
+		case bad >= 0:
+			v.add(field, "value %d is not a scalar: want a list of numbers or strings", bad)
+			continue
+		case len(vals) == 0:
+			v.add(field, "has no values")
+			continue
+		case name == SweepVarPort || name == "sweep" || strings.HasPrefix(name, "sweep."):
+			v.add(field, "%q is reserved", name)
+			continue
+		}
+		combos *= len(vals)
+		seen := map[string]bool{}
+		for _, x := range vals {
+			if seen[x] {
+				v.add(field, "value %q is listed twice", x)
+			}
+			seen[x] = true
+			if x == "" {
+				v.add(field, "has an empty value")
+			}
+		}
+		if IsFieldPath(name) {
+			v.sweepField(sc, field, name, vals)
+		} else {
+			server = append(server, name)
+		}
+	}
+	if s.Repeats < 1 || s.Repeats > maxSweepRepeats {
+		v.add("sweep.repeats", "want 1 to %d, got %d", maxSweepRepeats, s.Repeats)
+	} else if n := combos * s.Repeats; n > maxSweepRuns {
+		v.add("sweep", "%d runs (combinations × repeats) is more than %d", n, maxSweepRuns)
+	}
+	if s.Server != nil {
+		v.sweepServer(s)
+		return
+	}
+	if len(server) > 0 && !strings.HasPrefix(sc.Target.URL, "sim:") {
+		v.add("sweep.parameters."+server[0], "is not a scenario field (like load.stages[0].rate) and the target is not sim://PRESET: add a sweep.server section that launches the server with this setting")
+	}
+}
+
+// sweepField checks that every value of a scenario-field parameter can be
+// set. The check runs on a copy without the sweep block, so it does not
+// recurse.
+func (v *validator) sweepField(sc *Scenario, field, path string, vals []string) {
+	for _, x := range vals {
+		c := clone(sc)
+		if err := c.Override("sweep=", path+"="+x); err != nil {
+			v.add(field, "value %q: %s", x, strings.ReplaceAll(err.Error(), "\n", "; "))
+		}
+	}
+}
+
+func (v *validator) sweepServer(s *Sweep) {
+	sv := s.Server
+	if len(sv.Command.Args) == 0 && strings.TrimSpace(sv.Command.Shell) == "" {
+		v.add("sweep.server.command", "is required: the server's command line, as a list or a shell string")
+	}
+	for k := range sv.Env {
+		if !envNameRE.MatchString(k) {
+			v.add("sweep.server.env", "%q is not a valid environment variable name", k)
+		}
+	}
+	if sv.ReadyTimeout <= 0 || sv.ReadyTimeout.D() > maxSweepReadyTimeout {
+		v.add("sweep.server.ready_timeout", "want a positive duration up to %s, got %s", Duration(maxSweepReadyTimeout), sv.ReadyTimeout)
+	}
+	if sv.StopTimeout <= 0 || sv.StopTimeout.D() > maxSweepStopTimeout {
+		v.add("sweep.server.stop_timeout", "want a positive duration up to %s, got %s", Duration(maxSweepStopTimeout), sv.StopTimeout)
+	}
+	if sv.Port < 0 || sv.Port > 65535 {
+		v.add("sweep.server.port", "want 0 (a free port per run) to 65535, got %d", sv.Port)
+	}
+	// Render with the first value of every parameter: templates must parse,
+	// name only known variables, and give loopback URLs.
+	vars := map[string]string{SweepVarPort: strconv.Itoa(max(sv.Port, 1))}
+	for _, p := range s.Params() {
+		if len(p.Values) > 0 {
+			vars[p.Name] = p.Values[0]
+		}
+	}
+	l, err := sv.Render(vars)
+	if err != nil {
+		field, _, _ := strings.Cut(err.Error(), ":")
+		field, _, _ = strings.Cut(field, "[")
+		v.add("sweep.server."+field, "%v", err)
+		return
+	}
+	v.url("sweep.server.base_url", l.BaseURL, false)
+	v.readyURL(l.ReadyURL)
+}
+
+func (v *validator) readyURL(raw string) {
+	const field = "sweep.server.ready_url"
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		v.add(field, "not a URL: %v", errorTail(err))
+	case u.Scheme != "http" && u.Scheme != "https":
+		v.add(field, "want http://HOST:PORT/PATH, got %q", raw)
+	case !loopback(u.Hostname()):
+		v.add(field, "host %q is not loopback: servebench only polls 127.0.0.0/8, ::1 or localhost", u.Hostname())
+	}
+}

@@ -1,0 +1,207 @@
+package scenario
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+const sweepBase = `name: sw
+target: {url: "sim://tiny"}
+load:
+  stages:
+    - concurrency: 2
+      requests: 4
+`
+
+func TestSweepValid(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		yaml  string // appended to sweepBase
+		check func(t *testing.T, sc *Scenario)
+	}{
+		{name: "sim setting", yaml: "sweep:\n  parameters:\n    max_num_batched_tokens: [1024, 2048]\n",
+			check: func(t *testing.T, sc *Scenario) {
+				want := []SweepParam{{Name: "max_num_batched_tokens", Values: []string{"1024", "2048"}}}
+				if got := sc.Sweep.Params(); !reflect.DeepEqual(got, want) {
+					t.Errorf("Params = %+v, want %+v", got, want)
+				}
+				if sc.Sweep.Repeats != 1 || sc.Sweep.Runs() != 2 {
+					t.Errorf("repeats %d, runs %d; want 1 and 2", sc.Sweep.Repeats, sc.Sweep.Runs())
+				}
+			}},
+		{name: "fields and scalars in name order", yaml: "sweep:\n  repeats: 3\n  parameters:\n    load.stages[0].concurrency: [1, 4]\n    gpu_memory_utilization: 0.9\n    enable_prefix_caching: [true, false]\n",
+			check: func(t *testing.T, sc *Scenario) {
+				want := []SweepParam{
+					{Name: "enable_prefix_caching", Values: []string{"true", "false"}},
+					{Name: "gpu_memory_utilization", Values: []string{"0.9"}},
+					{Name: "load.stages[0].concurrency", Values: []string{"1", "4"}, Field: true},
+				}
+				if got := sc.Sweep.Params(); !reflect.DeepEqual(got, want) {
+					t.Errorf("Params = %+v, want %+v", got, want)
+				}
+				if sc.Sweep.Runs() != 2*1*2*3 {
+					t.Errorf("runs = %d, want 12", sc.Sweep.Runs())
+				}
+			}},
+		{name: "server defaults", yaml: "sweep:\n  parameters: {max_num_batched_tokens: [8, 16]}\n  server:\n    command: [vllm, serve, m, --port, '{{.port}}', --max-num-batched-tokens, '{{.max_num_batched_tokens}}']\n",
+			check: func(t *testing.T, sc *Scenario) {
+				sv := sc.Sweep.Server
+				if sv.BaseURL != DefaultSweepBaseURL || sv.ReadyURL != "http://127.0.0.1:{{.port}}/health" ||
+					sv.ReadyTimeout.D() != DefaultSweepReadyTimeout || sv.StopTimeout.D() != DefaultSweepStopTimeout {
+					t.Errorf("defaults not applied: %+v", sv)
+				}
+				l, err := sv.Render(map[string]string{"port": "8123", "max_num_batched_tokens": "16"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := Launch{Args: []string{"vllm", "serve", "m", "--port", "8123", "--max-num-batched-tokens", "16"},
+					BaseURL: "http://127.0.0.1:8123", ReadyURL: "http://127.0.0.1:8123/health"}
+				if !reflect.DeepEqual(l, want) {
+					t.Errorf("Render = %+v, want %+v", l, want)
+				}
+			}},
+		{name: "shell command, env, base_url with /v1", yaml: "sweep:\n  parameters: {\"load.stages[0].requests\": [2, 3]}\n  server:\n    command: exec my-server --port {{.port}} --n {{index . \"load.stages[0].requests\"}}\n    env: {LEVEL: INFO, N: 2}\n    base_url: http://localhost:{{.port}}/v1\n    port: 9000\n    ready_timeout: 1m\n    stop_timeout: 2s\n",
+			check: func(t *testing.T, sc *Scenario) {
+				sv := sc.Sweep.Server
+				if sv.ReadyURL != "http://localhost:{{.port}}/health" {
+					t.Errorf("ready_url default = %q", sv.ReadyURL)
+				}
+				l, err := sv.Render(map[string]string{"port": "9000", "load.stages[0].requests": "3"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := Launch{Args: []string{"/bin/sh", "-c", "exec my-server --port 9000 --n 3"}, Env: []string{"LEVEL=INFO", "N=2"},
+					BaseURL: "http://localhost:9000/v1", ReadyURL: "http://localhost:9000/health"}
+				if !reflect.DeepEqual(l, want) {
+					t.Errorf("Render = %+v, want %+v", l, want)
+				}
+				if sv.ReadyTimeout.D() != time.Minute || sv.StopTimeout.D() != 2*time.Second {
+					t.Errorf("timeouts = %s, %s", sv.ReadyTimeout, sv.StopTimeout)
+				}
+			}},
+		{name: "sim settings in the target query", yaml: "", check: func(t *testing.T, sc *Scenario) {
+			if err := sc.Set("target.url", "sim://tiny?max_num_batched_tokens=512&seed=3"); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			sc, err := Parse("sw.yaml", []byte(sweepBase+tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, sc)
+			// The resolved JSON decodes back into the same sweep.
+			b, err := sc.Resolved()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back Scenario
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			if sc.Sweep == nil {
+				return
+			}
+			if !reflect.DeepEqual(back.Sweep.Params(), sc.Sweep.Params()) || !reflect.DeepEqual(back.Sweep.Server, sc.Sweep.Server) {
+				t.Errorf("resolved JSON does not round-trip the sweep:\n%s", b)
+			}
+		})
+	}
+}
+
+func TestSweepInvalid(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"no parameters", "sweep: {repeats: 2}\n", "sw.yaml:7: sweep.parameters: at least one parameter is required"},
+		{"not a scalar", "sweep:\n  parameters:\n    a: [1, [2]]\n", "sweep.parameters.a: value 1 is not a scalar"},
+		{"no values", "sweep:\n  parameters:\n    a: []\n", "sweep.parameters.a: has no values"},
+		{"reserved name", "sweep:\n  parameters:\n    port: [1, 2]\n", `sweep.parameters.port: "port" is reserved`},
+		{"duplicate value", "sweep:\n  parameters:\n    a: [1, 2, 1]\n", `sweep.parameters.a: value "1" is listed twice`},
+		{"empty value", "sweep:\n  parameters:\n    a: [\"\"]\n", "sweep.parameters.a: has an empty value"},
+		{"bad field value", "sweep:\n  parameters:\n    load.stages[0].concurrency: [2, -1]\n", `sweep.parameters.load.stages[0].concurrency: value "-1": --set: load.stages[0].concurrency: want 1 to 100000, got -1`},
+		{"unknown field", "sweep:\n  parameters:\n    load.stages[0].concurency: [2]\n", `unknown field "concurency"`},
+		{"repeats", "sweep:\n  repeats: -1\n  parameters: {a: [1]}\n", "sweep.repeats: want 1 to 100, got -1"},
+		{"too many runs", "sweep:\n  repeats: 100\n  parameters: {a: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]}\n", "1100 runs (combinations × repeats) is more than 1000"},
+		{"server setting on a plain target", "sweep:\n  parameters: {max_num_seqs: [1, 2]}\n", "sweep.parameters.max_num_seqs: is not a scenario field"},
+		{"no command", "sweep:\n  parameters: {a: [1]}\n  server: {port: 8000}\n", "sweep.server.command: is required"},
+		{"command as a mapping", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: {x: 1}\n", "sweep.server.command.x: unknown field"},
+		{"command of lists", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: [a, [b]]\n", "want a command-line argument, got a list"},
+		{"bad env name", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: x\n    env: {\"A-B\": 1}\n", `sweep.server.env: "A-B" is not a valid environment variable name`},
+		{"timeouts", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: x\n    ready_timeout: -1s\n    stop_timeout: 2h\n", "sweep.server.ready_timeout: want a positive duration up to 24h, got -1s"},
+		{"stop timeout", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: x\n    stop_timeout: 2h\n", "sweep.server.stop_timeout: want a positive duration up to 1h, got 2h"},
+		{"port", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: x\n    port: 70000\n", "sweep.server.port: want 0 (a free port per run) to 65535, got 70000"},
+		{"unknown variable", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: [x, '{{.b}}']\n", `sweep.server.command: command[1]: template: command[1]:1:2: executing "command[1]" at <.b>: map has no entry for key "b"`},
+		{"template syntax", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: x\n    env: {E: '{{.a'}\n", "sweep.server.env.E: env.E: template: env.E:1: unclosed action"},
+		{"remote base_url", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: x\n    base_url: http://10.0.0.1:{{.port}}\n", `sweep.server.base_url: host "10.0.0.1" is not loopback`},
+		{"remote ready_url", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: x\n    ready_url: http://example.com/health\n", `sweep.server.ready_url: host "example.com" is not loopback`},
+		{"ready_url scheme", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: x\n    ready_url: ftp://127.0.0.1/\n", `sweep.server.ready_url: want http://HOST:PORT/PATH, got "ftp://127.0.0.1/"`},
+		{"sim query", "", `target.url: want sim://PRESET (a lower-case preset name, like sim://tiny), got "sim://tiny?Bad=1"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			doc := sweepBase + tc.yaml
+			if tc.name == "sim query" {
+				doc = strings.Replace(doc, "sim://tiny", "sim://tiny?Bad=1", 1)
+			}
+			if tc.name == "server setting on a plain target" {
+				doc = strings.Replace(doc, "sim://tiny", "http://127.0.0.1:8000", 1)
+			}
+			_, err := Parse("sw.yaml", []byte(doc))
+			if err == nil {
+				t.Fatalf("parsed without error:\n%s", doc)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error:\n%v\nwant it to contain:\n%s", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestSweepSet checks command-line overrides of the sweep block: values,
+// removal, and a key of the server's environment.
+func TestSweepSet(t *testing.T) {
+	t.Parallel()
+	sc, err := Parse("sw.yaml", []byte(sweepBase+"sweep:\n  parameters: {max_num_seqs: [1, 2]}\n  server: {command: x}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Override("sweep.parameters.max_num_seqs=[4, 8, 16]", "sweep.server.env.LEVEL=DEBUG", "sweep.server.env.N=3"); err != nil {
+		t.Fatal(err)
+	}
+	if got := sc.Sweep.Params()[0].Values; !reflect.DeepEqual(got, []string{"4", "8", "16"}) {
+		t.Errorf("values = %v", got)
+	}
+	if got := sc.Sweep.Server.Env; !reflect.DeepEqual(got, map[string]string{"LEVEL": "DEBUG", "N": "3"}) {
+		t.Errorf("env = %v", got)
+	}
+	if err := sc.Set("sweep", ""); err != nil {
+		t.Fatal(err)
+	}
+	if sc.Sweep != nil {
+		t.Errorf("sweep= left %+v", sc.Sweep)
+	}
+}
+
+func TestIsFieldPath(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]bool{
+		"load.stages[0].rate":    true,
+		"prompts.input_tokens":   true,
+		"name":                   true,
+		"max_num_batched_tokens": false,
+		"sweep.repeats":          false,
+		"loads.x":                false,
+	} {
+		if got := IsFieldPath(name); got != want {
+			t.Errorf("IsFieldPath(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
