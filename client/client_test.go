@@ -457,3 +457,44 @@ func TestFinishThenBroken(t *testing.T) {
 		t.Error("E2E undefined")
 	}
 }
+
+// TestConnectionReuse checks the pool: after Warm, rounds of concurrent
+// streams reuse the warmed connections (each stream is drained to the end
+// of its body after [DONE]), so the server sees exactly MaxConns of them.
+func TestConnectionReuse(t *testing.T) {
+	t.Parallel()
+	const conns = 20
+	var mu sync.Mutex
+	opened := 0
+	srv := httptest.NewUnstartedServer(&recorder{})
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			mu.Lock()
+			opened++
+			mu.Unlock()
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	c := newTestClient(t, srv.URL, Config{MaxConns: conns})
+	if n, err := c.Warm(context.Background(), conns); err != nil || n != conns {
+		t.Fatalf("warmed %d: %v", n, err)
+	}
+	for round := range 3 {
+		var wg sync.WaitGroup
+		for range conns {
+			wg.Go(func() {
+				res := c.Do(context.Background(), &Request{API: APIChat, Prompt: "x", Stream: true, IncludeUsage: true})
+				if res.Outcome != OK {
+					t.Errorf("round %d: %s %s", round, res.Outcome, res.Error)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if opened != conns {
+		t.Errorf("the server saw %d connections, want %d", opened, conns)
+	}
+}
