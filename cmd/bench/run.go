@@ -162,6 +162,12 @@ func execute(ctx context.Context, e env, sc *scenario.Scenario, dir string, show
 			return "", fmt.Errorf("detected model %q: %w", models[0], err)
 		}
 	}
+	defer cl.Close()
+	// Open the connections the run will need before the load, so the first
+	// requests' TTFT does not include a burst of dials.
+	if _, err := cl.Warm(ctx, sc.MaxConcurrency()); err != nil && ctx.Err() == nil {
+		return "", fmt.Errorf("connect to %s: %w", baseURL, err)
+	}
 	runner, err := scenario.NewRunner(sc, cl, scenario.WithEpoch(epoch))
 	if err != nil {
 		return "", usageError{err}
