@@ -1,0 +1,728 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// maxNamedSeqs bounds the request sequence numbers listed per stage in the
+// preemption attribution; the count is always complete.
+const maxNamedSeqs = 50
+
+// Correlation is the "correlation" section of summary.json: client and
+// server joined on one timeline of windows, and what that explains about
+// throughput and latency. Absent figures could not be computed (no scrape,
+// too few windows, a metric the server does not export).
+type Correlation struct {
+	WindowS       float64 `json:"window_s"`             // nominal window length, seconds (the scrape interval, at least 1 s)
+	Windows       int     `json:"windows"`              // windows on the timeline
+	SteadyWindows int     `json:"steady_windows"`       // full windows with a steady stream count (see Window.Steady)
+	ScrapeOK      int     `json:"scrape_samples"`       // successful scrapes
+	ScrapeFailed  int     `json:"scrape_failed"`        // failed scrapes (recorded, skipped)
+	Profile       string  `json:"profile,omitempty"`    // metrics profile that read the server's pages
+	Aligned       bool    `json:"aligned_with_scrapes"` // windows follow scrape samples (false: fixed windows, client only)
+
+	// Fit is the memory-bound decode law fitted over the steady windows of
+	// all stages.
+	Fit *DecodeFit `json:"decode_fit,omitempty"`
+	// RKVUsage and RContext are Pearson correlations, over the steady
+	// windows, of client output tok/s with server KV usage and with the
+	// context in flight (summed over streams).
+	RKVUsage *float64 `json:"r_tokens_per_s_kv_usage,omitempty"`
+	RContext *float64 `json:"r_tokens_per_s_context,omitempty"`
+
+	CrossCheck *CrossCheck `json:"cross_check,omitempty"`
+
+	// TTFTWaitingShare is the share of non-warmup TTFT (summed over ok
+	// requests) spent in windows where the server had requests waiting.
+	TTFTWaitingShare *float64 `json:"ttft_waiting_share,omitempty"`
+	// Preemptions is the server's preemption count over the timeline.
+	Preemptions *float64 `json:"preemptions,omitempty"`
+	// PreemptedRequests counts the non-warmup requests whose p99 chunk gaps
+	// overlap a window with a preemption (see StageCorrelation).
+	PreemptedRequests int `json:"preemption_affected_requests"`
+
+	Stages []StageCorrelation `json:"stages"`
+
+	// Findings states the above in plain sentences, for the text and HTML
+	// reports.
+	Findings []string `json:"findings"`
+}
+
+// DecodeFit is the memory-bound decode law: a decode step reads the KV
+// cache of every stream in the batch, so the time a stream waits per output
+// token grows linearly with the context in flight,
+// 1 / (tok/s per stream) ≈ a + b · context, fitted by least squares over
+// windows. Context is the time-averaged sum, over the streams in flight,
+// of prompt plus tokens generated so far: the tokens whose KV a step reads.
+// (With a fixed number of streams the mean per stream would do as well;
+// the sum keeps one law across stages of different concurrency.)
+type DecodeFit struct {
+	InterceptMS     float64 `json:"a_ms"`               // a: time per token per stream at zero context, milliseconds
+	SlopeNSPerToken float64 `json:"b_ns_per_token"`     // b: extra time per token per stream for each token of context, nanoseconds
+	R2              float64 `json:"r2"`                 // coefficient of determination of the linear fit on 1/throughput
+	Windows         int     `json:"windows"`            // windows fitted
+	Outliers        int     `json:"outliers"`           // windows left out as stalls (residual beyond 4 robust standard deviations)
+	ContextMin      float64 `json:"context_min_tokens"` // smallest fitted context, tokens
+	ContextMax      float64 `json:"context_max_tokens"` // largest fitted context, tokens
+	Streams         float64 `json:"streams,omitempty"`  // median decoding streams over the fitted windows
+	a, b            float64 // seconds, seconds per token
+}
+
+// PerStream returns the fitted throughput per stream, tokens per second, at
+// a context of ctx tokens.
+func (f *DecodeFit) PerStream(ctx float64) float64 {
+	d := f.a + f.b*ctx
+	if d <= 0 {
+		return math.NaN()
+	}
+	return 1 / d
+}
+
+// CrossCheck compares the client's output token rate with the server's
+// generation-token counter over the windows both cover.
+type CrossCheck struct {
+	ClientTokensPerSec float64 `json:"client_tokens_per_s"`
+	ServerTokensPerSec float64 `json:"server_tokens_per_s"`
+	Difference         float64 `json:"difference"` // client / server − 1
+	Flagged            bool    `json:"flagged"`    // |difference| > 5 %
+}
+
+// StageCorrelation is the correlation of one stage: the windows where the
+// stage held the timeline.
+type StageCorrelation struct {
+	Index         int     `json:"index"`
+	Name          string  `json:"name"`
+	FromS         float64 `json:"from_s"` // first window's start, seconds from the epoch
+	ToS           float64 `json:"to_s"`   // last window's end
+	Windows       int     `json:"windows"`
+	SteadyWindows int     `json:"steady_windows"`
+	Streams       float64 `json:"streams"` // median decoding streams over the full windows
+
+	// Start and End are the means of the first and last N steady windows
+	// (N = steady windows / 4, between 1 and 10); Drop is 1 − end/start
+	// of the client's output tok/s.
+	Start *Point   `json:"start,omitempty"`
+	End   *Point   `json:"end,omitempty"`
+	Drop  *float64 `json:"drop,omitempty"`
+
+	Fit      *DecodeFit `json:"decode_fit,omitempty"`
+	RKVUsage *float64   `json:"r_tokens_per_s_kv_usage,omitempty"`
+	RContext *float64   `json:"r_tokens_per_s_context,omitempty"`
+
+	TTFTWaitingShare *float64 `json:"ttft_waiting_share,omitempty"`
+	WaitingStart     *float64 `json:"waiting_start,omitempty"` // mean waiting over the first N windows of the stage
+	WaitingEnd       *float64 `json:"waiting_end,omitempty"`   // … over the last N
+	WaitingMax       *float64 `json:"waiting_max,omitempty"`
+
+	Preemptions *float64 `json:"preemptions,omitempty"`
+	// AffectedRequests counts the stage's non-warmup requests whose chunk
+	// gaps at or above their own p99 overlap a window with a preemption;
+	// AffectedSeqs names the first 50 by sequence number.
+	AffectedRequests int      `json:"preemption_affected_requests"`
+	AffectedSeqs     []uint64 `json:"preemption_affected_seqs,omitempty"`
+
+	// Verdict is "saturated" (waiting grew by at least one request while
+	// throughput stayed within ±10 %), "queueing" (requests waited, but not
+	// both conditions), "not saturated" (nothing waited) or "unknown" (no
+	// waiting metric); VerdictReason says why with the numbers.
+	Verdict       string `json:"verdict"`
+	VerdictReason string `json:"verdict_reason"`
+}
+
+// Point is the mean of a few windows.
+type Point struct {
+	TokensPerSec  float64  `json:"tokens_per_s"`              // client output tok/s
+	PerStream     float64  `json:"tokens_per_s_per_stream"`   // tokens_per_s / decoding streams
+	Streams       float64  `json:"streams"`                   // decoding streams
+	ContextTokens float64  `json:"context_tokens"`            // context in flight, summed over streams
+	ContextPer    float64  `json:"context_tokens_per_stream"` // mean in-flight context per stream
+	KVUsagePerc   *float64 `json:"kv_usage_perc,omitempty"`
+	Windows       int      `json:"windows"`
+}
+
+// Correlation computes the correlation section. names maps stage indexes
+// to names (missing ones are called stage-N). It returns nil when no
+// request was sent.
+func (c *Correlator) Correlation(names map[int]string) *Correlation {
+	tl := c.timeline()
+	if len(tl.windows) == 0 {
+		return nil
+	}
+	ws := tl.windows
+	out := &Correlation{WindowS: round(tl.nominal.Seconds(), 3), Windows: len(ws), ScrapeOK: tl.okSamples,
+		ScrapeFailed: tl.failedSamples, Profile: tl.profile, Aligned: tl.scraped}
+	var steady []Window
+	for _, w := range ws {
+		if w.Steady {
+			steady = append(steady, w)
+		}
+	}
+	out.SteadyWindows = len(steady)
+	out.Fit = fitDecode(steady)
+	out.RKVUsage = pearsonOf(steady, func(w *Window) float64 { return w.KVUsagePerc })
+	out.RContext = pearsonOf(steady, func(w *Window) float64 { return w.ContextSum })
+	out.CrossCheck = crossCheck(ws)
+	out.Preemptions = sumOf(ws, func(w *Window) float64 { return w.Preemptions })
+
+	ttft, waited := c.ttftWaiting(ws)
+	if s, ok := share(ttft[-1], waited[-1]); ok {
+		out.TTFTWaitingShare = &s
+	}
+	affected := c.affected(ws)
+
+	stageIdx := map[int]bool{}
+	for _, q := range c.reqs {
+		stageIdx[q.stage] = true
+	}
+	for _, i := range sortedKeys(stageIdx) {
+		name := names[i]
+		if name == "" {
+			name = fmt.Sprintf("stage-%d", i)
+		}
+		sc := stageCorrelation(i, name, ws)
+		if s, ok := share(ttft[i], waited[i]); ok {
+			sc.TTFTWaitingShare = &s
+		}
+		seqs := affected[i]
+		sc.AffectedRequests = len(seqs)
+		out.PreemptedRequests += len(seqs)
+		if len(seqs) > maxNamedSeqs {
+			seqs = seqs[:maxNamedSeqs]
+		}
+		sc.AffectedSeqs = seqs
+		out.Stages = append(out.Stages, sc)
+	}
+	out.Findings = findings(out)
+	return out
+}
+
+func stageCorrelation(index int, name string, ws []Window) StageCorrelation {
+	sc := StageCorrelation{Index: index, Name: name}
+	var mine, full, steady []Window
+	for _, w := range ws {
+		if w.Stage != index {
+			continue
+		}
+		mine = append(mine, w)
+		if w.Full && w.Decoding > 0 {
+			full = append(full, w)
+		}
+		if w.Steady {
+			steady = append(steady, w)
+		}
+	}
+	sc.Windows, sc.SteadyWindows = len(mine), len(steady)
+	if len(mine) > 0 {
+		sc.FromS = round(mine[0].From.Seconds(), 3)
+		sc.ToS = round(mine[len(mine)-1].To.Seconds(), 3)
+	}
+	if len(full) > 0 {
+		d := make([]float64, len(full))
+		for i, w := range full {
+			d[i] = w.Decoding
+		}
+		slices.Sort(d)
+		sc.Streams = round(d[len(d)/2], 3)
+	}
+	if n := edgeCount(len(steady)); n > 0 {
+		sc.Start = meanPoint(steady[:n])
+		sc.End = meanPoint(steady[len(steady)-n:])
+		if sc.Start.TokensPerSec > 0 {
+			d := round(1-sc.End.TokensPerSec/sc.Start.TokensPerSec, 4)
+			sc.Drop = &d
+		}
+	}
+	sc.Fit = fitDecode(steady)
+	sc.RKVUsage = pearsonOf(steady, func(w *Window) float64 { return w.KVUsagePerc })
+	sc.RContext = pearsonOf(steady, func(w *Window) float64 { return w.ContextSum })
+	sc.Preemptions = sumOf(mine, func(w *Window) float64 { return w.Preemptions })
+	verdict(&sc, mine)
+	return sc
+}
+
+// edgeCount is N, the number of windows averaged at each end of a stage.
+func edgeCount(n int) int { return min(max(n/4, min(n, 1)), 10) }
+
+func meanPoint(ws []Window) *Point {
+	p := &Point{Windows: len(ws)}
+	var kv float64
+	kvN := 0
+	for _, w := range ws {
+		p.TokensPerSec += w.OutputTokensPerSec
+		p.Streams += w.Decoding
+		p.ContextTokens += w.ContextSum
+		p.ContextPer += w.ContextMean
+		if !math.IsNaN(w.KVUsagePerc) {
+			kv += w.KVUsagePerc
+			kvN++
+		}
+	}
+	n := float64(len(ws))
+	p.TokensPerSec /= n
+	p.Streams /= n
+	p.ContextTokens /= n
+	p.ContextPer /= n
+	if p.Streams > 0 {
+		p.PerStream = round(p.TokensPerSec/p.Streams, 3)
+	}
+	p.TokensPerSec, p.Streams, p.ContextTokens = round(p.TokensPerSec, 3), round(p.Streams, 3), round(p.ContextTokens, 1)
+	p.ContextPer = round(p.ContextPer, 1)
+	if kvN > 0 {
+		v := round(kv/float64(kvN), 3)
+		p.KVUsagePerc = &v
+	}
+	return p
+}
+
+// fitDecode fits 1/(tok/s per stream) = a + b·context over the windows by
+// least squares, then drops the windows whose residual exceeds four robust
+// standard deviations (1.4826 × the median absolute residual: stalls of the
+// server or the client, which would otherwise dominate the squares) and
+// fits again, at most three times. It needs three windows and some spread
+// of context.
+func fitDecode(ws []Window) *DecodeFit {
+	var xs, ys, streams []float64
+	for _, w := range ws {
+		if w.Decoding <= 0 || w.OutputTokensPerSec <= 0 {
+			continue
+		}
+		xs = append(xs, w.ContextSum)
+		ys = append(ys, w.Decoding/w.OutputTokensPerSec)
+		streams = append(streams, w.Decoding)
+	}
+	total := len(xs)
+	var a, b, r2 float64
+	for iter := 0; ; iter++ {
+		if len(xs) < 3 {
+			return nil
+		}
+		var ok bool
+		if a, b, r2, ok = leastSquares(xs, ys); !ok {
+			return nil
+		}
+		if iter == 3 {
+			break
+		}
+		res := make([]float64, len(xs))
+		for i := range xs {
+			res[i] = math.Abs(ys[i] - a - b*xs[i])
+		}
+		sorted := slices.Clone(res)
+		slices.Sort(sorted)
+		limit := 4 * 1.4826 * sorted[len(sorted)/2]
+		kx, ky, ks := xs[:0:0], ys[:0:0], streams[:0:0]
+		for i := range xs {
+			if res[i] <= limit {
+				kx, ky, ks = append(kx, xs[i]), append(ky, ys[i]), append(ks, streams[i])
+			}
+		}
+		if len(kx) == len(xs) || limit == 0 {
+			break
+		}
+		xs, ys, streams = kx, ky, ks
+	}
+	slices.Sort(streams)
+	return &DecodeFit{InterceptMS: round(a*1e3, 4), SlopeNSPerToken: round(b*1e9, 4), R2: round(r2, 4),
+		Windows: len(xs), Outliers: total - len(xs), ContextMin: round(slices.Min(xs), 1),
+		ContextMax: round(slices.Max(xs), 1), Streams: round(streams[len(streams)/2], 3), a: a, b: b}
+}
+
+// leastSquares fits y = a + b·x and returns R². It fails when x has no
+// spread (the relative spread must exceed 0.1 %).
+func leastSquares(xs, ys []float64) (a, b, r2 float64, ok bool) {
+	n := float64(len(xs))
+	var mx, my float64
+	for i := range xs {
+		mx += xs[i]
+		my += ys[i]
+	}
+	mx /= n
+	my /= n
+	var sxx, sxy, syy float64
+	for i := range xs {
+		dx, dy := xs[i]-mx, ys[i]-my
+		sxx += dx * dx
+		sxy += dx * dy
+		syy += dy * dy
+	}
+	if sxx == 0 || math.Sqrt(sxx/n) <= 1e-3*math.Abs(mx) {
+		return 0, 0, 0, false
+	}
+	b = sxy / sxx
+	a = my - b*mx
+	r2 = 1.0
+	if syy > 0 {
+		r2 = sxy * sxy / (sxx * syy)
+	}
+	return a, b, r2, true
+}
+
+// pearsonOf returns Pearson's r of output tok/s with f over the windows
+// where f is known, or nil with fewer than three such windows or no spread.
+func pearsonOf(ws []Window, f func(*Window) float64) *float64 {
+	var xs, ys []float64
+	for i := range ws {
+		v := f(&ws[i])
+		if math.IsNaN(v) {
+			continue
+		}
+		xs = append(xs, ws[i].OutputTokensPerSec)
+		ys = append(ys, v)
+	}
+	if len(xs) < 3 {
+		return nil
+	}
+	r, ok := pearson(xs, ys)
+	if !ok {
+		return nil
+	}
+	r = round(r, 4)
+	return &r
+}
+
+func pearson(xs, ys []float64) (float64, bool) {
+	n := float64(len(xs))
+	var mx, my float64
+	for i := range xs {
+		mx += xs[i]
+		my += ys[i]
+	}
+	mx /= n
+	my /= n
+	var sxx, syy, sxy float64
+	for i := range xs {
+		dx, dy := xs[i]-mx, ys[i]-my
+		sxx += dx * dx
+		syy += dy * dy
+		sxy += dx * dy
+	}
+	if sxx <= 0 || syy <= 0 {
+		return 0, false
+	}
+	return sxy / math.Sqrt(sxx*syy), true
+}
+
+// sumOf sums f over the windows where it is known; nil when it is known
+// nowhere.
+func sumOf(ws []Window, f func(*Window) float64) *float64 {
+	var sum float64
+	known := false
+	for i := range ws {
+		if v := f(&ws[i]); !math.IsNaN(v) {
+			sum += v
+			known = true
+		}
+	}
+	if !known {
+		return nil
+	}
+	sum = round(sum, 3)
+	return &sum
+}
+
+// crossCheck compares client and server token totals over the windows
+// where the server's generation counter is known and something was in
+// flight.
+func crossCheck(ws []Window) *CrossCheck {
+	var client, server, secs float64
+	for _, w := range ws {
+		if math.IsNaN(w.ServerTokensPerSec) || w.InFlight == 0 {
+			continue
+		}
+		client += w.OutputTokens
+		server += w.ServerTokensPerSec * w.Seconds()
+		secs += w.Seconds()
+	}
+	if secs == 0 || server <= 0 {
+		return nil
+	}
+	d := client/server - 1
+	return &CrossCheck{ClientTokensPerSec: round(client/secs, 3), ServerTokensPerSec: round(server/secs, 3),
+		Difference: round(d, 4), Flagged: math.Abs(d) > crossCheckTolerance}
+}
+
+// ttftWaiting sums, per stage and overall (key −1), the non-warmup TTFT of
+// ok requests and the part of it spent in windows where the server had
+// requests waiting, in seconds. Both maps are empty when no window knows
+// the waiting count.
+func (c *Correlator) ttftWaiting(ws []Window) (ttft, waited map[int]float64) {
+	ttft, waited = map[int]float64{}, map[int]float64{}
+	known := false
+	for _, w := range ws {
+		if !math.IsNaN(w.Waiting) {
+			known = true
+			break
+		}
+	}
+	if !known {
+		return ttft, waited
+	}
+	for _, q := range c.reqs {
+		if q.warmup || !q.ok || q.first <= q.sent {
+			continue
+		}
+		d := (q.first - q.sent).Seconds()
+		var in float64
+		for j := windowAt(ws, q.sent); j < len(ws) && ws[j].From < q.first; j++ {
+			if ws[j].Waiting > 0 {
+				in += (min(q.first, ws[j].To) - max(q.sent, ws[j].From)).Seconds()
+			}
+		}
+		ttft[q.stage] += d
+		ttft[-1] += d
+		waited[q.stage] += in
+		waited[-1] += in
+	}
+	return ttft, waited
+}
+
+func share(total, part float64) (float64, bool) {
+	if total <= 0 {
+		return 0, false
+	}
+	return round(part/total, 4), true
+}
+
+// affected returns, per stage, the sorted sequence numbers of non-warmup
+// requests with a p99 chunk gap overlapping a window with a preemption.
+func (c *Correlator) affected(ws []Window) map[int][]uint64 {
+	var pre []Window
+	for _, w := range ws {
+		if w.Preemptions > 0 {
+			pre = append(pre, w)
+		}
+	}
+	out := map[int][]uint64{}
+	if len(pre) == 0 {
+		return out
+	}
+	for _, q := range c.reqs {
+		if q.warmup {
+			continue
+		}
+	spans:
+		for _, s := range q.spans {
+			for j := windowAt(pre, s.from); j < len(pre) && pre[j].From < s.to; j++ {
+				if s.overlaps(pre[j].From, pre[j].To) {
+					out[q.stage] = append(out[q.stage], q.seq)
+					break spans
+				}
+			}
+		}
+	}
+	for st := range out {
+		slices.Sort(out[st])
+		out[st] = slices.Compact(out[st])
+	}
+	return out
+}
+
+// verdict decides whether the stage saturated the server: waiting grew by
+// at least one request from its first N windows to its last N, while the
+// client's output tok/s over the windows with requests waiting stayed
+// within ±10 % (first half against second half).
+func verdict(sc *StageCorrelation, ws []Window) {
+	var waiting []float64
+	for _, w := range ws {
+		if !math.IsNaN(w.Waiting) {
+			waiting = append(waiting, w.Waiting)
+		}
+	}
+	if len(waiting) == 0 {
+		sc.Verdict, sc.VerdictReason = "unknown", "the server exports no waiting-requests metric"
+		return
+	}
+	n := edgeCount(len(waiting))
+	start, end := mean(waiting[:n]), mean(waiting[len(waiting)-n:])
+	peak := slices.Max(waiting)
+	sc.WaitingStart, sc.WaitingEnd, sc.WaitingMax = ptrRound(start, 3), ptrRound(end, 3), ptrRound(peak, 3)
+	if peak == 0 {
+		sc.Verdict, sc.VerdictReason = "not saturated", "no request waited for admission"
+		return
+	}
+	var queued []float64
+	for _, w := range ws {
+		if w.Waiting > 0 {
+			queued = append(queued, w.OutputTokensPerSec)
+		}
+	}
+	if 4*len(queued) < len(waiting) {
+		sc.Verdict = "not saturated"
+		sc.VerdictReason = fmt.Sprintf("requests waited only briefly (in %d of %d windows, at most %s)", len(queued), len(waiting), num(peak))
+		return
+	}
+	grows := end-start >= 1
+	change := math.NaN()
+	if len(queued) >= 2 {
+		h := len(queued) / 2
+		if first := mean(queued[:h]); first > 0 {
+			change = mean(queued[h:])/first - 1
+		}
+	}
+	flat := !math.IsNaN(change) && math.Abs(change) <= 0.10
+	switch {
+	case grows && flat:
+		sc.Verdict = "saturated"
+		sc.VerdictReason = fmt.Sprintf("waiting grew from %s to %s requests while output tok/s changed %+.1f %% across the windows with requests waiting",
+			num(start), num(end), 100*change)
+	case grows:
+		sc.Verdict = "queueing"
+		sc.VerdictReason = fmt.Sprintf("waiting grew from %s to %s requests, but output tok/s was not flat", num(start), num(end))
+		if !math.IsNaN(change) {
+			sc.VerdictReason += fmt.Sprintf(" (%+.1f %%)", 100*change)
+		}
+	default:
+		sc.Verdict = "queueing"
+		sc.VerdictReason = fmt.Sprintf("up to %s requests waited, but the queue did not grow (%s at the start, %s at the end)", num(peak), num(start), num(end))
+	}
+}
+
+func mean(v []float64) float64 {
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
+
+func ptrRound(v float64, digits int) *float64 {
+	r := round(v, digits)
+	return &r
+}
+
+// findings states the correlation in sentences, most telling first.
+func findings(c *Correlation) []string {
+	var out []string
+	if !c.Aligned {
+		out = append(out, "No server metrics were scraped: the timeline holds client-side figures only.")
+	}
+	for _, st := range c.Stages {
+		if st.Start == nil || st.End == nil || st.Drop == nil || st.SteadyWindows < 2 {
+			continue
+		}
+		s := fmt.Sprintf("Stage %q: output throughput went from %s to %s tok/s (%s) with %s streams, as the context in flight went from %s to %s tokens",
+			st.Name, num(st.Start.TokensPerSec), num(st.End.TokensPerSec), pct(-*st.Drop), num(st.Streams),
+			num(st.Start.ContextTokens), num(st.End.ContextTokens))
+		if st.Start.KVUsagePerc != nil && st.End.KVUsagePerc != nil {
+			s += fmt.Sprintf(" and KV-cache usage from %.1f %% to %.1f %%", *st.Start.KVUsagePerc, *st.End.KVUsagePerc)
+		}
+		out = append(out, s+".")
+	}
+	if f := c.Fit; f != nil {
+		s := fmt.Sprintf("Decode time per token per stream ≈ %.2f ms + %.3f ms per 1,000 tokens of context (R² = %.3f over %d windows)",
+			f.InterceptMS, f.SlopeNSPerToken/1e3, f.R2, f.Windows)
+		if f.R2 >= 0.9 && f.SlopeNSPerToken > 0 {
+			s += ": decoding is memory-bound, each token costs more as the context grows."
+		} else {
+			s += ": context length explains little of the throughput here."
+		}
+		out = append(out, s)
+	}
+	if c.RKVUsage != nil || c.RContext != nil {
+		var parts []string
+		if c.RKVUsage != nil {
+			parts = append(parts, fmt.Sprintf("with KV-cache usage at r = %.2f", *c.RKVUsage))
+		}
+		if c.RContext != nil {
+			parts = append(parts, fmt.Sprintf("with in-flight context at r = %.2f", *c.RContext))
+		}
+		out = append(out, "Output tok/s correlates "+strings.Join(parts, " and ")+" (steady windows).")
+	}
+	if x := c.CrossCheck; x != nil {
+		if x.Flagged {
+			out = append(out, fmt.Sprintf("Client and server disagree on the output token rate by %s (client %s tok/s, server %s tok/s): the client may be a bottleneck, or the server is serving other clients.",
+				pct(x.Difference), num(x.ClientTokensPerSec), num(x.ServerTokensPerSec)))
+		} else {
+			out = append(out, fmt.Sprintf("Client and server agree on the output token rate within %s (client %s tok/s, server %s tok/s).",
+				pct(math.Abs(x.Difference)), num(x.ClientTokensPerSec), num(x.ServerTokensPerSec)))
+		}
+	}
+	if c.TTFTWaitingShare != nil && *c.TTFTWaitingShare > 0 {
+		out = append(out, fmt.Sprintf("%s of time to first token was spent while the server had requests waiting for admission.",
+			pct(*c.TTFTWaitingShare)))
+	}
+	if c.Preemptions != nil && *c.Preemptions > 0 {
+		s := fmt.Sprintf("The server preempted %s times", num(*c.Preemptions))
+		var per []string
+		for _, st := range c.Stages {
+			if st.Preemptions != nil && *st.Preemptions > 0 {
+				per = append(per, fmt.Sprintf("%s in %q", num(*st.Preemptions), st.Name))
+			}
+		}
+		if len(per) > 0 {
+			s += " (" + strings.Join(per, ", ") + ")"
+		}
+		s += fmt.Sprintf("; %d requests had their worst inter-token gaps in a window with a preemption", c.PreemptedRequests)
+		var seqs []string
+		for _, st := range c.Stages {
+			for _, q := range st.AffectedSeqs {
+				if len(seqs) < 10 {
+					seqs = append(seqs, fmt.Sprint(q))
+				}
+			}
+		}
+		if len(seqs) > 0 {
+			s += ": seq " + strings.Join(seqs, ", ")
+			if c.PreemptedRequests > len(seqs) {
+				s += ", …"
+			}
+		}
+		out = append(out, s+".")
+	}
+	for _, st := range c.Stages {
+		switch st.Verdict {
+		case "saturated", "queueing":
+			out = append(out, fmt.Sprintf("Stage %q is %s: %s.", st.Name, st.Verdict, st.VerdictReason))
+		}
+	}
+	return out
+}
+
+// num formats a figure for a sentence: thousands separated, one decimal
+// below 100.
+func num(v float64) string {
+	if math.Abs(v) < 100 && v != math.Trunc(v) {
+		return fmt.Sprintf("%.1f", v)
+	}
+	s := fmt.Sprintf("%.0f", math.Abs(v))
+	var b strings.Builder
+	if v < 0 {
+		b.WriteByte('-')
+	}
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// pct formats a fraction as a signed or unsigned percentage.
+func pct(f float64) string {
+	if f < 0 {
+		return fmt.Sprintf("−%.1f %%", -100*f)
+	}
+	return fmt.Sprintf("%.1f %%", 100*f)
+}
+
+// stageSpans returns each stage's first and last window bounds, for plots.
+func stageSpans(ws []Window) map[int][2]time.Duration {
+	out := map[int][2]time.Duration{}
+	for _, w := range ws {
+		if w.Stage < 0 {
+			continue
+		}
+		s, ok := out[w.Stage]
+		if !ok {
+			s = [2]time.Duration{w.From, w.To}
+		}
+		s[0], s[1] = min(s[0], w.From), max(s[1], w.To)
+		out[w.Stage] = s
+	}
+	return out
+}
