@@ -10,6 +10,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/servebench/servebench/client"
+	"github.com/servebench/servebench/scrape"
 )
 
 // Histogram range: 1 µs to 1 hour at 3 significant digits (≤ 0.1 % error).
@@ -68,17 +69,21 @@ type Aggregate struct {
 	files    int
 	warnings []string
 	itlBuf   []time.Duration
+	corr     *Correlator
+	log      requestLog // per-request figures and server points for verdicts and comparisons (verdict_log.go)
 }
 
 // New returns an empty Aggregate.
 func New() *Aggregate {
-	return &Aggregate{overall: newStageAgg(), stages: map[int]*stageAgg{}, names: map[int]string{}}
+	return &Aggregate{overall: newStageAgg(), stages: map[int]*stageAgg{}, names: map[int]string{}, corr: NewCorrelator()}
 }
 
 // AddHeader records a results file's header: run metadata and stage names.
 // With several files, the first header's metadata is kept and the earliest
 // start time wins.
 func (a *Aggregate) AddHeader(h *client.Header) {
+	a.corr.AddHeader(h)
+	a.log.header(h)
 	a.files++
 	if a.files == 1 {
 		a.meta.Tool, a.meta.Version, a.meta.Target, a.meta.Model = h.Tool, h.Version, h.Target, h.Model
@@ -118,7 +123,12 @@ func (a *Aggregate) Add(r *client.Result) {
 	}
 	a.itlBuf = st.add(r, a.itlBuf)
 	a.itlBuf = a.overall.add(r, a.itlBuf)
+	a.corr.AddResult(r)
+	a.itlBuf = a.log.add(r, a.itlBuf)
 }
+
+// AddSample accumulates one scrape sample for the correlation section.
+func (a *Aggregate) AddSample(s scrape.Sample) { a.corr.AddSample(s); a.log.sample(&s) }
 
 func record(h *hdrhistogram.Histogram, d time.Duration) {
 	us := int64(d / time.Microsecond)
@@ -222,6 +232,7 @@ func (a *Aggregate) Summary() *Summary {
 		}
 		out.Stages = append(out.Stages, a.stages[i].summary(i, name))
 	}
+	out.Correlation = a.corr.Correlation(a.names)
 	out.Warnings = append([]string(nil), a.warnings...)
 	for _, st := range out.Stages {
 		if lag := st.ScheduleLag; lag.Count > 0 && lag.P99 > scheduleLagWarnMS {

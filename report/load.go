@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/client"
+	"github.com/servebench/servebench/scrape"
 )
 
 // FromFiles reads one or more results files into a new Aggregate. Each
@@ -86,6 +87,19 @@ func (a *Aggregate) addFile(i int, path string, shift time.Duration, other func(
 				shiftResult(res, shift)
 			}
 			a.Add(res)
+		case client.KindScrape:
+			s, err := scrape.DecodeSample(r.Raw())
+			if err != nil {
+				return fmt.Errorf("%s:%d: %w", path, r.Line(), err)
+			}
+			if shift != 0 {
+				s.Start += shift
+				s.At += shift
+			}
+			a.AddSample(s)
+			if other != nil {
+				other(i, shift, r.Kind(), r.Raw())
+			}
 		default:
 			if other != nil {
 				other(i, shift, r.Kind(), r.Raw())

@@ -19,6 +19,14 @@ type Summary struct {
 	Overall  Stage     `json:"overall"`
 	Stages   []Stage   `json:"stages"`
 	Warnings []string  `json:"warnings,omitempty"`
+
+	// Verdict is the outcome of the scenario's budgets; nil when the
+	// scenario has none.
+	Verdict *Verdict `json:"verdict,omitempty"`
+
+	// Correlation joins the requests with the server's scraped metrics on
+	// one timeline; nil when no request was sent.
+	Correlation *Correlation `json:"correlation,omitempty"`
 }
 
 // Stage summarises the non-warmup requests of one load stage (or of the

@@ -57,6 +57,12 @@ func WriteText(w io.Writer, s *Summary) error {
 		}
 		b.WriteString("\n")
 	}
+	if c := s.Correlation; c != nil && len(c.Findings) > 0 {
+		b.WriteString("correlation:\n")
+		for _, f := range c.Findings {
+			fmt.Fprintf(&b, "  %s\n", f)
+		}
+	}
 	for _, warn := range s.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", warn)
 	}
