@@ -1,0 +1,379 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/servebench/servebench/scenario"
+)
+
+// Verdict is the outcome of judging a run against its budgets: the
+// "verdict" of summary.json, junit.xml and verdict.md. Pass is true when
+// every check passed.
+type Verdict struct {
+	Pass   bool    `json:"pass"`
+	Failed int     `json:"failed"` // checks that failed
+	Checks []Check `json:"checks"`
+	// Source says where the budgets came from: a scenario file, or the
+	// resolved scenario in the results header.
+	Source string `json:"source,omitempty"`
+	// Warnings are non-fatal doubts about the verdict, such as a
+	// percentile measured on too few samples.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Check is one budget judged: one limit on one figure of one scope.
+type Check struct {
+	Name   string  `json:"name"`   // scope.metric.stat, like "overall.ttft_ms.p99"
+	Scope  string  `json:"scope"`  // "overall" or a stage name
+	Metric string  `json:"metric"` // budget key: "ttft_ms", "error_rate", …
+	Stat   string  `json:"stat"`   // "p50" … "p99_9", "mean", "max" or "min"
+	Op     string  `json:"op"`     // "<=" (the figure must not exceed Limit) or ">="
+	Limit  float64 `json:"limit"`  // in Unit
+	Unit   string  `json:"unit"`   // "ms", "fraction", "tokens/s", "requests/s" or "count"
+	// Measured is the figure, in Unit; nil when it could not be measured
+	// (no samples, no scrape), which fails the check.
+	Measured *float64 `json:"measured"`
+	// Margin is the headroom in Unit: Limit − Measured for "<=", Measured −
+	// Limit for ">="; negative when missed, nil when not measured.
+	Margin *float64 `json:"margin"`
+	// Samples is the number of observations behind Measured (requests,
+	// tokens or scrapes).
+	Samples    int64  `json:"samples"`
+	MinSamples int    `json:"min_samples,omitempty"` // percentile budgets: the count below which the figure is not trusted
+	Pass       bool   `json:"pass"`
+	Note       string `json:"note,omitempty"` // why a check failed without a measure, or a doubt about it
+}
+
+// Evaluate judges s, the summary of a, against budgets b; slo defines the
+// goodput budget's objectives (it may be nil when no goodput budget is
+// set). Percentile, rate and error figures are those of s; goodput and
+// token-count mismatches come from the per-request records a holds, and
+// preemptions and KV usage from its scrape samples. A figure that could
+// not be measured fails its check. Evaluate does not modify s.
+func (a *Aggregate) Evaluate(s *Summary, b *scenario.Budgets, slo *scenario.SLO) *Verdict {
+	v := &Verdict{Checks: []Check{}}
+	if b == nil {
+		v.Pass = true
+		return v
+	}
+	j := judge{a: a, b: b, slo: slo, v: v}
+	if b.Overall != nil {
+		j.set("overall", &s.Overall, nil, b.Overall)
+	}
+	// Stage budgets in the order the stages ran, then any for stages the
+	// results lack.
+	done := map[string]bool{}
+	for i := range s.Stages {
+		st := &s.Stages[i]
+		if set, ok := b.Stages[st.Name]; ok && !done[st.Name] {
+			done[st.Name] = true
+			j.set(st.Name, st, []int{st.Index}, set)
+		}
+	}
+	for _, name := range sortedKeys(b.Stages) {
+		if done[name] {
+			continue
+		}
+		for _, bud := range b.Stages[name].List() {
+			for _, l := range bud.Limits.List() {
+				j.add(Check{Scope: name, Metric: bud.Metric, Stat: l.Stat, Limit: l.Value, Op: op(l),
+					Unit: unitOf(bud.Metric), Note: "the results have no stage of this name"}, nil)
+			}
+		}
+	}
+	for _, c := range v.Checks {
+		if !c.Pass {
+			v.Failed++
+		}
+	}
+	v.Pass = v.Failed == 0
+	return v
+}
+
+type judge struct {
+	a   *Aggregate
+	b   *scenario.Budgets
+	slo *scenario.SLO
+	v   *Verdict
+}
+
+func op(l scenario.Limit) string {
+	if l.Upper {
+		return "<="
+	}
+	return ">="
+}
+
+func unitOf(metric string) string {
+	switch metric {
+	case "ttft_ms", "ttfc_ms", "itl_ms", "tpot_ms", "e2e_ms":
+		return "ms"
+	case "error_rate", "drop_rate", "goodput", "kv_usage":
+		return "fraction"
+	case "output_tokens_per_s":
+		return "tokens/s"
+	case "requests_per_s":
+		return "requests/s"
+	}
+	return "count"
+}
+
+// measure is a figure's value with its sample count; ok is false when it
+// could not be measured, and note says why.
+type measure struct {
+	value   float64
+	samples int64
+	ok      bool
+	note    string
+}
+
+// set judges every limit of one budget set on one scope (stages nil: the
+// whole run).
+func (j *judge) set(name string, st *Stage, stages []int, set *scenario.BudgetSet) {
+	sc := j.a.log.scopeOf(stages)
+	for _, bud := range set.List() {
+		for _, l := range bud.Limits.List() {
+			c := Check{Scope: name, Metric: bud.Metric, Stat: l.Stat, Op: op(l), Limit: l.Value, Unit: unitOf(bud.Metric)}
+			m := j.measure(st, &sc, bud.Metric, l.Stat)
+			if q, isQ := scenario.Quantile(l.Stat); isQ && m.ok {
+				c.MinSamples = set.MinSamples
+				if c.MinSamples == 0 {
+					c.MinSamples = scenario.MinSamplesFor(q)
+				}
+			}
+			j.add(c, &m)
+		}
+	}
+}
+
+// add completes a check from its measure (nil: not measurable) and records it.
+func (j *judge) add(c Check, m *measure) {
+	c.Name = c.Scope + "." + c.Metric + "." + c.Stat
+	if m == nil || !m.ok {
+		if m != nil {
+			c.Samples, c.Note = m.samples, m.note
+		}
+		j.v.Checks = append(j.v.Checks, c)
+		return
+	}
+	val := round(m.value, 6)
+	margin := round(c.Limit-val, 6)
+	if c.Op == ">=" {
+		margin = round(val-c.Limit, 6)
+	}
+	c.Measured, c.Margin, c.Samples = &val, &margin, m.samples
+	c.Pass = margin >= 0
+	if c.MinSamples > 0 && c.Samples < int64(c.MinSamples) {
+		doubt := fmt.Sprintf("%s %s %s from %d samples, fewer than %d: the percentile is uncertain",
+			c.Scope, c.Metric, c.Stat, c.Samples, c.MinSamples)
+		if j.b.Strict {
+			c.Pass = false
+			c.Note = "too few samples (budgets.strict): " + doubt
+		} else {
+			c.Note = "too few samples"
+			j.v.Warnings = append(j.v.Warnings, doubt)
+		}
+	}
+	j.v.Checks = append(j.v.Checks, c)
+}
+
+// measure reads one figure of a scope.
+func (j *judge) measure(st *Stage, sc *scope, metric, stat string) measure {
+	switch metric {
+	case "ttft_ms":
+		return distStat(st.TTFT, stat)
+	case "ttfc_ms":
+		return distStat(st.TTFC, stat)
+	case "itl_ms":
+		return distStat(st.ITL, stat)
+	case "tpot_ms":
+		return distStat(st.TPOT, stat)
+	case "e2e_ms":
+		return distStat(st.E2E, stat)
+	case "error_rate":
+		n := st.Requests.OK + st.Requests.Failed
+		if n == 0 {
+			return measure{note: "no request finished"}
+		}
+		return measure{value: float64(st.Requests.Failed) / float64(n), samples: n, ok: true}
+	case "drop_rate":
+		if st.Requests.Scheduled == 0 {
+			return measure{note: "no request was scheduled"}
+		}
+		return measure{value: float64(st.Requests.Dropped) / float64(st.Requests.Scheduled), samples: st.Requests.Scheduled, ok: true}
+	case "output_tokens_per_s", "requests_per_s":
+		if st.Duration <= 0 {
+			return measure{note: "no request finished"}
+		}
+		x := st.OutputTokensPerSec
+		if metric == "requests_per_s" {
+			x = st.RequestsPerSec
+		}
+		return measure{value: x, samples: st.Requests.OK, ok: true}
+	case "goodput":
+		if !j.slo.Set() {
+			return measure{note: "no slo objectives to judge requests by"}
+		}
+		share, _, ok := sc.goodput(j.slo.TTFTMs, j.slo.TPOTMs, j.slo.E2EMs)
+		if !ok {
+			return measure{note: "no request finished"}
+		}
+		return measure{value: share, samples: sc.finished, ok: true}
+	case "token_count_mismatch":
+		if sc.checked == 0 {
+			return measure{note: "no completed request could be checked (needs ignore_eos, max_tokens and the server's usage)"}
+		}
+		return measure{value: float64(sc.mismatch), samples: sc.checked, ok: true}
+	case "preemptions", "kv_usage":
+		if !sc.haveRange {
+			return measure{note: "no request was sent"}
+		}
+		pre, preOK, kv, kvOK := j.a.log.server(sc.from, sc.to)
+		n := int64(len(j.a.log.points))
+		if metric == "preemptions" {
+			if !preOK {
+				return measure{samples: n, note: "the server's preemption counter was not scraped before and after the load"}
+			}
+			return measure{value: pre, samples: n, ok: true}
+		}
+		if !kvOK {
+			return measure{samples: n, note: "no KV-usage scrape during the load (is scrape enabled, its interval shorter than the stage?)"}
+		}
+		return measure{value: kv, samples: n, ok: true}
+	}
+	return measure{note: "unknown figure " + metric}
+}
+
+func distStat(d Dist, stat string) measure {
+	if d.Count == 0 {
+		return measure{note: "no samples"}
+	}
+	m := measure{samples: d.Count, ok: true}
+	switch stat {
+	case "p50":
+		m.value = d.P50
+	case "p90":
+		m.value = d.P90
+	case "p95":
+		m.value = d.P95
+	case "p99":
+		m.value = d.P99
+	case "p99_9":
+		m.value = d.P999
+	case "mean":
+		m.value = d.Mean
+	case "max":
+		m.value = d.Max
+	default:
+		return measure{note: "unknown statistic " + stat}
+	}
+	return m
+}
+
+// Summary line of a verdict: "PASS (12 budgets)" or "FAIL (2 of 12 budgets missed)".
+func (v *Verdict) String() string {
+	if v.Pass {
+		return fmt.Sprintf("PASS (%d budgets met)", len(v.Checks))
+	}
+	return fmt.Sprintf("FAIL (%d of %d budgets missed)", v.Failed, len(v.Checks))
+}
+
+// WriteVerdictText writes the verdict for the terminal: one line per
+// check, failures marked, then the warnings.
+func WriteVerdictText(w io.Writer, v *Verdict) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "budgets: %s\n", v)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	for _, c := range v.Checks {
+		mark := "ok"
+		if !c.Pass {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s %s\t%s\t%s %s\t%s\n", mark, c.Scope, c.Metric, c.Stat,
+			formatValue(c.Measured, c.Unit), opSymbol(c.Op), formatNumber(c.Limit, c.Unit), marginText(&c))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, warn := range v.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", warn)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func opSymbol(op string) string {
+	if op == ">=" {
+		return "≥"
+	}
+	return "≤"
+}
+
+// formatValue formats a measured value with its unit, or "—" when absent.
+func formatValue(x *float64, unit string) string {
+	if x == nil {
+		return "—"
+	}
+	return formatNumber(*x, unit)
+}
+
+// formatNumber formats x in unit: fractions as percentages, counts as
+// integers, the rest with three significant decimals at most.
+func formatNumber(x float64, unit string) string {
+	switch unit {
+	case "fraction":
+		return trimFloat(x*100, 2) + " %"
+	case "count":
+		return trimFloat(x, 0)
+	case "ms":
+		return trimFloat(x, 3) + " ms"
+	}
+	return trimFloat(x, 1) + " " + unit
+}
+
+func trimFloat(x float64, digits int) string {
+	s := fmt.Sprintf("%.*f", digits, x)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	if s == "-0" {
+		s = "0"
+	}
+	return s
+}
+
+// marginText says how far a measure is from its limit, or why there is no
+// measure.
+func marginText(c *Check) string {
+	if c.Margin == nil {
+		return "not measured: " + c.Note
+	}
+	m := *c.Margin
+	rel := ""
+	if c.Limit != 0 && !math.IsInf(m/c.Limit, 0) {
+		rel = fmt.Sprintf(" (%s %%)", trimFloat(math.Abs(m/c.Limit)*100, 1))
+	}
+	// A fraction's margin is a difference of percentages: percentage points.
+	amount := func(x float64) string {
+		if c.Unit == "fraction" {
+			return trimFloat(x*100, 2) + " pp"
+		}
+		return formatNumber(x, c.Unit)
+	}
+	text := "margin " + amount(m) + rel
+	if m < 0 {
+		word := "over by "
+		if c.Op == ">=" {
+			word = "short by "
+		}
+		text = word + amount(-m) + rel
+	}
+	if c.Note != "" {
+		text += "; " + c.Note
+	}
+	return text
+}

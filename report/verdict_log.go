@@ -1,0 +1,249 @@
+package report
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/servebench/servebench/client"
+	"github.com/servebench/servebench/scrape"
+)
+
+// requestLog keeps what the HdrHistograms lose and budgets and comparisons
+// need: a few per-request figures (for goodput, whose objectives are only
+// known when judging, and for rank tests between runs), token-count
+// checks, and the server's KV usage and preemption counter over time. It
+// costs 20 bytes per completed request. The zero value is ready to use;
+// Aggregate feeds it from Add, AddHeader and AddSample.
+type requestLog struct {
+	stages    map[int]*stageLog
+	ignoreEOS bool // request.ignore_eos of the results file being read (the last header added)
+	points    []serverPoint
+}
+
+// stageLog is the requestLog of one stage. Warmup requests are left out.
+type stageLog struct {
+	figs      []reqFigures // completed (ok) requests
+	finished  int64        // ok + failed
+	checked   int64        // ok requests whose output-token count could be checked against max_tokens
+	mismatch  int64        // … of which differed
+	from, to  time.Duration
+	haveRange bool
+}
+
+// reqFigures are one completed request's figures in milliseconds; NaN
+// where undefined (no TPOT with one output token, no TTFC for reasoning
+// only). ITL is the request's median per-token gap: the gaps of one
+// request are not independent, so comparisons test one value per request.
+type reqFigures struct {
+	ttft, ttfc, itl, tpot, e2e float32
+}
+
+// serverPoint is what one successful scrape said about the two quantities
+// server-side budgets use.
+type serverPoint struct {
+	at                time.Duration
+	kv, preemptions   float64
+	hasKV, hasPreempt bool
+}
+
+func (l *requestLog) header(h *client.Header) {
+	var sc struct {
+		Request struct {
+			IgnoreEOS *bool `json:"ignore_eos"`
+		} `json:"request"`
+	}
+	l.ignoreEOS = false
+	if json.Unmarshal(h.Scenario, &sc) == nil && sc.Request.IgnoreEOS != nil {
+		l.ignoreEOS = *sc.Request.IgnoreEOS
+	}
+}
+
+func (l *requestLog) stage(i int) *stageLog {
+	if l.stages == nil {
+		l.stages = map[int]*stageLog{}
+	}
+	s, ok := l.stages[i]
+	if !ok {
+		s = &stageLog{}
+		l.stages[i] = s
+	}
+	return s
+}
+
+func (l *requestLog) add(r *client.Result, buf []time.Duration) []time.Duration {
+	if r.Warmup || r.Outcome == client.Dropped || r.Sent == 0 {
+		return buf
+	}
+	s := l.stage(r.Stage)
+	if !s.haveRange || r.Sent < s.from {
+		s.from = r.Sent
+	}
+	if end := max(r.End, r.Sent); !s.haveRange || end > s.to {
+		s.to = end
+	}
+	s.haveRange = true
+	switch r.Outcome {
+	case client.Failed:
+		s.finished++
+		return buf
+	case client.OK:
+		s.finished++
+	default:
+		return buf
+	}
+	if l.ignoreEOS && !r.Estimated && r.MaxTokens > 0 {
+		s.checked++
+		if r.OutputTokens != r.MaxTokens {
+			s.mismatch++
+		}
+	}
+	f := reqFigures{ttft: nan32, ttfc: nan32, itl: nan32, tpot: nan32, e2e: nan32}
+	if d, ok := r.TTFT(); ok {
+		f.ttft = ms32(d)
+	}
+	if d, ok := r.TTFC(); ok {
+		f.ttfc = ms32(d)
+	}
+	if d, ok := r.TPOT(); ok {
+		f.tpot = ms32(d)
+	}
+	if d, ok := r.E2E(); ok {
+		f.e2e = ms32(d)
+	}
+	buf = r.AppendITLs(buf[:0])
+	if len(buf) > 0 {
+		slices.Sort(buf)
+		f.itl = ms32(buf[len(buf)/2])
+	}
+	s.figs = append(s.figs, f)
+	return buf
+}
+
+func (l *requestLog) sample(s *scrape.Sample) {
+	if !s.OK {
+		return
+	}
+	p := serverPoint{at: s.At}
+	p.kv, p.hasKV = s.Values[scrape.KVUsage]
+	p.preemptions, p.hasPreempt = s.Values[scrape.Preemptions]
+	if p.hasKV || p.hasPreempt {
+		l.points = append(l.points, p)
+	}
+}
+
+var nan32 = float32(math.NaN())
+
+func ms32(d time.Duration) float32 { return float32(float64(d) / float64(time.Millisecond)) }
+
+// scope is the requestLog of the stages a budget or comparison covers.
+type scope struct {
+	figs      []reqFigures
+	finished  int64
+	checked   int64
+	mismatch  int64
+	from, to  time.Duration
+	haveRange bool
+}
+
+// scopeOf merges the logs of the given stages (every stage when idx is nil).
+func (l *requestLog) scopeOf(idx []int) scope {
+	var out scope
+	keys := make([]int, 0, len(l.stages))
+	for i := range l.stages {
+		if idx == nil || slices.Contains(idx, i) {
+			keys = append(keys, i)
+		}
+	}
+	sort.Ints(keys)
+	for _, i := range keys {
+		s := l.stages[i]
+		out.figs = append(out.figs, s.figs...)
+		out.finished += s.finished
+		out.checked += s.checked
+		out.mismatch += s.mismatch
+		if !s.haveRange {
+			continue
+		}
+		if !out.haveRange || s.from < out.from {
+			out.from = s.from
+		}
+		if !out.haveRange || s.to > out.to {
+			out.to = s.to
+		}
+		out.haveRange = true
+	}
+	return out
+}
+
+// goodput returns the share of finished requests that completed and met
+// every objective, and how many were good.
+func (s *scope) goodput(ttftMs, tpotMs, e2eMs float64) (share float64, good int64, ok bool) {
+	if s.finished == 0 {
+		return 0, 0, false
+	}
+	meets := func(v float32, limit float64) bool {
+		if limit <= 0 {
+			return true
+		}
+		// Undefined figures: no TPOT with one token meets any objective
+		// (vLLM counts it as 0); a missing TTFT or E2E cannot be shown to.
+		return float64(v) <= limit
+	}
+	for _, f := range s.figs {
+		tpot := f.tpot
+		if math.IsNaN(float64(tpot)) {
+			tpot = 0
+		}
+		if meets(f.ttft, ttftMs) && meets(tpot, tpotMs) && meets(f.e2e, e2eMs) {
+			good++
+		}
+	}
+	return float64(good) / float64(s.finished), good, true
+}
+
+// server returns the preemptions counted and the peak KV usage seen
+// during [from, to]. Preemptions are the counter's increase from the last
+// scrape at or before from to the first at or after to (a decrease is a
+// server restart: the new value counts). KV usage is the largest gauge
+// value scraped inside the interval. ok flags are false when the scrapes
+// cannot tell.
+func (l *requestLog) server(from, to time.Duration) (preempt float64, preemptOK bool, kv float64, kvOK bool) {
+	pts := slices.Clone(l.points)
+	sort.SliceStable(pts, func(i, j int) bool { return pts[i].at < pts[j].at })
+	var counter []serverPoint
+	for _, p := range pts {
+		if p.hasPreempt {
+			counter = append(counter, p)
+		}
+		if p.hasKV && p.at >= from && p.at <= to && (!kvOK || p.kv > kv) {
+			kv, kvOK = p.kv, true
+		}
+	}
+	if len(counter) >= 2 {
+		i0, i1 := 0, len(counter)-1
+		for i, p := range counter {
+			if p.at <= from {
+				i0 = i
+			}
+		}
+		for i := len(counter) - 1; i >= 0; i-- {
+			if counter[i].at >= to {
+				i1 = i
+			}
+		}
+		if i1 > i0 {
+			preemptOK = true
+			for k := i0 + 1; k <= i1; k++ {
+				d := counter[k].preemptions - counter[k-1].preemptions
+				if d < 0 {
+					d = counter[k].preemptions
+				}
+				preempt += d
+			}
+		}
+	}
+	return preempt, preemptOK, kv, kvOK
+}
