@@ -212,10 +212,10 @@ type Window struct {
 
 	OutputTokens       float64 // tokens received by the client (a chunk of k tokens counts k)
 	OutputTokensPerSec float64 // OutputTokens / window length in seconds
-	InFlight           float64 // time-averaged requests in flight (sent → end)
-	Decoding           float64 // time-averaged streams between their first and last token
-	ContextMean        float64 // tokens per in-flight stream (prompt + tokens so far), time-weighted
-	ContextSum         float64 // tokens in flight over all streams, time-averaged
+	InFlight           float64 // time-averaged requests in flight (sent → end), queued ones included
+	Decoding           float64 // time-averaged active streams (first token → end)
+	ContextMean        float64 // tokens per active stream (prompt + tokens so far), time-weighted
+	ContextSum         float64 // context in flight: tokens summed over active streams, time-averaged
 
 	KVUsagePerc        float64 // server KV-cache usage, percent (mean of the samples bounding the window)
 	Running            float64 // server requests running (same)
@@ -400,7 +400,7 @@ type event struct {
 	t      time.Duration
 	stage  int
 	flight int8    // +1 sent, −1 ended
-	dec    int8    // +1 first token, −1 last token
+	dec    int8    // +1 first token (the stream becomes active), −1 end
 	ctx    float64 // change of the context in flight, tokens
 	tokens float64 // tokens received
 }
@@ -414,17 +414,22 @@ func (c *Correlator) sweep(ws []Window) {
 	}
 	var ev []event
 	for _, q := range c.reqs {
-		ev = append(ev, event{t: q.sent, stage: q.stage, flight: 1, ctx: q.prompt})
+		ev = append(ev, event{t: q.sent, stage: q.stage, flight: 1}, event{t: q.end, stage: q.stage, flight: -1})
+		if len(q.chunks) == 0 {
+			continue // never streamed: no context in the KV cache to count
+		}
+		// A stream is active from its first token to its end; its context
+		// is its prompt plus the tokens received so far.
+		start := min(q.first, q.sent+q.chunks[0])
+		stop := max(q.end, q.sent+q.chunks[len(q.chunks)-1])
+		ev = append(ev, event{t: start, stage: q.stage, dec: 1, ctx: q.prompt})
 		total := 0.0
 		for i, d := range q.chunks {
 			k := float64(q.tokens[i])
 			total += k
 			ev = append(ev, event{t: q.sent + d, stage: q.stage, ctx: k, tokens: k})
 		}
-		if len(q.chunks) > 0 && q.last > q.first {
-			ev = append(ev, event{t: q.first, stage: q.stage, dec: 1}, event{t: q.last, stage: q.stage, dec: -1})
-		}
-		ev = append(ev, event{t: q.end, stage: q.stage, flight: -1, ctx: -(q.prompt + total)})
+		ev = append(ev, event{t: stop, stage: q.stage, dec: -1, ctx: -(q.prompt + total)})
 	}
 	// At equal times, arrivals before departures: a zero-length stay adds
 	// nothing either way, and the state never goes negative.
@@ -491,8 +496,8 @@ func (c *Correlator) sweep(ws []Window) {
 		w.InFlight = flightInt[j] / secs
 		w.Decoding = decInt[j] / secs
 		w.ContextSum = ctxInt[j] / secs
-		if flightInt[j] > 0 {
-			w.ContextMean = ctxInt[j] / flightInt[j]
+		if decInt[j] > 0 {
+			w.ContextMean = ctxInt[j] / decInt[j]
 		}
 		w.Stage = -1
 		best := 0.0

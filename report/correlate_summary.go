@@ -567,13 +567,13 @@ func verdict(sc *StageCorrelation, ws []Window) {
 	switch {
 	case grows && flat:
 		sc.Verdict = "saturated"
-		sc.VerdictReason = fmt.Sprintf("waiting grew from %s to %s requests while output tok/s changed %+.1f %% across the windows with requests waiting",
-			num(start), num(end), 100*change)
+		sc.VerdictReason = fmt.Sprintf("waiting grew from %s to %s requests while output tok/s changed %s across the windows with requests waiting",
+			num(start), num(end), signedPct(change))
 	case grows:
 		sc.Verdict = "queueing"
 		sc.VerdictReason = fmt.Sprintf("waiting grew from %s to %s requests, but output tok/s was not flat", num(start), num(end))
 		if !math.IsNaN(change) {
-			sc.VerdictReason += fmt.Sprintf(" (%+.1f %%)", 100*change)
+			sc.VerdictReason += " (" + signedPct(change) + ")"
 		}
 	default:
 		sc.Verdict = "queueing"
@@ -605,7 +605,7 @@ func findings(c *Correlation) []string {
 			continue
 		}
 		s := fmt.Sprintf("Stage %q: output throughput went from %s to %s tok/s (%s) with %s streams, as the context in flight went from %s to %s tokens",
-			st.Name, num(st.Start.TokensPerSec), num(st.End.TokensPerSec), pct(-*st.Drop), num(st.Streams),
+			st.Name, num(st.Start.TokensPerSec), num(st.End.TokensPerSec), signedPct(-*st.Drop), num(st.Streams),
 			num(st.Start.ContextTokens), num(st.End.ContextTokens))
 		if st.Start.KVUsagePerc != nil && st.End.KVUsagePerc != nil {
 			s += fmt.Sprintf(" and KV-cache usage from %.1f %% to %.1f %%", *st.Start.KVUsagePerc, *st.End.KVUsagePerc)
@@ -702,12 +702,20 @@ func num(v float64) string {
 	return b.String()
 }
 
-// pct formats a fraction as a signed or unsigned percentage.
+// pct formats a fraction as a percentage, with a minus sign when negative.
 func pct(f float64) string {
 	if f < 0 {
 		return fmt.Sprintf("−%.1f %%", -100*f)
 	}
 	return fmt.Sprintf("%.1f %%", 100*f)
+}
+
+// signedPct formats a change as a signed percentage.
+func signedPct(f float64) string {
+	if f > 0 {
+		return "+" + pct(f)
+	}
+	return pct(f)
 }
 
 // stageSpans returns each stage's first and last window bounds, for plots.
