@@ -1,0 +1,309 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+	"slices"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// SweepPlot is the trade-off plot of a server-setting sweep: TTFT and ITL
+// (p50 and p99) against the swept value, and throughput on its own panel.
+type SweepPlot struct {
+	Title  string
+	XLabel string // the parameter's name, or the parameters' names
+	// Numeric places the points at their X values (on a log₂ axis when
+	// they span a factor of 8 or more); otherwise they are evenly spaced
+	// and labelled with Label.
+	Numeric bool
+	Points  []SweepPlotPoint
+	// Recommended is the index of the recommended point, or -1.
+	Recommended int
+}
+
+// SweepPlotPoint is one value's figures; latencies in milliseconds.
+type SweepPlotPoint struct {
+	Label   string
+	X       float64 // the value, when the plot is Numeric
+	Missing bool    // no figures (every run failed): shown as a gap
+
+	TTFTP50, TTFTP99   float64
+	ITLP50, ITLP99     float64
+	OutputTokensPerSec float64
+}
+
+// sweepPlotDPI and the size make a 1000 × 1100 pixel PNG.
+const sweepPlotDPI = 100
+
+var (
+	sweepBlue   = color.RGBA{0, 114, 178, 255} // Okabe–Ito blue
+	sweepOrange = color.RGBA{213, 94, 0, 255}  // vermillion
+	sweepGreen  = color.RGBA{0, 158, 115, 255} // bluish green
+	sweepGrey   = color.RGBA{120, 120, 120, 255}
+	sweepRed    = color.RGBA{200, 30, 30, 255}
+)
+
+// Render draws the plot as PNG and SVG.
+func (sp *SweepPlot) Render() (pngData, svgData []byte, err error) {
+	if len(sp.Points) == 0 {
+		return nil, nil, fmt.Errorf("sweep plot: no points")
+	}
+	xs, ticks, logX := sp.axis()
+	panels := []*plot.Plot{
+		sp.panel("TTFT (ms)", xs, ticks, logX, func(p *SweepPlotPoint) [2]float64 { return [2]float64{p.TTFTP50, p.TTFTP99} }),
+		sp.panel("ITL (ms)", xs, ticks, logX, func(p *SweepPlotPoint) [2]float64 { return [2]float64{p.ITLP50, p.ITLP99} }),
+		sp.throughput(xs, ticks, logX),
+	}
+	panels[0].Title.Text = sp.Title
+	panels[0].Title.TextStyle.Font.Size = vg.Points(13)
+	for _, p := range panels[:2] {
+		p.X.Label.Text = ""
+	}
+	const w, h = 10 * vg.Inch, 11 * vg.Inch
+	paint := func(dc draw.Canvas) {
+		tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadTop: vg.Points(6), PadBottom: vg.Points(6),
+			PadLeft: vg.Points(6), PadRight: vg.Points(14), PadY: vg.Points(10)}
+		grid := make([][]*plot.Plot, len(panels))
+		for i, p := range panels {
+			grid[i] = []*plot.Plot{p}
+		}
+		cs := plot.Align(grid, tiles, dc)
+		for i, p := range panels {
+			p.Draw(cs[i][0])
+		}
+	}
+	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(sweepPlotDPI), vgimg.UseBackgroundColor(color.White))
+	paint(draw.New(img))
+	var b bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&b); err != nil {
+		return nil, nil, fmt.Errorf("sweep plot: %w", err)
+	}
+	pngData = slices.Clone(b.Bytes())
+	svg := vgsvg.New(w, h)
+	dc := draw.New(svg)
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+	paint(dc)
+	b.Reset()
+	if _, err := svg.WriteTo(&b); err != nil {
+		return nil, nil, fmt.Errorf("sweep plot: %w", err)
+	}
+	return pngData, b.Bytes(), nil
+}
+
+// axis returns each point's x position, the tick marks (one per value) and
+// whether the axis is logarithmic.
+func (sp *SweepPlot) axis() ([]float64, []plot.Tick, bool) {
+	xs := make([]float64, len(sp.Points))
+	ticks := make([]plot.Tick, len(sp.Points))
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i, p := range sp.Points {
+		xs[i] = float64(i)
+		if sp.Numeric {
+			xs[i] = p.X
+			lo, hi = min(lo, p.X), max(hi, p.X)
+		}
+		ticks[i] = plot.Tick{Value: xs[i], Label: p.Label}
+	}
+	logX := sp.Numeric && lo > 0 && hi/lo >= 8
+	return xs, ticks, logX
+}
+
+func (sp *SweepPlot) newPanel(yLabel, xLabel string, ticks []plot.Tick, logX bool) *plot.Plot {
+	p := plot.New()
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = yLabel
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	if logX {
+		p.X.Scale = plot.LogScale{}
+	}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Legend.TextStyle.Font.Size = vg.Points(10)
+	p.Add(plotter.NewGrid())
+	// Margins so the first and last points are not on the frame.
+	lo, hi := ticks[0].Value, ticks[len(ticks)-1].Value
+	for _, t := range ticks {
+		lo, hi = min(lo, t.Value), max(hi, t.Value)
+	}
+	if logX {
+		p.X.Min, p.X.Max = lo/1.25, hi*1.25
+	} else {
+		pad := max((hi-lo)*0.06, 0.5)
+		p.X.Min, p.X.Max = lo-pad, hi+pad
+	}
+	return p
+}
+
+// panel draws the p50 (solid) and p99 (dashed) of one latency.
+func (sp *SweepPlot) panel(yLabel string, xs []float64, ticks []plot.Tick, logX bool, f func(*SweepPlotPoint) [2]float64) *plot.Plot {
+	p := sp.newPanel(yLabel, sp.XLabel, ticks, logX)
+	p50 := sp.segments(xs, func(pt *SweepPlotPoint) float64 { return f(pt)[0] })
+	p99 := sp.segments(xs, func(pt *SweepPlotPoint) float64 { return f(pt)[1] })
+	sweepLine(p, "p50", p50, sweepBlue, false)
+	sweepLine(p, "p99", p99, sweepOrange, true)
+	sweepHeadroom(p, append(p50, p99...)...)
+	sp.markMissing(p, xs)
+	sp.markRecommended(p, xs)
+	return p
+}
+
+func (sp *SweepPlot) throughput(xs []float64, ticks []plot.Tick, logX bool) *plot.Plot {
+	p := sp.newPanel("output tokens/s", sp.XLabel, ticks, logX)
+	segs := sp.segments(xs, func(pt *SweepPlotPoint) float64 { return pt.OutputTokensPerSec })
+	sweepLine(p, "output tokens/s", segs, sweepGreen, false)
+	sweepHeadroom(p, segs...)
+	sp.markMissing(p, xs)
+	sp.markRecommended(p, xs)
+	return p
+}
+
+// segments splits the series at missing points, so a failed value shows
+// as a gap rather than as a line drawn across it.
+func (sp *SweepPlot) segments(xs []float64, f func(*SweepPlotPoint) float64) []plotter.XYs {
+	var out []plotter.XYs
+	var cur plotter.XYs
+	for i := range sp.Points {
+		pt := &sp.Points[i]
+		if pt.Missing {
+			if len(cur) > 0 {
+				out = append(out, cur)
+			}
+			cur = nil
+			continue
+		}
+		cur = append(cur, plotter.XY{X: xs[i], Y: f(pt)})
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// markMissing draws a cross on the x axis at every value without figures.
+func (sp *SweepPlot) markMissing(p *plot.Plot, xs []float64) {
+	var pts plotter.XYs
+	for i := range sp.Points {
+		if sp.Points[i].Missing {
+			pts = append(pts, plotter.XY{X: xs[i], Y: 0})
+		}
+	}
+	if len(pts) == 0 {
+		return
+	}
+	s, err := plotter.NewScatter(pts)
+	if err != nil {
+		return
+	}
+	s.Shape = draw.CrossGlyph{}
+	s.Color = sweepRed
+	s.Radius = vg.Points(6)
+	p.Add(s)
+	p.Legend.Add("failed: no figures", s)
+}
+
+// markRecommended draws a dotted vertical line at the recommended value.
+func (sp *SweepPlot) markRecommended(p *plot.Plot, xs []float64) {
+	i := sp.Recommended
+	if i < 0 || i >= len(xs) {
+		return
+	}
+	l, err := plotter.NewLine(plotter.XYs{{X: xs[i], Y: p.Y.Min}, {X: xs[i], Y: p.Y.Max}})
+	if err != nil {
+		return
+	}
+	l.Color = sweepGrey
+	l.Dashes = []vg.Length{vg.Points(2), vg.Points(3)}
+	p.Add(l)
+	p.Legend.Add("recommended: "+sp.Points[i].Label, l)
+}
+
+// sweepLine draws the segments of one series with point markers and one
+// legend entry.
+func sweepLine(p *plot.Plot, label string, segs []plotter.XYs, c color.Color, dashed bool) {
+	for i, pts := range segs {
+		l, s, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			continue // only NaN or Inf values, which summaries do not hold
+		}
+		l.Color, s.Color = c, c
+		l.Width = vg.Points(1.6)
+		s.Radius = vg.Points(3)
+		s.Shape = draw.CircleGlyph{}
+		if dashed {
+			l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+		}
+		p.Add(l, s)
+		if i == 0 {
+			p.Legend.Add(label, l, s)
+		}
+	}
+}
+
+// sweepHeadroom starts the y axis at 0 and leaves room above the data for
+// the legend, which has no background.
+func sweepHeadroom(p *plot.Plot, sets ...plotter.XYs) {
+	hi := 0.0
+	for _, set := range sets {
+		for _, xy := range set {
+			if !math.IsNaN(xy.Y) && !math.IsInf(xy.Y, 0) {
+				hi = max(hi, xy.Y)
+			}
+		}
+	}
+	if hi <= 0 {
+		hi = 1
+	}
+	p.Y.Min, p.Y.Max = 0, hi*1.45
+	p.Y.Tick.Marker = sweepTicks{}
+}
+
+// sweepTicks puts about five round major ticks on an axis, labelled
+// without needless decimals.
+type sweepTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (sweepTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) {
+		return []plot.Tick{{Value: lo, Label: strconv.FormatFloat(lo, 'g', 4, 64)}}
+	}
+	raw := (hi - lo) / 5
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := mag
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	var ticks []plot.Tick
+	for i := math.Ceil(lo / step); i*step <= hi+step*1e-9; i++ {
+		v := math.Round(i*step*1e9) / 1e9
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+		ticks = append(ticks, plot.Tick{Value: v + step/2}) // minor
+	}
+	return ticks
+}
+
+// SweepX parses values as the numeric x positions of a sweep plot; ok is
+// false when any value is not a finite number.
+func SweepX(values []string) (xs []float64, ok bool) {
+	xs = make([]float64, len(values))
+	for i, v := range values {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, false
+		}
+		xs[i] = x
+	}
+	return xs, true
+}
