@@ -1,0 +1,30 @@
+// Package sweep runs a scenario once per value of one or more server
+// settings (or scenario fields), relaunching the server for every run, and
+// recommends a value: servebench's answer to "which max_num_batched_tokens
+// should this deployment use?".
+//
+// It consumes a scenario with a sweep block (scenario.Sweep) and a RunFunc
+// that runs one scenario into a directory (the CLI's `bench run` path, so
+// this package does not depend on the command). NewPlan lays the sweep out
+// as jobs: the cartesian product of the parameters' values, each repeated,
+// each with its derived scenario. Plan.Execute runs them in order: with a
+// server section it starts the rendered command in its own process group
+// with a log file per run, polls the readiness URL until the server is ready,
+// exits or times out, runs the load, then stops the group (SIGTERM, then
+// SIGKILL after the grace period); with a sim:// target the values become
+// the simulator's settings (sim://PRESET?name=value). A run whose server
+// does not start, exits, or serves no request is recorded as failed and
+// the sweep goes on. It produces one results directory per run, sweep.json
+// (Summary: every run, each value's mean figures, the recommendation),
+// sweep.csv (one row per run) and the trade-off plot sweep.png/sweep.svg
+// (TTFT and ITL p50/p99 against the value, throughput below).
+//
+// # Recommendation
+//
+// Among the values whose every run completed, the one with the highest
+// output-token throughput that meets the scenario's budgets (the verdict
+// in each run's summary.json); without budgets, the one with the highest
+// throughput and no failed request, with its TTFT and ITL p99 shown so a
+// person can judge them. When no value qualifies, the recommendation is
+// empty and its reason lists why each value was excluded.
+package sweep

@@ -1,0 +1,207 @@
+package sweep
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Launcher timing: how often readiness is polled and how long one poll may
+// take.
+const (
+	readyPollInterval = 250 * time.Millisecond
+	readyPollTimeout  = 2 * time.Second
+	logTailBytes      = 2048 // of the server's log, quoted in a start failure
+)
+
+// ErrExited is returned (wrapped) by WaitReady when the server process
+// ended before it was ready.
+var ErrExited = errors.New("server exited")
+
+// Process is a launched server: a command started in its own process group
+// with its output in a log file. Stop ends the whole group.
+type Process struct {
+	cmd     *exec.Cmd
+	logPath string
+	log     *os.File
+	done    chan struct{} // closed when the process has been waited for
+	waitErr error         // the exit status; read after done is closed
+}
+
+// Start launches args (argv) with env as its whole environment, stdout and
+// stderr appended to logPath, in a new process group. It does not wait for
+// readiness (see WaitReady). The process is not tied to ctx: call Stop.
+func Start(args, env []string, logPath string) (*Process, error) {
+	if len(args) == 0 || args[0] == "" {
+		return nil, errors.New("start server: empty command")
+	}
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("start server: %w", err)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Stdin = nil
+	setProcessGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start server %s: %w", args[0], err)
+	}
+	p := &Process{cmd: cmd, logPath: logPath, log: logf, done: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Pid is the process id (and process group id) of the server.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Exited reports whether the process has ended, and how.
+func (p *Process) Exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.waitErr
+	default:
+		return false, nil
+	}
+}
+
+// WaitReady polls url until it answers 2xx, the process exits (ErrExited),
+// timeout passes or ctx is done. The error quotes the end of the log.
+func (p *Process) WaitReady(ctx context.Context, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	hc := &http.Client{Timeout: readyPollTimeout, Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
+	tick := time.NewTicker(readyPollInterval)
+	defer tick.Stop()
+	var last error
+	for {
+		if ok, err := poll(ctx, hc, url); ok {
+			return nil
+		} else if err != nil && ctx.Err() == nil {
+			last = err
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("%w before it was ready (%s)%s", ErrExited, exitStatus(p.waitErr), p.logTail())
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("server not ready at %s after %s (last poll: %v)%s", url, timeout, last, p.logTail())
+			}
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+func poll(ctx context.Context, hc *http.Client, url string) (bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return false, err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return false, fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	return true, nil
+}
+
+// Stopped is how a server ended.
+type Stopped struct {
+	Status string // the process's end: "exit status 1", "signal: terminated", …
+	Early  bool   // it had exited on its own before Stop was called
+	Forced bool   // it outlived the grace period and was killed
+}
+
+// Stop asks the process group to end (SIGTERM), waits up to grace for the
+// server process, then kills the group (SIGKILL), which also removes any
+// process of the group still running. The error is not nil only if the
+// process survived SIGKILL. Call Stop exactly once.
+func (p *Process) Stop(grace time.Duration) (Stopped, error) {
+	defer p.log.Close()
+	var st Stopped
+	select {
+	case <-p.done:
+		st.Early = true
+	default:
+		_ = signalGroup(p.cmd, false)
+		t := time.NewTimer(grace)
+		select {
+		case <-p.done:
+		case <-t.C:
+			st.Forced = true
+		}
+		t.Stop()
+	}
+	// Stragglers of the group (children that outlived their parent) are
+	// killed in every case; ESRCH (no such group) is the normal outcome.
+	_ = signalGroup(p.cmd, true)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		return st, fmt.Errorf("server pid %d survived SIGKILL for 10s", p.Pid())
+	}
+	st.Status = exitStatus(p.waitErr)
+	return st, nil
+}
+
+// logTail returns the end of the server's log, indented, for messages.
+func (p *Process) logTail() string {
+	data, err := os.ReadFile(p.logPath)
+	if err != nil || len(bytes.TrimSpace(data)) == 0 {
+		return " (empty log " + p.logPath + ")"
+	}
+	if len(data) > logTailBytes {
+		data = data[len(data)-logTailBytes:]
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			data = data[i+1:]
+		}
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > 10 {
+		lines = lines[len(lines)-10:]
+	}
+	return "; end of " + p.logPath + ":\n    " + strings.Join(lines, "\n    ")
+}
+
+func exitStatus(err error) string {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return "exit status 0"
+	case errors.As(err, &ee):
+		return ee.ProcessState.String()
+	}
+	return err.Error()
+}
+
+// FreePort returns a TCP port that was free on 127.0.0.1 a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("free port: %w", err)
+	}
+	defer l.Close()
+	_, port, err := net.SplitHostPort(l.Addr().String())
+	if err != nil {
+		return 0, fmt.Errorf("free port: %w", err)
+	}
+	return strconv.Atoi(port)
+}

@@ -1,0 +1,418 @@
+package sweep
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/servebench/servebench/report"
+)
+
+// Schema is the version of the sweep.json contract. It changes only when a
+// field changes meaning or is removed; new fields may appear.
+const Schema = 1
+
+// Run statuses.
+const (
+	StatusOK      = "ok"      // the run completed and at least one request succeeded
+	StatusFailed  = "failed"  // the server did not start, the run failed, or no request succeeded
+	StatusResumed = "resumed" // --resume: the directory already held a summary, which was read
+	StatusSkipped = "skipped" // the sweep was interrupted before this run
+)
+
+// Summary is the content of sweep.json: every run, every combination's
+// figures (mean over its completed repeats) and the recommendation.
+type Summary struct {
+	Schema         int            `json:"schema"`
+	Tool           string         `json:"tool"`
+	Scenario       string         `json:"scenario"`
+	Parameters     []string       `json:"parameters"` // in name order
+	Repeats        int            `json:"repeats"`
+	Started        time.Time      `json:"started"`
+	Finished       time.Time      `json:"finished,omitzero"`
+	Points         []Point        `json:"points"`
+	Runs           []RunRecord    `json:"runs"`
+	Recommendation Recommendation `json:"recommendation"`
+}
+
+// Point is one combination of values, over its repeats.
+type Point struct {
+	Label  string            `json:"label"`
+	Values map[string]string `json:"values"`
+	Runs   int               `json:"runs"`   // runs that produced figures (ok or resumed)
+	Failed int               `json:"failed"` // runs that failed
+	// Metrics are the means over the runs that produced figures; nil when
+	// none did.
+	Metrics *Metrics `json:"metrics,omitempty"`
+	// BudgetsMet is whether every run met the scenario's budgets; nil when
+	// the scenario has none (or no run produced figures).
+	BudgetsMet *bool `json:"budgets_met,omitempty"`
+	// Missed names the budget checks that failed in any run
+	// ("overall.ttft_ms.p99").
+	Missed []string `json:"missed,omitempty"`
+}
+
+// RunRecord is one run of the sweep.
+type RunRecord struct {
+	Label  string            `json:"label"`
+	Values map[string]string `json:"values"`
+	Repeat int               `json:"repeat"`
+	Dir    string            `json:"dir"` // relative to the sweep's directory
+	Status string            `json:"status"`
+	Error  string            `json:"error,omitempty"`
+	Target string            `json:"target,omitempty"`
+
+	Command   []string `json:"command,omitempty"`    // the launched server's argv
+	ServerLog string   `json:"server_log,omitempty"` // relative to the sweep's directory
+	Server    string   `json:"server_end,omitempty"` // how the server ended: "signal: terminated", "exit status 1", …
+
+	Started   time.Time `json:"started,omitzero"`
+	DurationS float64   `json:"duration_s,omitempty"` // launch to stop, seconds
+
+	Metrics *Metrics `json:"metrics,omitempty"`
+	// BudgetsPass is the run's budget verdict; nil without budgets.
+	BudgetsPass *bool    `json:"budgets_pass,omitempty"`
+	Missed      []string `json:"missed,omitempty"`
+}
+
+// Metrics are the figures of one run (the overall row of its summary), or
+// their means over a combination's runs. Latencies are in milliseconds.
+type Metrics struct {
+	OK      float64 `json:"ok"` // requests; a mean over repeats may be fractional
+	Failed  float64 `json:"failed"`
+	Dropped float64 `json:"dropped"`
+
+	TTFTP50 float64 `json:"ttft_p50_ms"`
+	TTFTP99 float64 `json:"ttft_p99_ms"`
+	ITLP50  float64 `json:"itl_p50_ms"`
+	ITLP99  float64 `json:"itl_p99_ms"`
+	TPOTP50 float64 `json:"tpot_p50_ms"`
+	E2EP50  float64 `json:"e2e_p50_ms"`
+	E2EP99  float64 `json:"e2e_p99_ms"`
+
+	OutputTokensPerSec float64 `json:"output_tokens_per_s"`
+	RequestsPerSec     float64 `json:"requests_per_s"`
+}
+
+// Recommendation is the value to use: among the combinations whose every
+// run completed without failed requests (and met the budgets, when the
+// scenario has budgets), the one with the highest output-token throughput.
+type Recommendation struct {
+	Label  string            `json:"label,omitempty"` // empty when no combination qualifies
+	Values map[string]string `json:"values,omitempty"`
+	// Basis is "budgets" (the budgets were the filter) or "throughput"
+	// (no budgets: the filter is completed runs without failed requests).
+	Basis  string `json:"basis"`
+	Reason string `json:"reason"` // one sentence, for people
+}
+
+// metricsOf reads a run's figures from its summary.
+func metricsOf(s *report.Summary) *Metrics {
+	o := &s.Overall
+	return &Metrics{
+		OK: float64(o.Requests.OK), Failed: float64(o.Requests.Failed), Dropped: float64(o.Requests.Dropped),
+		TTFTP50: o.TTFT.P50, TTFTP99: o.TTFT.P99, ITLP50: o.ITL.P50, ITLP99: o.ITL.P99,
+		TPOTP50: o.TPOT.P50, E2EP50: o.E2E.P50, E2EP99: o.E2E.P99,
+		OutputTokensPerSec: o.OutputTokensPerSec, RequestsPerSec: o.RequestsPerSec,
+	}
+}
+
+// meanMetrics averages figures field by field.
+func meanMetrics(ms []*Metrics) *Metrics {
+	if len(ms) == 0 {
+		return nil
+	}
+	var out Metrics
+	fields := func(m *Metrics) []*float64 {
+		return []*float64{&m.OK, &m.Failed, &m.Dropped, &m.TTFTP50, &m.TTFTP99, &m.ITLP50, &m.ITLP99,
+			&m.TPOTP50, &m.E2EP50, &m.E2EP99, &m.OutputTokensPerSec, &m.RequestsPerSec}
+	}
+	dst := fields(&out)
+	for _, m := range ms {
+		for i, f := range fields(m) {
+			*dst[i] += *f / float64(len(ms))
+		}
+	}
+	for _, f := range dst {
+		*f = math.Round(*f*1000) / 1000
+	}
+	return &out
+}
+
+// verdictOf reads the budget verdict a run's summary.json may hold
+// ("verdict": {"pass": …, "checks": [{"name": …, "pass": …}]}).
+func verdictOf(raw []byte) (pass *bool, missed []string) {
+	var doc struct {
+		Verdict *struct {
+			Pass   bool `json:"pass"`
+			Checks []struct {
+				Name string `json:"name"`
+				Pass bool   `json:"pass"`
+			} `json:"checks"`
+		} `json:"verdict"`
+	}
+	if json.Unmarshal(raw, &doc) != nil || doc.Verdict == nil {
+		return nil, nil
+	}
+	// A verdict without checks means the scenario had no budgets.
+	if len(doc.Verdict.Checks) == 0 {
+		return nil, nil
+	}
+	p := doc.Verdict.Pass
+	for _, c := range doc.Verdict.Checks {
+		if !c.Pass {
+			missed = append(missed, c.Name)
+		}
+	}
+	return &p, missed
+}
+
+// summarise fills the points and the recommendation from the runs.
+func (s *Summary) summarise(plan *Plan) {
+	s.Points = s.Points[:0]
+	byLabel := map[string][]*RunRecord{}
+	for i := range s.Runs {
+		r := &s.Runs[i]
+		byLabel[r.Label] = append(byLabel[r.Label], r)
+	}
+	for _, vals := range plan.Points {
+		pt := Point{Label: label(vals), Values: valueMap(vals)}
+		var ms []*Metrics
+		for _, r := range byLabel[pt.Label] {
+			switch {
+			case r.Status == StatusFailed:
+				pt.Failed++
+			case r.Metrics != nil:
+				pt.Runs++
+				ms = append(ms, r.Metrics)
+			}
+			if r.BudgetsPass != nil {
+				met := (pt.BudgetsMet == nil || *pt.BudgetsMet) && *r.BudgetsPass
+				pt.BudgetsMet = &met
+				for _, m := range r.Missed {
+					if !slices.Contains(pt.Missed, m) {
+						pt.Missed = append(pt.Missed, m)
+					}
+				}
+			}
+		}
+		pt.Metrics = meanMetrics(ms)
+		s.Points = append(s.Points, pt)
+	}
+	s.Recommendation = recommend(s.Points)
+}
+
+func valueMap(vals []Value) map[string]string {
+	m := make(map[string]string, len(vals))
+	for _, v := range vals {
+		m[v.Name] = v.Value
+	}
+	return m
+}
+
+// recommend picks the combination with the best throughput among those
+// that qualify (see Recommendation), or says why none does.
+func recommend(points []Point) Recommendation {
+	budgets := false
+	for _, p := range points {
+		budgets = budgets || p.BudgetsMet != nil
+	}
+	rec := Recommendation{Basis: "throughput"}
+	if budgets {
+		rec.Basis = "budgets"
+	}
+	best := -1
+	var why []string
+	for i, p := range points {
+		switch {
+		case p.Metrics == nil:
+			why = append(why, p.Label+": no completed run")
+		case p.Failed > 0:
+			why = append(why, fmt.Sprintf("%s: %d of %d runs failed", p.Label, p.Failed, p.Failed+p.Runs))
+		case budgets && (p.BudgetsMet == nil || !*p.BudgetsMet):
+			missed := "no verdict"
+			if len(p.Missed) > 0 {
+				missed = "missed " + strings.Join(p.Missed, ", ")
+			}
+			why = append(why, p.Label+": "+missed)
+		case !budgets && p.Metrics.Failed > 0:
+			why = append(why, fmt.Sprintf("%s: %g failed requests", p.Label, p.Metrics.Failed))
+		default:
+			if best < 0 || p.Metrics.OutputTokensPerSec > points[best].Metrics.OutputTokensPerSec {
+				best = i
+			}
+		}
+	}
+	if best < 0 {
+		rec.Reason = "no value qualifies: " + strings.Join(why, "; ")
+		return rec
+	}
+	p := points[best]
+	rec.Label, rec.Values = p.Label, p.Values
+	m := p.Metrics
+	figures := fmt.Sprintf("%.1f output tokens/s, TTFT p99 %s ms, ITL p99 %s ms", m.OutputTokensPerSec, fmtMs(m.TTFTP99), fmtMs(m.ITLP99))
+	if budgets {
+		rec.Reason = fmt.Sprintf("%s meets every budget with the highest throughput (%s)", p.Label, figures)
+	} else {
+		rec.Reason = fmt.Sprintf("%s has the highest throughput without failed requests (%s); the scenario has no budgets, so check the latencies against your needs", p.Label, figures)
+	}
+	if len(why) > 0 {
+		rec.Reason += "; excluded: " + strings.Join(why, "; ")
+	}
+	return rec
+}
+
+func fmtMs(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+
+// WriteJSON writes the summary as indented JSON (the sweep.json format).
+func WriteJSON(w io.Writer, s *Summary) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		return fmt.Errorf("write sweep JSON: %w", err)
+	}
+	return nil
+}
+
+// csvHeader is the fixed part of sweep.csv's header; one column per
+// parameter comes first.
+var csvHeader = []string{"repeat", "status", "ok", "failed", "dropped",
+	"ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms", "tpot_p50_ms", "e2e_p50_ms", "e2e_p99_ms",
+	"output_tokens_per_s", "requests_per_s", "budgets", "dir", "error"}
+
+// WriteCSV writes one row per run (the sweep.csv format): the parameters'
+// values, then csvHeader's columns. Empty cells mean "no figure".
+func WriteCSV(w io.Writer, s *Summary) error {
+	cw := csv.NewWriter(w)
+	head := append(slices.Clone(s.Parameters), csvHeader...)
+	if err := cw.Write(head); err != nil {
+		return fmt.Errorf("write sweep CSV: %w", err)
+	}
+	num := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+	for _, r := range s.Runs {
+		row := make([]string, 0, len(head))
+		for _, p := range s.Parameters {
+			row = append(row, r.Values[p])
+		}
+		row = append(row, strconv.Itoa(r.Repeat), r.Status)
+		if m := r.Metrics; m != nil {
+			for _, x := range []float64{m.OK, m.Failed, m.Dropped, m.TTFTP50, m.TTFTP99, m.ITLP50, m.ITLP99,
+				m.TPOTP50, m.E2EP50, m.E2EP99, m.OutputTokensPerSec, m.RequestsPerSec} {
+				row = append(row, num(x))
+			}
+		} else {
+			row = append(row, make([]string, 12)...)
+		}
+		budgets := ""
+		if r.BudgetsPass != nil {
+			budgets = "fail"
+			if *r.BudgetsPass {
+				budgets = "pass"
+			}
+		}
+		row = append(row, budgets, r.Dir, r.Error)
+		if err := cw.Write(row); err != nil {
+			return fmt.Errorf("write sweep CSV: %w", err)
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("write sweep CSV: %w", err)
+	}
+	return nil
+}
+
+// WriteText writes the terminal table: one row per combination, then the
+// recommendation.
+func WriteText(w io.Writer, s *Summary) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "sweep %q over %s (%d runs)\n", s.Scenario, strings.Join(s.Parameters, ", "), len(s.Runs))
+	rows := [][]string{{"value", "runs", "ok", "fail", "TTFT p50", "p99", "ITL p50", "p99", "out tok/s", "budgets"}}
+	for _, p := range s.Points {
+		row := []string{p.Label, fmt.Sprintf("%d/%d", p.Runs, p.Runs+p.Failed)}
+		if m := p.Metrics; m != nil {
+			row = append(row, num1(m.OK), num1(m.Failed), num1(m.TTFTP50), num1(m.TTFTP99), num1(m.ITLP50), num1(m.ITLP99), num1(m.OutputTokensPerSec))
+		} else {
+			row = append(row, "-", "-", "-", "-", "-", "-", "-")
+		}
+		switch {
+		case p.BudgetsMet == nil:
+			row = append(row, "-")
+		case *p.BudgetsMet:
+			row = append(row, "pass")
+		default:
+			row = append(row, "FAIL")
+		}
+		rows = append(rows, row)
+	}
+	widths := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], len([]rune(c)))
+		}
+	}
+	for _, r := range rows {
+		for i, c := range r {
+			pad := strings.Repeat(" ", widths[i]-len([]rune(c)))
+			if i == 0 {
+				b.WriteString(c + pad)
+			} else {
+				b.WriteString("  " + pad + c)
+			}
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString("(latencies in ms, means over each value's runs)\n")
+	for _, r := range s.Runs {
+		if r.Status == StatusFailed {
+			fmt.Fprintf(&b, "failed: %s (repeat %d): %s\n", r.Label, r.Repeat, firstLine(r.Error))
+		}
+	}
+	if s.Recommendation.Label != "" {
+		fmt.Fprintf(&b, "recommended: %s\n  %s\n", s.Recommendation.Label, s.Recommendation.Reason)
+	} else {
+		fmt.Fprintf(&b, "no recommendation: %s\n", s.Recommendation.Reason)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func num1(x float64) string {
+	if x >= 100 || x == math.Trunc(x) {
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(x, 'f', 1, 64)
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// writeFile writes path atomically (a temporary file renamed over it), so
+// a reader never sees half a sweep.json.
+func writeFile(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,253 @@
+package sweep
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/servebench/servebench/scenario"
+	"github.com/servebench/servebench/sim"
+)
+
+// Value is one parameter's value in a run.
+type Value struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Job is one planned run: a combination of values and a repeat.
+type Job struct {
+	Point  int     // index of the combination, in enumeration order
+	Values []Value // one per parameter, in name order
+	Repeat int     // 1 to the sweep's repeats
+	Label  string  // "max_num_batched_tokens=1024" (values joined with ",")
+	Dir    string  // the run's directory, relative to the sweep's
+
+	// Scenario is the derived scenario: the sweep block removed, field
+	// parameters set and, for a sim:// target without a server section,
+	// the server settings in the target's query. With a server section its
+	// target is set when the server is launched.
+	Scenario *scenario.Scenario
+}
+
+// Plan is a sweep laid out as jobs, in the order they run: combinations in
+// enumeration order, repeats of a combination one after the other.
+type Plan struct {
+	Name    string                // the scenario's name
+	Params  []scenario.SweepParam // in name order
+	Points  [][]Value             // the combinations, in enumeration order
+	Jobs    []Job
+	Repeats int
+	Server  *scenario.SweepServer // nil: no server is launched
+	Sim     bool                  // server settings go to the built-in simulator
+}
+
+// NewPlan lays out the sweep of sc (which must have a sweep block). It
+// derives and validates every run's scenario, and for the simulator checks
+// every setting, so a sweep never fails half-way on a typo. The error is a
+// *scenario.FieldError (or a join of them) for a bad scenario.
+func NewPlan(sc *scenario.Scenario) (*Plan, error) {
+	sw := sc.Sweep
+	if sw == nil {
+		return nil, fmt.Errorf("scenario %s has no sweep block", sc.Name)
+	}
+	p := &Plan{Name: sc.Name, Params: sw.Params(), Repeats: max(sw.Repeats, 1), Server: sw.Server}
+	p.Sim = sw.Server == nil && strings.HasPrefix(sc.Target.URL, "sim:")
+	p.Points = combinations(p.Params)
+	var errs []error
+	for i, vals := range p.Points {
+		sets := []string{"sweep="}
+		var simSettings []Value
+		for _, v := range vals {
+			switch {
+			case scenario.IsFieldPath(v.Name):
+				sets = append(sets, v.Name+"="+v.Value)
+			case p.Sim:
+				simSettings = append(simSettings, v)
+			}
+		}
+		if len(simSettings) > 0 {
+			u, err := simURL(sc.Target.URL, simSettings)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			sets = append(sets, "target.url="+u)
+		}
+		derived := *sc
+		if err := derived.Override(sets...); err != nil {
+			errs = append(errs, fmt.Errorf("sweep value %s: %w", label(vals), err))
+			continue
+		}
+		label := label(vals)
+		for r := 1; r <= p.Repeats; r++ {
+			dir := dirName(label)
+			if p.Repeats > 1 {
+				dir = filepath.Join(dir, "repeat-"+strconv.Itoa(r))
+			}
+			job := derived // each job owns its copy
+			p.Jobs = append(p.Jobs, Job{Point: i, Values: vals, Repeat: r, Label: label, Dir: dir, Scenario: &job})
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// combinations enumerates the cartesian product of the parameters' values,
+// the last parameter varying fastest.
+func combinations(params []scenario.SweepParam) [][]Value {
+	out := [][]Value{nil}
+	for _, p := range params {
+		var next [][]Value
+		for _, prefix := range out {
+			for _, v := range p.Values {
+				c := append(append([]Value(nil), prefix...), Value{Name: p.Name, Value: v})
+				next = append(next, c)
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+// simURL adds settings to a sim://PRESET URL's query, checking each
+// against the preset.
+func simURL(raw string, settings []Value) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("target.url %q: %w", raw, err)
+	}
+	cfg, err := sim.Preset(u.Host + u.Path)
+	if err != nil {
+		return "", fmt.Errorf("target.url %s: %w", raw, err)
+	}
+	q := u.Query()
+	for k, vs := range q {
+		for _, v := range vs {
+			if err := cfg.Set(k, v); err != nil {
+				return "", fmt.Errorf("target.url %s: %w", raw, err)
+			}
+		}
+	}
+	for _, s := range settings {
+		if err := cfg.Set(s.Name, s.Value); err != nil {
+			return "", fmt.Errorf("sweep.parameters.%s: value %s: simulator %w", s.Name, s.Value, err)
+		}
+		q.Set(s.Name, s.Value)
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// label joins a combination's values: "a=1,b=x".
+func label(vals []Value) string {
+	parts := make([]string, len(vals))
+	for i, v := range vals {
+		parts[i] = v.Name + "=" + v.Value
+	}
+	return strings.Join(parts, ",")
+}
+
+// dirName makes a label safe as a directory name. It depends on the values
+// only, so --resume finds a value's directory even after other values were
+// added to the sweep.
+func dirName(label string) string {
+	safe := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune("._=,+-", r):
+			return r
+		}
+		return '_'
+	}, label)
+	if len(safe) > 120 {
+		sum := sha256.Sum256([]byte(label))
+		safe = safe[:min(len(safe), 100)] + "-" + hex.EncodeToString(sum[:6])
+	}
+	return safe
+}
+
+// Vars are the template variables of a job: every parameter's value by
+// name, and the port.
+func (j *Job) Vars(port string) map[string]string {
+	vars := map[string]string{scenario.SweepVarPort: port}
+	for _, v := range j.Values {
+		vars[v.Name] = v.Value
+	}
+	return vars
+}
+
+// Done reports whether the job's directory under dir already holds a
+// summary.json (what --resume skips).
+func (j *Job) Done(dir string) bool {
+	fi, err := os.Stat(filepath.Join(dir, j.Dir, "summary.json"))
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// DryRun writes what the sweep would do: every job's directory, target and,
+// with a server section, the command, environment and readiness URL, with
+// a free port shown as <port>. With resume, jobs already done are marked.
+func (p *Plan) DryRun(w io.Writer, dir string, resume bool) error {
+	var b strings.Builder
+	names := make([]string, len(p.Params))
+	for i, pa := range p.Params {
+		names[i] = pa.Name
+	}
+	fmt.Fprintf(&b, "sweep %q: %d runs over %s → %s\n", p.Name, len(p.Jobs), strings.Join(names, ", "), dir)
+	for i := range p.Jobs {
+		j := &p.Jobs[i]
+		rep := ""
+		if p.Repeats > 1 {
+			rep = fmt.Sprintf(" (repeat %d)", j.Repeat)
+		}
+		fmt.Fprintf(&b, "[%d/%d] %s%s → %s\n", i+1, len(p.Jobs), j.Label, rep, filepath.Join(dir, j.Dir))
+		if resume && j.Done(dir) {
+			b.WriteString("      done already: skipped with --resume\n")
+			continue
+		}
+		if p.Server == nil {
+			fmt.Fprintf(&b, "      target  %s\n", j.Scenario.Target.URL)
+			continue
+		}
+		port := "<port>"
+		if p.Server.Port > 0 {
+			port = strconv.Itoa(p.Server.Port)
+		}
+		l, err := p.Server.Render(j.Vars(port))
+		if err != nil {
+			return fmt.Errorf("sweep %s: %w", j.Label, err)
+		}
+		fmt.Fprintf(&b, "      server  %s\n", shellJoin(l.Args))
+		if len(l.Env) > 0 {
+			fmt.Fprintf(&b, "      env     %s\n", strings.Join(l.Env, " "))
+		}
+		fmt.Fprintf(&b, "      ready   %s (within %s)\n", l.ReadyURL, p.Server.ReadyTimeout)
+		fmt.Fprintf(&b, "      target  %s\n", l.BaseURL)
+		fmt.Fprintf(&b, "      log     %s\n", filepath.Join(dir, j.Dir, "server.log"))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// shellJoin quotes args for a POSIX shell, for display.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,+@%<>", r))
+		}) < 0 {
+			out[i] = a
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(out, " ")
+}

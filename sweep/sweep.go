@@ -1,0 +1,265 @@
+package sweep
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/scenario"
+)
+
+// Output file names, in the sweep's directory.
+const (
+	FileJSON = "sweep.json"
+	FileCSV  = "sweep.csv"
+	FilePNG  = "sweep.png"
+	FileSVG  = "sweep.svg"
+)
+
+// RunFunc runs one derived scenario and writes its results into dir, which
+// exists: at least summary.json (as `bench run` does). A missed budget is
+// not an error: the verdict is read from summary.json. The CLI provides it,
+// so this package does not depend on the command.
+type RunFunc func(ctx context.Context, sc *scenario.Scenario, dir string) error
+
+// Options configure Execute.
+type Options struct {
+	Dir    string  // the sweep's output directory (created if needed)
+	Run    RunFunc // runs one scenario
+	Resume bool    // skip runs whose directory already holds a summary.json
+	// Log receives one line per step (launch, ready, result); nil discards.
+	Log io.Writer
+	// Environ is the base environment of launched servers (KEY=VALUE);
+	// the server section's env is added to it.
+	Environ []string
+}
+
+// Execute runs every job of the plan in order and writes sweep.json and
+// sweep.csv after each, and the trade-off plot at the end. A run that
+// fails (its server does not start or exits, the run errs, no request
+// succeeds) is recorded and the sweep goes on. When ctx ends, the current
+// run is stopped, the remaining ones are recorded as skipped, the outputs
+// are written and the context's error is returned. Other errors are
+// failures to write the outputs.
+func (p *Plan) Execute(ctx context.Context, opts Options) (*Summary, error) {
+	if opts.Run == nil {
+		return nil, errors.New("sweep: no run function")
+	}
+	log := opts.Log
+	if log == nil {
+		log = io.Discard
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("sweep: %w", err)
+	}
+	s := &Summary{Schema: Schema, Tool: "servebench", Scenario: p.Name, Repeats: p.Repeats, Started: time.Now().UTC()}
+	for _, pa := range p.Params {
+		s.Parameters = append(s.Parameters, pa.Name)
+	}
+	var errs []error
+	save := func() {
+		s.summarise(p)
+		if err := p.save(opts.Dir, s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for i := range p.Jobs {
+		j := &p.Jobs[i]
+		prefix := fmt.Sprintf("[%d/%d] %s", i+1, len(p.Jobs), j.Label)
+		if p.Repeats > 1 {
+			prefix += fmt.Sprintf(" (repeat %d)", j.Repeat)
+		}
+		var rec RunRecord
+		switch {
+		case ctx.Err() != nil:
+			rec = p.record(j, StatusSkipped)
+		case opts.Resume && j.Done(opts.Dir):
+			rec = p.resumed(opts.Dir, j)
+			fmt.Fprintf(log, "%s: %s\n", prefix, describe(&rec))
+		default:
+			rec = p.runJob(ctx, opts, j, func(format string, args ...any) {
+				fmt.Fprintf(log, "%s: %s\n", prefix, fmt.Sprintf(format, args...))
+			})
+			fmt.Fprintf(log, "%s: %s\n", prefix, describe(&rec))
+		}
+		s.Runs = append(s.Runs, rec)
+		save()
+	}
+	s.Finished = time.Now().UTC()
+	save()
+	if err := p.plot(opts.Dir, s); err != nil {
+		errs = append(errs, err)
+	}
+	if ctx.Err() != nil {
+		errs = append(errs, ctx.Err())
+	}
+	return s, errors.Join(errs...)
+}
+
+func (p *Plan) save(dir string, s *Summary) error {
+	if err := writeFile(filepath.Join(dir, FileJSON), func(w io.Writer) error { return WriteJSON(w, s) }); err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	if err := writeFile(filepath.Join(dir, FileCSV), func(w io.Writer) error { return WriteCSV(w, s) }); err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	return nil
+}
+
+func (p *Plan) record(j *Job, status string) RunRecord {
+	return RunRecord{Label: j.Label, Values: valueMap(j.Values), Repeat: j.Repeat, Dir: j.Dir, Status: status}
+}
+
+// resumed reads a finished run's summary instead of running it again.
+func (p *Plan) resumed(dir string, j *Job) RunRecord {
+	rec := p.record(j, StatusResumed)
+	p.readSummary(filepath.Join(dir, j.Dir), &rec)
+	if rec.Status == StatusFailed {
+		rec.Error = "resumed: " + rec.Error
+	}
+	return rec
+}
+
+// runJob makes one run: launch the server if any, wait for it, run the
+// scenario, stop the server, read the summary.
+// The result is named: the deferred server stop records how it ended.
+func (p *Plan) runJob(ctx context.Context, opts Options, j *Job, logf func(string, ...any)) (rec RunRecord) {
+	rec = p.record(j, StatusOK)
+	rec.Started = time.Now().UTC()
+	start := time.Now()
+	defer func() { rec.DurationS = roundS(time.Since(start)) }()
+	dir := filepath.Join(opts.Dir, j.Dir)
+	fail := func(format string, args ...any) RunRecord {
+		rec.Status, rec.Error = StatusFailed, fmt.Sprintf(format, args...)
+		rec.DurationS = roundS(time.Since(start))
+		return rec
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fail("%v", err)
+	}
+	// A summary left by an earlier attempt must not pass for this run's.
+	if err := os.Remove(filepath.Join(dir, "summary.json")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fail("%v", err)
+	}
+	sc := j.Scenario
+	rec.Target = sc.Target.URL
+	var proc *Process
+	if sv := p.Server; sv != nil {
+		port := sv.Port
+		if port == 0 {
+			var err error
+			if port, err = FreePort(); err != nil {
+				return fail("%v", err)
+			}
+		}
+		l, err := sv.Render(j.Vars(strconv.Itoa(port)))
+		if err != nil {
+			return fail("render server: %v", err)
+		}
+		derived := *sc
+		if err := derived.Set("target.url", l.BaseURL); err != nil {
+			return fail("server base_url: %v", err)
+		}
+		sc, rec.Target, rec.Command = &derived, l.BaseURL, l.Args
+		logPath := filepath.Join(dir, "server.log")
+		rec.ServerLog = filepath.Join(j.Dir, "server.log")
+		logf("starting %s (log %s)", shellJoin(l.Args), logPath)
+		proc, err = Start(l.Args, append(slices.Clone(opts.Environ), l.Env...), logPath)
+		if err != nil {
+			return fail("%v", err)
+		}
+		stop := func() {
+			st, err := proc.Stop(sv.StopTimeout.D())
+			rec.Server = st.Status
+			if st.Forced {
+				rec.Server += fmt.Sprintf(" (killed: still running %s after SIGTERM)", sv.StopTimeout)
+			}
+			if err != nil {
+				rec.Status, rec.Error = StatusFailed, joinMsg(rec.Error, err.Error())
+			}
+		}
+		waited := time.Now()
+		if err := proc.WaitReady(ctx, l.ReadyURL, sv.ReadyTimeout.D()); err != nil {
+			stop()
+			return fail("server did not become ready: %v", err)
+		}
+		logf("server ready in %s; running the load against %s", time.Since(waited).Round(time.Millisecond), l.BaseURL)
+		defer stop()
+	}
+	runErr := opts.Run(ctx, sc, dir)
+	if proc != nil {
+		if exited, err := proc.Exited(); exited {
+			rec.Status = StatusFailed
+			rec.Error = joinMsg(rec.Error, fmt.Sprintf("server exited during the run (%s)%s", exitStatus(err), proc.logTail()))
+		}
+	}
+	if runErr != nil {
+		rec.Status, rec.Error = StatusFailed, joinMsg(rec.Error, runErr.Error())
+	}
+	p.readSummary(dir, &rec)
+	return rec
+}
+
+// readSummary reads dir/summary.json into rec's figures and verdict, and
+// marks rec failed when it is missing or no request succeeded.
+func (p *Plan) readSummary(dir string, rec *RunRecord) {
+	raw, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		rec.Status = StatusFailed
+		if rec.Error == "" {
+			rec.Error = "no summary: " + err.Error()
+		}
+		return
+	}
+	var sum report.Summary
+	if err := json.Unmarshal(raw, &sum); err != nil {
+		rec.Status, rec.Error = StatusFailed, joinMsg(rec.Error, fmt.Sprintf("read %s: %v", filepath.Join(dir, "summary.json"), err))
+		return
+	}
+	rec.Metrics = metricsOf(&sum)
+	rec.BudgetsPass, rec.Missed = verdictOf(raw)
+	if sum.Overall.Requests.OK == 0 && rec.Status != StatusFailed {
+		rec.Status = StatusFailed
+		rec.Error = joinMsg(rec.Error, fmt.Sprintf("no request succeeded (%d failed, errors %v)", sum.Overall.Requests.Failed, sum.Overall.Errors))
+	}
+}
+
+func joinMsg(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+func roundS(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}
+
+// describe is the one-line result of a run, for the log.
+func describe(r *RunRecord) string {
+	switch {
+	case r.Status == StatusFailed:
+		return "failed: " + r.Error
+	case r.Metrics == nil:
+		return r.Status
+	}
+	m := r.Metrics
+	s := fmt.Sprintf("%s: %g ok, %g failed; TTFT p50 %s p99 %s ms; ITL p50 %s p99 %s ms; %.1f output tokens/s",
+		r.Status, m.OK, m.Failed, fmtMs(m.TTFTP50), fmtMs(m.TTFTP99), fmtMs(m.ITLP50), fmtMs(m.ITLP99), m.OutputTokensPerSec)
+	if r.BudgetsPass != nil {
+		if *r.BudgetsPass {
+			s += "; budgets met"
+		} else {
+			s += "; budgets missed"
+		}
+	}
+	return s
+}

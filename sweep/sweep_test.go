@@ -1,0 +1,545 @@
+package sweep
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/scenario"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// testServerEnv selects what the test binary does when a sweep launches it
+// as a server (see TestMain).
+const testServerEnv = "SWEEP_TEST_SERVER"
+
+// TestMain lets the test binary stand in for a server process: launched
+// with SWEEP_TEST_SERVER=MODE and the port as its argument, it behaves as
+// MODE says instead of running tests.
+//
+//	serve       answers /health and /v1/models until SIGTERM
+//	exit        exits at once with status 3
+//	never-ready answers /health with 503
+//	stubborn    serves, ignores SIGTERM, and starts a child that does too
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(testServerEnv); mode != "" {
+		os.Exit(fakeServer(mode, os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+func fakeServer(mode string, args []string) int {
+	if mode == "exit" {
+		fmt.Fprintln(os.Stderr, "fake server: CUDA out of memory (pretend)")
+		return 3
+	}
+	if mode == "child" {
+		signal.Ignore(syscall.SIGTERM)
+		time.Sleep(time.Minute)
+		return 0
+	}
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "fake server: want the port")
+		return 2
+	}
+	if mode == "stubborn" {
+		signal.Ignore(syscall.SIGTERM)
+		child := exec.Command(os.Args[0])
+		child.Env = append(os.Environ(), testServerEnv+"=child")
+		if err := child.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		fmt.Printf("child pid %d\n", child.Process.Pid)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:"+args[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	health := http.StatusOK
+	if mode == "never-ready" {
+		health = http.StatusServiceUnavailable
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(health) })
+	mux.HandleFunc("/v1/models", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"fake","object":"model"}]}`)
+	})
+	fmt.Println("fake server: listening")
+	srv := &http.Server{Handler: mux}
+	go func() { _ = srv.Serve(l) }()
+	sigs := make(chan os.Signal, 1)
+	if mode != "stubborn" {
+		signal.Notify(sigs, syscall.SIGTERM)
+	}
+	select {
+	case <-sigs:
+		fmt.Println("fake server: SIGTERM, shutting down")
+	case <-time.After(2 * time.Minute): // bounded: never outlive a test run
+	}
+	return 0
+}
+
+// fakeRun stands in for `bench run` at the process boundary: it checks the
+// target answers (a real HTTP request to the launched server, or nothing
+// for sim://) and writes a summary.json whose figures follow the swept
+// value x: throughput x, TTFT 1000/x, ITL x/100 (ms). verdict, when set,
+// decides the budget verdict written.
+type fakeRun struct {
+	param   string
+	calls   atomic.Int64
+	verdict func(x float64) *bool
+}
+
+func (f *fakeRun) run(ctx context.Context, sc *scenario.Scenario, dir string) error {
+	f.calls.Add(1)
+	if strings.HasPrefix(sc.Target.URL, "http") {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, sc.Target.URL+"/v1/models", nil)
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			return fmt.Errorf("target: %w", err)
+		}
+		resp.Body.Close()
+	}
+	if sc.Sweep != nil {
+		return errors.New("the derived scenario still has a sweep block")
+	}
+	x, _ := strconv.ParseFloat(valueIn(sc, f.param), 64)
+	if x == 0 {
+		x = 1
+	}
+	d := func(ms float64) report.Dist { return report.Dist{Count: 10, P50: ms, P99: 2 * ms} }
+	sum := map[string]any{"schema": 1, "scenario": sc.Name, "target": sc.Target.URL,
+		"overall": report.Stage{Index: -1, Name: "overall", Requests: report.Requests{Scheduled: 10, OK: 10},
+			TTFT: d(1000 / x), ITL: d(x / 100), TPOT: d(x / 100), E2E: d(1000), OutputTokensPerSec: x, RequestsPerSec: x / 100}}
+	if f.verdict != nil {
+		if pass := f.verdict(x); pass != nil {
+			sum["verdict"] = map[string]any{"pass": *pass, "checks": []map[string]any{{"name": "overall.ttft_ms.p99", "pass": *pass}}}
+		}
+	}
+	b, _ := json.Marshal(sum)
+	return os.WriteFile(filepath.Join(dir, "summary.json"), b, 0o644)
+}
+
+// valueIn finds the swept value in the derived scenario: in the sim URL's
+// query, or in the launched server's target (the port is not it), or in
+// the description for field sweeps.
+func valueIn(sc *scenario.Scenario, param string) string {
+	if i := strings.Index(sc.Target.URL, param+"="); i >= 0 {
+		v, _, _ := strings.Cut(sc.Target.URL[i+len(param)+1:], "&")
+		return v
+	}
+	return sc.Description
+}
+
+func parse(t *testing.T, doc string) *scenario.Scenario {
+	t.Helper()
+	sc, err := scenario.Parse("sweep.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+const simSweep = `name: mnbt
+target: {url: "sim://tiny?seed=3"}
+load: {stages: [{concurrency: 1, requests: 2}]}
+sweep:
+  repeats: 2
+  parameters:
+    max_num_batched_tokens: [256, 1024]
+    load.stages[0].concurrency: [1, 2]
+`
+
+func TestPlan(t *testing.T) {
+	t.Parallel()
+	p, err := NewPlan(parse(t, simSweep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, j := range p.Jobs {
+		got = append(got, fmt.Sprintf("%d %s r%d %s → %s c=%d", j.Point, j.Label, j.Repeat, j.Dir,
+			j.Scenario.Target.URL, j.Scenario.Load.Stages[0].Concurrency))
+		if j.Scenario.Sweep != nil {
+			t.Errorf("%s: derived scenario keeps the sweep block", j.Label)
+		}
+	}
+	want := []string{
+		"0 load.stages[0].concurrency=1,max_num_batched_tokens=256 r1 load.stages_0_.concurrency=1,max_num_batched_tokens=256/repeat-1 → sim://tiny?max_num_batched_tokens=256&seed=3 c=1",
+		"0 load.stages[0].concurrency=1,max_num_batched_tokens=256 r2 load.stages_0_.concurrency=1,max_num_batched_tokens=256/repeat-2 → sim://tiny?max_num_batched_tokens=256&seed=3 c=1",
+		"1 load.stages[0].concurrency=1,max_num_batched_tokens=1024 r1 load.stages_0_.concurrency=1,max_num_batched_tokens=1024/repeat-1 → sim://tiny?max_num_batched_tokens=1024&seed=3 c=1",
+		"1 load.stages[0].concurrency=1,max_num_batched_tokens=1024 r2 load.stages_0_.concurrency=1,max_num_batched_tokens=1024/repeat-2 → sim://tiny?max_num_batched_tokens=1024&seed=3 c=1",
+		"2 load.stages[0].concurrency=2,max_num_batched_tokens=256 r1 load.stages_0_.concurrency=2,max_num_batched_tokens=256/repeat-1 → sim://tiny?max_num_batched_tokens=256&seed=3 c=2",
+		"2 load.stages[0].concurrency=2,max_num_batched_tokens=256 r2 load.stages_0_.concurrency=2,max_num_batched_tokens=256/repeat-2 → sim://tiny?max_num_batched_tokens=256&seed=3 c=2",
+		"3 load.stages[0].concurrency=2,max_num_batched_tokens=1024 r1 load.stages_0_.concurrency=2,max_num_batched_tokens=1024/repeat-1 → sim://tiny?max_num_batched_tokens=1024&seed=3 c=2",
+		"3 load.stages[0].concurrency=2,max_num_batched_tokens=1024 r2 load.stages_0_.concurrency=2,max_num_batched_tokens=1024/repeat-2 → sim://tiny?max_num_batched_tokens=1024&seed=3 c=2",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("jobs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestPlanChecksSimSettings(t *testing.T) {
+	t.Parallel()
+	// tiny has max_num_seqs 8: a budget of 4 tokens is refused up front,
+	// before any run.
+	doc := strings.Replace(simSweep, "[256, 1024]", "[256, 4]", 1)
+	_, err := NewPlan(parse(t, doc))
+	if err == nil || !strings.Contains(err.Error(), "sweep.parameters.max_num_batched_tokens: value 4: simulator set max_num_batched_tokens=4") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestDirName(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"max_num_batched_tokens=1024": "max_num_batched_tokens=1024",
+		"model=org/name,kv=fp8":       "model=org_name,kv=fp8",
+		"a=../../etc":                 "a=.._.._etc",
+	} {
+		if got := dirName(in); got != want {
+			t.Errorf("dirName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	long := dirName(strings.Repeat("x", 300))
+	if len(long) > 120 || long == dirName(strings.Repeat("x", 299)) {
+		t.Errorf("long names must be shortened and stay distinct: %q", long)
+	}
+}
+
+// serverSweep launches the test binary as the server; the mode parameter
+// picks its behaviour.
+func serverSweep(modes ...string) string {
+	return fmt.Sprintf(`name: launch
+target: {model: fake}
+load: {stages: [{concurrency: 1, requests: 1}]}
+sweep:
+  parameters:
+    mode: [%s]
+  server:
+    command: [%q, "{{.port}}"]
+    env: {%s: "{{.mode}}"}
+    ready_timeout: 1500ms
+    stop_timeout: 5s
+`, strings.Join(modes, ", "), os.Args[0], testServerEnv)
+}
+
+func TestDryRun(t *testing.T) {
+	t.Parallel()
+	p, err := NewPlan(parse(t, `name: vllm-mnbt
+target: {model: m}
+load: {stages: [{concurrency: 1, requests: 1}]}
+sweep:
+  repeats: 2
+  parameters:
+    max_num_batched_tokens: [2048, 8192]
+    kv_cache_dtype: [auto]
+  server:
+    command: [vllm, serve, Qwen/Qwen3-8B, --port, "{{.port}}", --max-num-batched-tokens, "{{.max_num_batched_tokens}}", --kv-cache-dtype, "{{.kv_cache_dtype}}", --served-model-name, m]
+    env: {VLLM_LOGGING_LEVEL: INFO}
+    base_url: http://127.0.0.1:{{.port}}/v1
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := p.DryRun(&b, "out", false); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, b.Bytes())
+}
+
+// TestExecuteServers launches a real process per value: one that serves,
+// one that exits at once, one that never becomes ready. The two failures
+// are recorded for their values and the sweep goes on.
+func TestExecuteServers(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p, err := NewPlan(parse(t, serverSweep("exit", "serve", "never-ready")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeRun{param: "mode"}
+	var log bytes.Buffer
+	s, err := p.Execute(context.Background(), Options{Dir: dir, Run: f.run, Log: &log, Environ: os.Environ()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("log:\n%s", log.String())
+	if f.calls.Load() != 1 {
+		t.Errorf("the load ran %d times, want once (only for the server that became ready)", f.calls.Load())
+	}
+	byMode := map[string]RunRecord{}
+	for _, r := range s.Runs {
+		byMode[r.Values["mode"]] = r
+	}
+	for _, tc := range []struct {
+		mode, status, err string
+	}{
+		{"exit", StatusFailed, "server exited before it was ready (exit status 3)"},
+		{"serve", StatusOK, ""},
+		{"never-ready", StatusFailed, "/health after 1.5s (last poll: HTTP 503)"},
+	} {
+		r := byMode[tc.mode]
+		if r.Status != tc.status || !strings.Contains(r.Error, tc.err) {
+			t.Errorf("%s: status %q error %q; want %q containing %q", tc.mode, r.Status, r.Error, tc.status, tc.err)
+		}
+		logData, err := os.ReadFile(filepath.Join(dir, r.ServerLog))
+		if err != nil || len(logData) == 0 {
+			t.Errorf("%s: no server log: %v", tc.mode, err)
+		}
+	}
+	if !strings.Contains(byMode["exit"].Error, "CUDA out of memory (pretend)") {
+		t.Errorf("a start failure should quote the end of the server's log: %q", byMode["exit"].Error)
+	}
+	if got := byMode["serve"].Server; got != "exit status 0" {
+		t.Errorf("serve ended %q, want a graceful exit after SIGTERM", got)
+	}
+	if s.Recommendation.Label != "mode=serve" {
+		t.Errorf("recommendation = %+v", s.Recommendation)
+	}
+	for _, name := range []string{FileJSON, FileCSV, FilePNG, FileSVG} {
+		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	var back Summary
+	data, _ := os.ReadFile(filepath.Join(dir, FileJSON))
+	if err := json.Unmarshal(data, &back); err != nil || len(back.Runs) != 3 || back.Schema != Schema {
+		t.Errorf("sweep.json does not read back: %v", err)
+	}
+}
+
+// TestStopKillsTheGroup: a server that ignores SIGTERM is killed after the
+// grace period, and so is the child it started (same process group).
+func TestStopKillsTheGroup(t *testing.T) {
+	t.Parallel()
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(t.TempDir(), "server.log")
+	p, err := Start([]string{os.Args[0], strconv.Itoa(port)}, append(os.Environ(), testServerEnv+"=stubborn"), logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitReady(context.Background(), fmt.Sprintf("http://127.0.0.1:%d/health", port), 10*time.Second); err != nil {
+		p.Stop(0)
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(logPath)
+	var child int
+	if _, err := fmt.Sscanf(string(data), "child pid %d", &child); err != nil {
+		p.Stop(0)
+		t.Fatalf("no child pid in the log %q", data)
+	}
+	st, err := p.Stop(200 * time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Forced || st.Status != "signal: killed" {
+		t.Errorf("stop = %+v, want forced and killed", st)
+	}
+	// The child is reaped by init once killed; allow a moment.
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(child, 0) == nil {
+		if time.Now().After(deadline) {
+			syscall.Kill(child, syscall.SIGKILL)
+			t.Fatalf("child %d of the server survived the group kill", child)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestExecuteSimResumeAndRecommend(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	doc := `name: mnbt
+target: {url: "sim://tiny"}
+load: {stages: [{concurrency: 1, requests: 2}]}
+sweep:
+  parameters:
+    max_num_batched_tokens: [256, 512, 1024, 2048]
+`
+	p, err := NewPlan(parse(t, doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Budgets: pass up to 1024 (the fake's TTFT falls, but say the ITL
+	// budget fails above 1024).
+	f := &fakeRun{param: "max_num_batched_tokens", verdict: func(x float64) *bool { b := x <= 1024; return &b }}
+	s, err := p.Execute(context.Background(), Options{Dir: dir, Run: f.run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Recommendation; got.Label != "max_num_batched_tokens=1024" || got.Basis != "budgets" ||
+		!strings.Contains(got.Reason, "max_num_batched_tokens=2048: missed overall.ttft_ms.p99") {
+		t.Errorf("recommendation = %+v", got)
+	}
+	// Resume: nothing runs again and the figures are read back.
+	f2 := &fakeRun{param: "max_num_batched_tokens"}
+	s2, err := p.Execute(context.Background(), Options{Dir: dir, Run: f2.run, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f2.calls.Load() != 0 {
+		t.Errorf("resume ran %d runs again", f2.calls.Load())
+	}
+	for i, r := range s2.Runs {
+		if r.Status != StatusResumed || *r.Metrics != *s.Runs[i].Metrics {
+			t.Errorf("run %d: %s, %+v; want resumed with the same figures", i, r.Status, r.Metrics)
+		}
+	}
+	// A failed run's directory has no summary: resume runs it again.
+	if err := os.Remove(filepath.Join(dir, p.Jobs[1].Dir, "summary.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Execute(context.Background(), Options{Dir: dir, Run: f2.run, Resume: true}); err != nil {
+		t.Fatal(err)
+	}
+	if f2.calls.Load() != 1 {
+		t.Errorf("resume ran %d runs, want the one without a summary", f2.calls.Load())
+	}
+	csvData, _ := os.ReadFile(filepath.Join(dir, FileCSV))
+	if !strings.HasPrefix(string(csvData), "max_num_batched_tokens,repeat,status,ok,failed,dropped,ttft_p50_ms") ||
+		!strings.Contains(string(csvData), "\n512,1,ok,10,0,0,1.953125,3.90625,5.12,10.24,") {
+		t.Errorf("sweep.csv:\n%s", csvData)
+	}
+}
+
+func TestExecuteInterrupted(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p, err := NewPlan(parse(t, "name: x\nload: {stages: [{concurrency: 1, requests: 1}]}\nsweep: {parameters: {max_num_seqs: [1, 2, 4]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := &fakeRun{param: "max_num_seqs"}
+	run := func(ctx context.Context, sc *scenario.Scenario, dir string) error {
+		if f.calls.Load() == 1 {
+			cancel() // Ctrl-C during the second run
+			return ctx.Err()
+		}
+		return f.run(ctx, sc, dir)
+	}
+	s, err := p.Execute(ctx, Options{Dir: dir, Run: run})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	var got []string
+	for _, r := range s.Runs {
+		got = append(got, r.Status)
+	}
+	if strings.Join(got, ",") != "ok,failed,skipped" {
+		t.Errorf("statuses = %v", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, FileJSON)); err != nil {
+		t.Errorf("no sweep.json after an interrupt: %v", err)
+	}
+}
+
+func TestRecommend(t *testing.T) {
+	t.Parallel()
+	yes, no := true, false
+	m := func(tps, failed float64) *Metrics {
+		return &Metrics{OK: 10, Failed: failed, OutputTokensPerSec: tps, TTFTP99: 100, ITLP99: 20}
+	}
+	for _, tc := range []struct {
+		name   string
+		points []Point
+		label  string
+		reason string
+	}{
+		{"best throughput", []Point{{Label: "a", Runs: 1, Metrics: m(10, 0)}, {Label: "b", Runs: 1, Metrics: m(30, 0)}, {Label: "c", Runs: 1, Metrics: m(20, 0)}},
+			"b", "b has the highest throughput without failed requests (30.0 output tokens/s, TTFT p99 100 ms, ITL p99 20 ms)"},
+		{"failed requests exclude", []Point{{Label: "a", Runs: 1, Metrics: m(10, 0)}, {Label: "b", Runs: 1, Metrics: m(30, 2)}},
+			"a", "excluded: b: 2 failed requests"},
+		{"a failed repeat excludes", []Point{{Label: "a", Runs: 1, Metrics: m(10, 0)}, {Label: "b", Runs: 1, Failed: 1, Metrics: m(30, 0)}},
+			"a", "excluded: b: 1 of 2 runs failed"},
+		{"budgets filter", []Point{{Label: "a", Runs: 1, Metrics: m(10, 0), BudgetsMet: &yes}, {Label: "b", Runs: 1, Metrics: m(30, 0), BudgetsMet: &no, Missed: []string{"overall.itl_ms.p99"}}},
+			"a", "a meets every budget with the highest throughput"},
+		{"none qualifies", []Point{{Label: "a", Failed: 1}, {Label: "b", Runs: 1, Metrics: m(30, 0), BudgetsMet: &no, Missed: []string{"overall.itl_ms.p99"}}},
+			"", "no value qualifies: a: no completed run; b: missed overall.itl_ms.p99"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := recommend(tc.points)
+			if got.Label != tc.label || !strings.Contains(got.Reason, tc.reason) {
+				t.Errorf("recommend = %+v; want %q with reason containing %q", got, tc.label, tc.reason)
+			}
+		})
+	}
+}
+
+// TestFigure renders the trade-off plot of a sweep with a failed value.
+func TestFigure(t *testing.T) {
+	t.Parallel()
+	s := &Summary{Scenario: "mnbt-sweep", Parameters: []string{"max_num_batched_tokens"},
+		Recommendation: Recommendation{Label: "max_num_batched_tokens=4096"}}
+	for i, v := range []float64{1024, 2048, 4096, 8192, 16384} {
+		pt := Point{Label: fmt.Sprintf("max_num_batched_tokens=%g", v), Values: map[string]string{"max_num_batched_tokens": strconv.FormatFloat(v, 'f', -1, 64)}}
+		if i != 3 {
+			pt.Metrics = &Metrics{TTFTP50: 8e5 / v, TTFTP99: 2e6 / v, ITLP50: 20 + v/1000, ITLP99: 30 + v/200, OutputTokensPerSec: 900 + v/20}
+		}
+		s.Points = append(s.Points, pt)
+	}
+	fig := Figure(s)
+	if !fig.Numeric || fig.Recommended != 2 || !fig.Points[3].Missing {
+		t.Errorf("figure = %+v", fig)
+	}
+	png, svg, err := fig.Render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(png, []byte("\x89PNG")) || !bytes.Contains(svg, []byte("<svg")) {
+		t.Error("not a PNG and an SVG")
+	}
+	if dir := os.Getenv("SWEEP_PLOT_DIR"); dir != "" { // to look at it
+		_ = os.WriteFile(filepath.Join(dir, "sweep-test.png"), png, 0o644)
+	}
+}
+
+// golden compares got with testdata/<test name>.golden; -update rewrites it.
+func golden(t *testing.T, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", strings.ReplaceAll(t.Name(), "/", "_")+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./sweep -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		gotPath := strings.TrimSuffix(path, ".golden") + ".got"
+		_ = os.WriteFile(gotPath, got, 0o644)
+		t.Errorf("output differs from %s (see %s; rerun with -update to accept):\nwant:\n%s\ngot:\n%s", path, gotPath, want, got)
+	}
+}
