@@ -1,0 +1,608 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// Figure is one rendered plot, in both formats.
+type Figure struct {
+	Name  string // file name without extension: "timeline", "decay", "latency" or "stages"
+	Title string // one line saying what the plot shows
+	PNG   []byte
+	SVG   []byte
+}
+
+// PlotNames returns the names of the figures Figures renders, in order.
+func PlotNames() []string { return []string{"timeline", "decay", "latency", "stages"} }
+
+// pngDPI is the PNG resolution: 10 × 7.5 inches at 110 dpi is 1100 × 825
+// pixels, readable on a laptop screen and in a pull request.
+const pngDPI = 110
+
+// colour returns the i-th of seven distinguishable colours (Okabe–Ito,
+// readable with colour blindness), cycling.
+func colour(i int) color.Color {
+	palette := [...]color.RGBA{
+		{0, 114, 178, 255},   // blue
+		{213, 94, 0, 255},    // vermillion
+		{0, 158, 115, 255},   // bluish green
+		{204, 121, 167, 255}, // reddish purple
+		{230, 159, 0, 255},   // orange
+		{86, 180, 233, 255},  // sky blue
+		{0, 0, 0, 255},       // black
+	}
+	return palette[i%len(palette)]
+}
+
+// grey draws what is context rather than data.
+func grey() color.Color { return color.RGBA{150, 150, 150, 255} }
+
+// Figures renders the four plots of a run from the aggregate and its
+// summary (s = a.Summary()). They are a pure function of the records added,
+// so 'bench plot RESULTS' rebuilds exactly what 'bench run' drew.
+func (a *Aggregate) Figures(s *Summary) ([]Figure, error) {
+	ws := a.corr.Windows()
+	names := map[int]string{}
+	for _, st := range s.Stages {
+		names[st.Index] = st.Name
+	}
+	type render struct {
+		name, title string
+		w, h        vg.Length
+		draw        func(draw.Canvas)
+	}
+	var fit map[int]*DecodeFit
+	if c := s.Correlation; c != nil {
+		fit = map[int]*DecodeFit{}
+		for _, st := range c.Stages {
+			if st.Fit != nil {
+				fit[st.Index] = st.Fit
+			}
+		}
+	}
+	renders := []render{
+		{"timeline", "Output tok/s, KV-cache usage, running and waiting requests, and preemptions over time",
+			10 * vg.Inch, 8.5 * vg.Inch, func(c draw.Canvas) { drawTimeline(c, ws, names) }},
+		{"decay", "Output tok/s against the mean in-flight context per stream, with the fitted decode law",
+			9 * vg.Inch, 5.5 * vg.Inch, func(c draw.Canvas) { decayPlot(ws, names, fit).Draw(c) }},
+		{"latency", "Distributions of TTFT and ITL, per stage",
+			10 * vg.Inch, 4.5 * vg.Inch, func(c draw.Canvas) { a.drawLatency(c, names) }},
+		{"stages", "p50 and p99 of TTFT and ITL per stage",
+			10 * vg.Inch, 4.5 * vg.Inch, func(c draw.Canvas) { drawStages(c, s.Stages) }},
+	}
+	out := make([]Figure, 0, len(renders))
+	for _, r := range renders {
+		f := Figure{Name: r.name, Title: r.title}
+		var err error
+		if f.PNG, f.SVG, err = encode(r.w, r.h, r.draw); err != nil {
+			return nil, fmt.Errorf("plot %s: %w", r.name, err)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// encode draws the figure twice, into a PNG and an SVG canvas.
+func encode(w, h vg.Length, paint func(draw.Canvas)) (pngBytes, svgBytes []byte, err error) {
+	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(pngDPI), vgimg.UseBackgroundColor(color.White))
+	paint(draw.New(img))
+	var b bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&b); err != nil {
+		return nil, nil, err
+	}
+	pngBytes = slices.Clone(b.Bytes())
+	svg := vgsvg.New(w, h)
+	dc := draw.New(svg)
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+	paint(dc)
+	b.Reset()
+	if _, err := svg.WriteTo(&b); err != nil {
+		return nil, nil, err
+	}
+	return pngBytes, b.Bytes(), nil
+}
+
+// WritePlots writes each figure as NAME.png and NAME.svg into dir and
+// returns the paths written.
+func WritePlots(dir string, figs []Figure) ([]string, error) {
+	var paths []string
+	for _, f := range figs {
+		for _, x := range []struct {
+			ext  string
+			data []byte
+		}{{".png", f.PNG}, {".svg", f.SVG}} {
+			p := filepath.Join(dir, f.Name+x.ext)
+			if err := os.WriteFile(p, x.data, 0o644); err != nil {
+				return paths, fmt.Errorf("write plot: %w", err)
+			}
+			paths = append(paths, p)
+		}
+	}
+	return paths, nil
+}
+
+// newPlot returns a plot with the house look: grid, legend at the top left.
+func newPlot(title, xLabel, yLabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.Title.TextStyle.Font.Size = vg.Points(12)
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = yLabel
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Legend.TextStyle.Font.Size = vg.Points(9)
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// seconds returns the window's midpoint in seconds.
+func midS(w *Window) float64 { return (w.From + w.To).Seconds() / 2 }
+
+// series builds the points (x, f(w)) over the windows where f is known.
+func series(ws []Window, x, f func(*Window) float64) plotter.XYs {
+	var out plotter.XYs
+	for i := range ws {
+		xv, yv := x(&ws[i]), f(&ws[i])
+		if math.IsNaN(xv) || math.IsNaN(yv) || math.IsInf(yv, 0) {
+			continue
+		}
+		out = append(out, plotter.XY{X: xv, Y: yv})
+	}
+	return out
+}
+
+// addLine adds a line (skipped when empty) and its legend entry.
+func addLine(p *plot.Plot, label string, pts plotter.XYs, c color.Color, dashed bool) {
+	if len(pts) == 0 {
+		return
+	}
+	l, err := plotter.NewLine(pts)
+	if err != nil {
+		return // cannot happen: series drops NaN and Inf
+	}
+	l.Color = c
+	l.Width = vg.Points(1.5)
+	if dashed {
+		l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+	}
+	p.Add(l)
+	if label != "" {
+		p.Legend.Add(label, l)
+	}
+}
+
+// headroom makes room above the data for the legend: the legend has no
+// background, so it must not sit on the lines.
+func headroom(p *plot.Plot, ymax float64, entries int) {
+	if ymax <= 0 || math.IsNaN(ymax) {
+		ymax = 1
+	}
+	p.Y.Min = 0
+	p.Y.Max = ymax * (1.12 + 0.1*float64(entries))
+}
+
+func maxY(sets ...plotter.XYs) float64 {
+	m := 0.0
+	for _, s := range sets {
+		for _, p := range s {
+			m = max(m, p.Y)
+		}
+	}
+	return m
+}
+
+// drawTimeline draws four stacked panels on one time axis.
+func drawTimeline(c draw.Canvas, ws []Window, names map[int]string) {
+	t := func(w *Window) float64 { return midS(w) }
+	var x0, x1 float64
+	if len(ws) > 0 {
+		x0, x1 = ws[0].From.Seconds(), ws[len(ws)-1].To.Seconds()
+	}
+	stages := stageTitle(ws, names)
+
+	tok := newPlot("Timeline"+stages, "", "output tok/s")
+	client := series(ws, t, func(w *Window) float64 { return w.OutputTokensPerSec })
+	server := series(ws, t, func(w *Window) float64 { return w.ServerTokensPerSec })
+	addLine(tok, "client (chunks received)", client, colour(0), false)
+	addLine(tok, "server (generation counter)", server, colour(1), true)
+	headroom(tok, maxY(client, server), 2)
+	tok.Y.Tick.Marker = niceTicks{}
+
+	kv := newPlot("", "", "KV cache usage (%)")
+	kvs := series(ws, t, func(w *Window) float64 { return w.KVUsagePerc })
+	addLine(kv, "", kvs, colour(2), false)
+	kv.Y.Min, kv.Y.Max = 0, max(100, maxY(kvs))
+	if len(kvs) == 0 {
+		kv.Title.Text = "(the server exports no KV-cache usage)"
+	}
+
+	rq := newPlot("", "", "requests")
+	run := series(ws, t, func(w *Window) float64 { return w.Running })
+	wait := series(ws, t, func(w *Window) float64 { return w.Waiting })
+	fl := series(ws, t, func(w *Window) float64 { return w.InFlight })
+	addLine(rq, "running (server)", run, colour(0), false)
+	addLine(rq, "waiting (server)", wait, colour(1), false)
+	addLine(rq, "in flight (client)", fl, grey(), true)
+	headroom(rq, maxY(run, wait, fl), 3)
+	rq.Y.Tick.Marker = niceTicks{integer: true}
+
+	pre := newPlot("", "time since start (s)", "preemptions per window")
+	var steps plotter.XYs
+	for _, w := range ws {
+		if math.IsNaN(w.Preemptions) {
+			continue
+		}
+		steps = append(steps, plotter.XY{X: w.From.Seconds(), Y: w.Preemptions}, plotter.XY{X: w.To.Seconds(), Y: w.Preemptions})
+	}
+	addLine(pre, "", steps, colour(3), false)
+	pre.Y.Min, pre.Y.Max = 0, max(1, maxY(steps)*1.15)
+	pre.Y.Tick.Marker = niceTicks{integer: true}
+	if len(steps) == 0 {
+		pre.Title.Text = "(no preemption counter scraped)"
+	}
+
+	panels := []*plot.Plot{tok, kv, rq, pre}
+	rows := make([][]*plot.Plot, len(panels))
+	for i, p := range panels {
+		if x1 > x0 {
+			p.X.Min, p.X.Max = x0, x1
+		}
+		p.X.Tick.Marker = niceTicks{}
+		stageLines(p, ws)
+		rows[i] = []*plot.Plot{p}
+	}
+	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadTop: vg.Points(6), PadBottom: vg.Points(4),
+		PadLeft: vg.Points(6), PadRight: vg.Points(12), PadY: vg.Points(6)}
+	canvases := plot.Align(rows, tiles, c)
+	for i, p := range panels {
+		p.Draw(canvases[i][0])
+	}
+}
+
+// stageTitle names the stages and their spans for the timeline's title, so
+// no text has to fit between the stage boundary lines.
+func stageTitle(ws []Window, names map[int]string) string {
+	spans := stageSpans(ws)
+	if len(spans) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, i := range sortedKeys(spans) {
+		s := spans[i]
+		name := names[i]
+		if name == "" {
+			name = fmt.Sprintf("stage-%d", i)
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f–%.0f s", name, s[0].Seconds(), s[1].Seconds()))
+	}
+	return " · stages: " + strings.Join(parts, ", ")
+}
+
+// stageLines draws a dotted vertical line where each stage after the
+// first begins.
+func stageLines(p *plot.Plot, ws []Window) {
+	spans := stageSpans(ws)
+	keys := sortedKeys(spans)
+	if len(keys) < 2 {
+		return
+	}
+	for _, i := range keys[1:] {
+		x := spans[i][0].Seconds()
+		l, err := plotter.NewLine(plotter.XYs{{X: x, Y: p.Y.Min}, {X: x, Y: p.Y.Max}})
+		if err != nil {
+			continue
+		}
+		l.Color = grey()
+		l.Dashes = []vg.Length{vg.Points(1), vg.Points(3)}
+		p.Add(l)
+	}
+}
+
+// decayPlot scatters each window's output tok/s against its mean in-flight
+// context per stream, steady windows coloured by stage, and draws each
+// stage's fitted law scaled to its stream count.
+func decayPlot(ws []Window, names map[int]string, fits map[int]*DecodeFit) *plot.Plot {
+	p := newPlot("Throughput decay: output tok/s vs context in flight",
+		"context in flight (tokens: prompt + generated so far, summed over streams)", "output tok/s (client)")
+	ctx := func(w *Window) float64 { return w.ContextSum }
+	tps := func(w *Window) float64 { return w.OutputTokensPerSec }
+	var other []Window
+	byStage := map[int][]Window{}
+	for _, w := range ws {
+		if w.InFlight <= 0 {
+			continue
+		}
+		if w.Steady {
+			byStage[w.Stage] = append(byStage[w.Stage], w)
+		} else {
+			other = append(other, w)
+		}
+	}
+	ymax := 0.0
+	entries := 0
+	if pts := series(other, ctx, tps); len(pts) > 0 {
+		s, _ := plotter.NewScatter(pts)
+		s.GlyphStyle.Color = grey()
+		s.GlyphStyle.Radius = vg.Points(1.5)
+		p.Add(s)
+		p.Legend.Add("other windows (streams starting or ending)", s)
+		ymax = max(ymax, maxY(pts))
+		entries++
+	}
+	for k, st := range sortedKeys(byStage) {
+		pts := series(byStage[st], ctx, tps)
+		s, _ := plotter.NewScatter(pts)
+		s.GlyphStyle.Color = colour(k)
+		s.GlyphStyle.Radius = vg.Points(2)
+		s.GlyphStyle.Shape = draw.CircleGlyph{}
+		p.Add(s)
+		name := names[st]
+		if name == "" {
+			name = fmt.Sprintf("stage-%d", st)
+		}
+		p.Legend.Add(fmt.Sprintf("%s (steady windows)", name), s)
+		ymax = max(ymax, maxY(pts))
+		entries++
+		f := fits[st]
+		if f == nil || f.Streams <= 0 {
+			continue
+		}
+		var curve plotter.XYs
+		lo, hi := f.ContextMin, f.ContextMax
+		for i := 0; i <= 60; i++ {
+			x := lo + (hi-lo)*float64(i)/60
+			if y := f.Streams * f.PerStream(x); !math.IsNaN(y) && !math.IsInf(y, 0) {
+				curve = append(curve, plotter.XY{X: x, Y: y})
+			}
+		}
+		addLine(p, fmt.Sprintf("fit: %s streams / (%s ms + %s ns × context), R² %.3f",
+			sig(f.Streams), sig(f.InterceptMS), sig(f.SlopeNSPerToken), f.R2), curve, colour(k), true)
+		entries++
+	}
+	// Start the context axis at zero when the data spans most of it (the
+	// decay story), else zoom in on the data.
+	if lo, hi := xRange(ws); hi > 0 && lo < 0.3*hi {
+		p.X.Min = 0
+	}
+	p.X.Tick.Marker = niceTicks{}
+	p.Y.Tick.Marker = niceTicks{}
+	headroom(p, ymax, entries)
+	return p
+}
+
+// xRange returns the smallest and largest context in flight over the
+// windows with something in flight.
+func xRange(ws []Window) (lo, hi float64) {
+	lo = math.Inf(1)
+	for _, w := range ws {
+		if w.InFlight > 0 && w.ContextSum > 0 {
+			lo, hi = min(lo, w.ContextSum), max(hi, w.ContextSum)
+		}
+	}
+	return lo, hi
+}
+
+// sig formats a fitted figure with three significant digits, without an
+// exponent.
+func sig(v float64) string {
+	if math.Abs(v) >= 1000 {
+		return num(v)
+	}
+	return strconv.FormatFloat(v, 'f', max(0, 2-int(math.Floor(math.Log10(math.Abs(v)+1e-12)))), 64)
+}
+
+// drawLatency draws the CDFs of TTFT and ITL side by side, one line per
+// stage (and overall with several stages), on log-scaled latency axes.
+func (a *Aggregate) drawLatency(c draw.Canvas, names map[int]string) {
+	panels := []*plot.Plot{
+		newPlot("TTFT distribution", "time to first token (ms, log scale)", "requests ≤ x (%)"),
+		newPlot("ITL distribution", "inter-token latency (ms, log scale)", "tokens ≤ x (%)"),
+	}
+	for k, metric := range []int{mTTFT, mITL} {
+		p := panels[k]
+		idx := sortedKeys(a.stages)
+		lines := 0
+		lo, hi := math.Inf(1), 0.0
+		add := func(label string, h *hdrhistogram.Histogram, col color.Color, dashed bool) {
+			pts := cdf(h, a.overall.hist[metric])
+			if len(pts) == 0 {
+				return
+			}
+			lo, hi = min(lo, pts[0].X), max(hi, pts[len(pts)-1].X)
+			addLine(p, label, pts, col, dashed)
+			lines++
+		}
+		for j, i := range idx {
+			name := names[i]
+			if name == "" {
+				name = fmt.Sprintf("stage-%d", i)
+			}
+			add(name, a.stages[i].hist[metric], colour(j), false)
+		}
+		if len(idx) > 1 {
+			add("overall", a.overall.hist[metric], colour(6), true)
+		}
+		p.Y.Min, p.Y.Max = 0, 100+14*float64(lines)
+		if lines == 0 {
+			p.Title.Text += " (no data)"
+			continue
+		}
+		// Log scale only with positive bounds: plot.LogScale panics on 0.
+		p.X.Min, p.X.Max = lo/1.5, hi*1.5
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		if hi/lo < 30 {
+			// Less than a decade and a half: decade ticks would leave
+			// one label or none.
+			p.X.Tick.Marker = niceTicks{}
+		}
+		p.Y.Tick.Marker = percentTicks{}
+	}
+	tiles := draw.Tiles{Rows: 1, Cols: 2, PadTop: vg.Points(6), PadBottom: vg.Points(4),
+		PadLeft: vg.Points(6), PadRight: vg.Points(12), PadX: vg.Points(24)}
+	canvases := plot.Align([][]*plot.Plot{panels}, tiles, c)
+	for i, p := range panels {
+		p.Draw(canvases[0][i])
+	}
+}
+
+// percentTicks labels 0, 25, 50, 75 and 100 only, leaving the space above
+// 100 % to the legend.
+type percentTicks struct{}
+
+func (percentTicks) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	for v := 0.0; v <= 100; v += 25 {
+		out = append(out, plot.Tick{Value: v, Label: fmt.Sprintf("%.0f", v)})
+	}
+	return out
+}
+
+// cdf returns the cumulative distribution of a histogram in microseconds as
+// (milliseconds, percent) points. Values below the overall histogram's
+// 0.1th percentile are folded into the first point, so a few near-zero
+// gaps (tokens arriving in one read) do not stretch the log axis over
+// decades of empty space.
+func cdf(h, overall *hdrhistogram.Histogram) plotter.XYs {
+	n := h.TotalCount()
+	if n == 0 {
+		return nil
+	}
+	floor := max(overall.ValueAtQuantile(0.1), 1)
+	var out plotter.XYs
+	var cum int64
+	for _, b := range h.Distribution() {
+		if b.Count == 0 {
+			continue
+		}
+		cum += b.Count
+		if b.To < floor {
+			continue
+		}
+		if len(out) == 0 {
+			out = append(out, plotter.XY{X: float64(max(b.From, floor)) / 1e3, Y: 100 * float64(cum-b.Count) / float64(n)})
+		}
+		out = append(out, plotter.XY{X: float64(max(b.To, 1)) / 1e3, Y: 100 * float64(cum) / float64(n)})
+	}
+	return out
+}
+
+// drawStages draws grouped bars of p50 and p99 per stage for TTFT and ITL.
+func drawStages(c draw.Canvas, stages []Stage) {
+	panels := []*plot.Plot{
+		newPlot("TTFT per stage", "", "time to first token (ms)"),
+		newPlot("ITL per stage", "", "inter-token latency (ms)"),
+	}
+	names := make([]string, len(stages))
+	for i, st := range stages {
+		names[i] = st.Name
+	}
+	for k, pick := range []func(*Stage) Dist{
+		func(s *Stage) Dist { return s.TTFT },
+		func(s *Stage) Dist { return s.ITL },
+	} {
+		p := panels[k]
+		p.Legend.Left = false
+		var p50, p99 plotter.Values
+		for i := range stages {
+			d := pick(&stages[i])
+			p50 = append(p50, d.P50)
+			p99 = append(p99, d.P99)
+		}
+		if len(stages) == 0 {
+			p.Title.Text += " (no stages)"
+			continue
+		}
+		w := vg.Points(min(40, 300/float64(len(stages))))
+		for j, vs := range []plotter.Values{p50, p99} {
+			b, err := plotter.NewBarChart(vs, w)
+			if err != nil {
+				continue
+			}
+			b.Color = colour(j)
+			b.LineStyle.Width = 0
+			b.Offset = (vg.Length(j) - 0.5) * w
+			p.Add(b)
+			p.Legend.Add([]string{"p50", "p99"}[j], b)
+		}
+		p.NominalX(names...)
+		if len(stages) > 4 {
+			p.X.Tick.Label.Rotation = math.Pi / 6
+			p.X.Tick.Label.XAlign = draw.XRight
+			p.X.Tick.Label.YAlign = draw.YTop
+		}
+		ymax := 0.0
+		for _, v := range p99 {
+			ymax = max(ymax, v)
+		}
+		headroom(p, ymax, 2)
+	}
+	tiles := draw.Tiles{Rows: 1, Cols: 2, PadTop: vg.Points(6), PadBottom: vg.Points(4),
+		PadLeft: vg.Points(6), PadRight: vg.Points(12), PadX: vg.Points(24)}
+	canvases := plot.Align([][]*plot.Plot{panels}, tiles, c)
+	for i, p := range panels {
+		p.Draw(canvases[0][i])
+	}
+}
+
+// niceTicks labels five to ten round values (1, 2 or 5 × 10ⁿ apart) with
+// thousands separators, and puts an unlabelled tick between them.
+type niceTicks struct {
+	integer bool // counts: never a step below 1
+}
+
+func (t niceTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) {
+		return []plot.Tick{{Value: lo, Label: num(lo)}}
+	}
+	raw := (hi - lo) / 10
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := mag
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	if t.integer {
+		step = max(step, 1)
+	}
+	decimals := max(0, -int(math.Floor(math.Log10(step)+1e-9)))
+	var out []plot.Tick
+	for k := math.Ceil(lo/step - 1e-9); k*step <= hi+step*1e-9; k++ {
+		v := k * step
+		if v == 0 {
+			v = 0 // not −0
+		}
+		label := num(v)
+		if step < 1 {
+			label = strconv.FormatFloat(v, 'f', decimals, 64)
+			label = strings.TrimRight(strings.TrimRight(label, "0"), ".")
+			if label == "" || label == "-" {
+				label = "0"
+			}
+		}
+		out = append(out, plot.Tick{Value: v, Label: label})
+		if mid := v + step/2; mid <= hi {
+			out = append(out, plot.Tick{Value: mid})
+		}
+	}
+	return out
+}

@@ -1,0 +1,142 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"image/png"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestWriteFilesRebuildable renders the fixture twice: every file (four
+// plots in two formats and report.html) must come out byte-identical, since
+// 'bench plot' promises to redraw exactly what 'bench run' drew.
+func TestWriteFilesRebuildable(t *testing.T) {
+	t.Parallel()
+	render := func() (string, []string) {
+		dir := t.TempDir()
+		a, err := FromFiles([]string{preemptFixture}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths, err := a.WriteFiles(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dir, paths
+	}
+	d1, p1 := render()
+	d2, _ := render()
+	var want []string
+	for _, n := range PlotNames() {
+		want = append(want, n+".png", n+".svg")
+	}
+	want = append(want, HTMLName)
+	var got []string
+	for _, p := range p1 {
+		got = append(got, filepath.Base(p))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("files = %v, want %v", got, want)
+	}
+	for _, name := range want {
+		b1, err1 := os.ReadFile(filepath.Join(d1, name))
+		b2, err2 := os.ReadFile(filepath.Join(d2, name))
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		if !bytes.Equal(b1, b2) {
+			t.Errorf("%s differs between two renders of the same results", name)
+		}
+	}
+}
+
+func TestFigures(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		paths []string
+	}{
+		{"preemption fixture", []string{preemptFixture}},
+		{"empty run", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a := New()
+			if tc.paths != nil {
+				var err error
+				if a, err = FromFiles(tc.paths, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			figs, err := a.Figures(a.Summary())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(figs) != len(PlotNames()) {
+				t.Fatalf("%d figures, want %d", len(figs), len(PlotNames()))
+			}
+			for i, f := range figs {
+				if f.Name != PlotNames()[i] || f.Title == "" {
+					t.Errorf("figure %d: name %q, title %q", i, f.Name, f.Title)
+				}
+				img, err := png.Decode(bytes.NewReader(f.PNG))
+				if err != nil {
+					t.Fatalf("%s.png: %v", f.Name, err)
+				}
+				if b := img.Bounds(); b.Dx() < 900 || b.Dy() < 400 {
+					t.Errorf("%s.png is %v, want at least 900 × 400", f.Name, b)
+				}
+				if err := wellFormedXML(f.SVG); err != nil {
+					t.Errorf("%s.svg: %v", f.Name, err)
+				}
+			}
+		})
+	}
+}
+
+func wellFormedXML(b []byte) error {
+	d := xml.NewDecoder(bytes.NewReader(b))
+	for {
+		_, err := d.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func TestNiceTicks(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		lo, hi   float64
+		integer  bool
+		labelled []string
+	}{
+		{"seconds", 0.2, 16.5, false, []string{"2", "4", "6", "8", "10", "12", "14", "16"}},
+		{"tokens", 0, 160000, false, []string{"0", "20,000", "40,000", "60,000", "80,000", "100,000", "120,000", "140,000", "160,000"}},
+		{"fractions", 0, 1, false, []string{"0", "0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1"}},
+		{"counts", 0, 1.15, true, []string{"0", "1"}},
+		{"empty range", 3, 3, false, []string{"3"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var got []string
+			for _, tk := range (niceTicks{integer: tc.integer}).Ticks(tc.lo, tc.hi) {
+				if tk.Label != "" {
+					got = append(got, tk.Label)
+				}
+			}
+			if !slices.Equal(got, tc.labelled) {
+				t.Errorf("labels = %q, want %q", got, tc.labelled)
+			}
+		})
+	}
+}
