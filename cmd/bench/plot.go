@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/servebench/servebench/report"
+)
+
+const plotUsage = `Usage: bench plot RESULTS... [--out DIR]
+
+Draws a run's plots and HTML report from saved results files (results.jsonl
+or .jsonl.gz, or a run directory holding one), exactly as 'bench run' drew
+them: the plots are a pure function of the results.
+
+It writes into DIR (default: the directory of the first results file):
+  timeline.png/.svg  output tok/s (client and server), KV-cache usage,
+                     running and waiting requests, preemptions, over time
+  decay.png/.svg     output tok/s against the context in flight, with the
+                     fitted decode law 1 / (a + b · context) per stream
+  latency.png/.svg   TTFT and ITL distributions per stage (log scale)
+  stages.png/.svg    p50 and p99 of TTFT and ITL per stage
+  report.html        one self-contained page: summary, findings, plots,
+                     errors and the resolved scenario
+
+Examples:
+  bench plot results/quickstart-20261122-030000
+  bench plot results/decay/results.jsonl --out /tmp/decay-plots
+  bench plot hostA/results.jsonl hostB/results.jsonl --out merged
+`
+
+func plotCmd(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet(e, "plot", plotUsage)
+	outDir := fs.String("out", "", "output directory (default: the first results file's directory)")
+	paths, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(paths) == 0 {
+		fs.Usage()
+		return usagef("plot: no results file given")
+	}
+	for i, p := range paths {
+		paths[i] = resultsPath(p)
+	}
+	dir := *outDir
+	if dir == "" {
+		dir = filepath.Dir(paths[0])
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	written, err := writeReport(paths, dir)
+	if err != nil {
+		return err
+	}
+	for _, p := range written {
+		fmt.Fprintln(e.stdout, p)
+	}
+	return nil
+}
+
+// writeReport rebuilds everything from the results files and writes the
+// plots (PNG and SVG) and report.html into dir, returning the paths written.
+func writeReport(results []string, dir string) ([]string, error) {
+	agg, err := report.FromFiles(results, nil)
+	if err != nil {
+		return nil, fmt.Errorf("plot: %w", err)
+	}
+	paths, err := agg.WriteFiles(dir)
+	if err != nil {
+		return paths, fmt.Errorf("plot: %w", err)
+	}
+	return paths, nil
+}
