@@ -71,6 +71,7 @@ func commands() []command {
 	return []command{
 		{"run", "run a scenario file and write results, summary and report", runCmd},
 		{"report", "rebuild the summary from one or more results files", reportCmd},
+		{"plot", "draw the plots and report.html from one or more results files", plotCmd},
 		{"sim", "serve the built-in vLLM-like simulator", simCmd},
 		{"version", "print the version", versionCmd},
 		{"help", "explain a command", nil},

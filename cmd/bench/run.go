@@ -88,7 +88,12 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	if err := report.WriteText(e.stdout, sum); err != nil {
 		return errors.Join(runErr, err)
 	}
-	fmt.Fprintf(e.stdout, "results: %s\nsummary: %s\n", res, filepath.Join(dir, "summary.json"))
+	// The plots and report.html are redrawn from the results file, as
+	// 'bench plot' does.
+	if _, err := writeReport([]string{res}, dir); err != nil {
+		return errors.Join(runErr, err)
+	}
+	fmt.Fprintf(e.stdout, "results: %s\nsummary: %s\nreport:  %s\n", res, filepath.Join(dir, "summary.json"), filepath.Join(dir, "report.html"))
 	return runErr
 }
 
