@@ -188,10 +188,7 @@ func TestAcceptanceSchedule(t *testing.T) {
 		// the client rightly reports but that this test is not about.
 		ramp = 500 * time.Microsecond
 	)
-	ttftTol, itlTol := 2*time.Millisecond, time.Millisecond
-	if raceEnabled {
-		ttftTol, itlTol = 10*time.Millisecond, 2*time.Millisecond
-	}
+	const ttftTol, itlTol = 2 * time.Millisecond, time.Millisecond
 	for _, streams := range []int{1, 50, 500} {
 		t.Run(fmt.Sprintf("streams=%d", streams), func(t *testing.T) {
 			if !raceEnabled {
@@ -203,21 +200,30 @@ func TestAcceptanceSchedule(t *testing.T) {
 			if n, err := c.Warm(context.Background(), streams); err != nil || n != streams {
 				t.Fatalf("warmed %d connections: %v", n, err)
 			}
-			results := make([]Result, streams)
+			// A single stream gives a single TTFT, which one scheduling hiccup
+			// on a shared machine decides: run it several times in a row so
+			// that its p50 means something.
+			rounds := 1
+			if streams == 1 && !raceEnabled {
+				rounds = 5
+			}
+			results := make([]Result, streams*rounds)
 			var wg sync.WaitGroup
 			start := time.Now()
 			for i := range streams {
 				wg.Go(func() {
 					time.Sleep(time.Until(start.Add(time.Duration(i) * ramp)))
-					results[i] = c.Do(context.Background(), &Request{
-						Seq: uint64(i), API: APIChat, Model: "m", Prompt: "hi", MaxTokens: tokens,
-						Stream: true, IncludeUsage: true,
-					})
+					for k := range rounds {
+						results[i*rounds+k] = c.Do(context.Background(), &Request{
+							Seq: uint64(i*rounds + k), API: APIChat, Model: "m", Prompt: "hi", MaxTokens: tokens,
+							Stream: true, IncludeUsage: true,
+						})
+					}
 				})
 			}
 			wg.Wait()
-			ttfts := make([]time.Duration, 0, streams)
-			itls := make([]time.Duration, 0, streams*tokens)
+			ttfts := make([]time.Duration, 0, len(results))
+			itls := make([]time.Duration, 0, len(results)*tokens)
 			var tpots []time.Duration
 			for i := range results {
 				r := &results[i]
@@ -237,16 +243,21 @@ func TestAcceptanceSchedule(t *testing.T) {
 					tpots = append(tpots, d)
 				}
 			}
-			if len(itls) != streams*(tokens-1) {
-				t.Fatalf("%d ITLs, want %d", len(itls), streams*(tokens-1))
+			if len(itls) != len(results)*(tokens-1) {
+				t.Fatalf("%d ITLs, want %d", len(itls), len(results)*(tokens-1))
 			}
 			ttft50, ttft99 := percentile(ttfts, 50), percentile(ttfts, 99)
 			itl50, itl99 := percentile(itls, 50), percentile(itls, 99)
 			late50 := percentile(late.d, 50)
 			t.Logf("TTFT p50 %v p99 %v; ITL p50 %v p99 %v; TPOT p50 %v; server lateness p50 %v p99 %v",
 				ttft50, ttft99, itl50, itl99, percentile(tpots, 50), late50, percentile(late.d, 99))
-			if raceEnabled && late50 > 2*time.Millisecond {
-				t.Skipf("the test server itself wrote its events %v late (p50): the machine is too loaded to judge the client under the race detector", late50)
+			if raceEnabled {
+				// Under the race detector every event costs the client ≈ 20 µs
+				// and 500 streams saturate two cores: the figures measure the
+				// detector, not the client. The run above still exercises the
+				// concurrent paths for races and checks every count; .ci/run
+				// judges the timing in its run without -race.
+				return
 			}
 			if diff := (ttft50 - ttft).Abs(); diff > ttftTol {
 				t.Errorf("TTFT p50 %v is %v from %v (tolerance %v)", ttft50, diff, ttft, ttftTol)
