@@ -1,7 +1,6 @@
-// Package expfmttest scrapes the simulator's /metrics with Prometheus's own
-// text parser. It lives apart from package sim so that sim's other tests
-// build even where prometheus/common's dependencies are not in go.sum.
-package expfmttest
+// The tests in this file scrape the simulator's /metrics with Prometheus's
+// own text parser, from outside the package, as a scraper would.
+package sim_test
 
 import (
 	"bytes"
