@@ -25,6 +25,8 @@
 // output-token throughput that meets the scenario's budgets (the verdict
 // in each run's summary.json); without budgets, the one with the highest
 // throughput and no failed request, with its TTFT and ITL p99 shown so a
-// person can judge them. When no value qualifies, the recommendation is
+// person can judge them. Throughputs within 1 % of the best count as equal
+// (below capacity every value serves the offered load) and the lowest E2E
+// p50 breaks the tie. When no value qualifies, the recommendation is
 // empty and its reason lists why each value was excluded.
 package sweep

@@ -103,8 +103,11 @@ type Metrics struct {
 }
 
 // Recommendation is the value to use: among the combinations whose every
-// run completed without failed requests (and met the budgets, when the
-// scenario has budgets), the one with the highest output-token throughput.
+// run completed (and met the budgets, when the scenario has budgets; had no
+// failed request, when it has none), the one with the highest output-token
+// throughput. Throughputs within 1 % count as equal (an open-loop load
+// below capacity gives every value the offered rate), and the lowest E2E
+// p50 breaks the tie.
 type Recommendation struct {
 	Label  string            `json:"label,omitempty"` // empty when no combination qualifies
 	Values map[string]string `json:"values,omitempty"`
@@ -218,8 +221,14 @@ func valueMap(vals []Value) map[string]string {
 	return m
 }
 
+// tieFrac is the relative throughput difference below which two values
+// count as equally fast: an open-loop load below capacity gives every
+// value the offered throughput, give or take noise.
+const tieFrac = 0.01
+
 // recommend picks the combination with the best throughput among those
-// that qualify (see Recommendation), or says why none does.
+// that qualify (see Recommendation), or says why none does. Throughputs
+// within tieFrac of the best are a tie, broken by the lowest E2E p50.
 func recommend(points []Point) Recommendation {
 	budgets := false
 	for _, p := range points {
@@ -229,7 +238,7 @@ func recommend(points []Point) Recommendation {
 	if budgets {
 		rec.Basis = "budgets"
 	}
-	best := -1
+	var qualified []int
 	var why []string
 	for i, p := range points {
 		switch {
@@ -246,23 +255,39 @@ func recommend(points []Point) Recommendation {
 		case !budgets && p.Metrics.Failed > 0:
 			why = append(why, fmt.Sprintf("%s: %g failed requests", p.Label, p.Metrics.Failed))
 		default:
-			if best < 0 || p.Metrics.OutputTokensPerSec > points[best].Metrics.OutputTokensPerSec {
-				best = i
-			}
+			qualified = append(qualified, i)
 		}
 	}
-	if best < 0 {
+	if len(qualified) == 0 {
 		rec.Reason = "no value qualifies: " + strings.Join(why, "; ")
 		return rec
+	}
+	top := 0.0
+	for _, i := range qualified {
+		top = max(top, points[i].Metrics.OutputTokensPerSec)
+	}
+	best, tied := -1, 0
+	for _, i := range qualified {
+		if points[i].Metrics.OutputTokensPerSec < top*(1-tieFrac) {
+			continue
+		}
+		tied++
+		if best < 0 || points[i].Metrics.E2EP50 < points[best].Metrics.E2EP50 {
+			best = i
+		}
 	}
 	p := points[best]
 	rec.Label, rec.Values = p.Label, p.Values
 	m := p.Metrics
-	figures := fmt.Sprintf("%.1f output tokens/s, TTFT p99 %s ms, ITL p99 %s ms", m.OutputTokensPerSec, fmtMs(m.TTFTP99), fmtMs(m.ITLP99))
+	figures := fmt.Sprintf("%.1f output tokens/s, TTFT p50 %s p99 %s ms, ITL p50 %s p99 %s ms, E2E p50 %s ms",
+		m.OutputTokensPerSec, fmtMs(m.TTFTP50), fmtMs(m.TTFTP99), fmtMs(m.ITLP50), fmtMs(m.ITLP99), fmtMs(m.E2EP50))
 	if budgets {
-		rec.Reason = fmt.Sprintf("%s meets every budget with the highest throughput (%s)", p.Label, figures)
+		rec.Reason = fmt.Sprintf("%s meets every budget with the best throughput (%s)", p.Label, figures)
 	} else {
-		rec.Reason = fmt.Sprintf("%s has the highest throughput without failed requests (%s); the scenario has no budgets, so check the latencies against your needs", p.Label, figures)
+		rec.Reason = fmt.Sprintf("%s has the best throughput without failed requests (%s); the scenario has no budgets, so judge the latencies yourself", p.Label, figures)
+	}
+	if tied > 1 {
+		rec.Reason += fmt.Sprintf("; %d values were within %g %% of the best throughput and it has the lowest E2E p50 of them", tied, tieFrac*100)
 	}
 	if len(why) > 0 {
 		rec.Reason += "; excluded: " + strings.Join(why, "; ")

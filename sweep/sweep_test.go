@@ -384,8 +384,8 @@ sweep:
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Budgets: pass up to 1024 (the fake's TTFT falls, but say the ITL
-	// budget fails above 1024).
+	// Budgets: pass up to 1024 (say the ITL budget fails above 1024); the
+	// fake's throughput grows with the value.
 	f := &fakeRun{param: "max_num_batched_tokens", verdict: func(x float64) *bool { b := x <= 1024; return &b }}
 	s, err := p.Execute(context.Background(), Options{Dir: dir, Run: f.run})
 	if err != nil {
@@ -463,8 +463,9 @@ func TestRecommend(t *testing.T) {
 	t.Parallel()
 	yes, no := true, false
 	m := func(tps, failed float64) *Metrics {
-		return &Metrics{OK: 10, Failed: failed, OutputTokensPerSec: tps, TTFTP99: 100, ITLP99: 20}
+		return &Metrics{OK: 10, Failed: failed, OutputTokensPerSec: tps, TTFTP50: 50, TTFTP99: 100, ITLP50: 10, ITLP99: 20, E2EP50: 1000}
 	}
+	e2e := func(m *Metrics, ms float64) *Metrics { m.E2EP50 = ms; return m }
 	for _, tc := range []struct {
 		name   string
 		points []Point
@@ -472,13 +473,15 @@ func TestRecommend(t *testing.T) {
 		reason string
 	}{
 		{"best throughput", []Point{{Label: "a", Runs: 1, Metrics: m(10, 0)}, {Label: "b", Runs: 1, Metrics: m(30, 0)}, {Label: "c", Runs: 1, Metrics: m(20, 0)}},
-			"b", "b has the highest throughput without failed requests (30.0 output tokens/s, TTFT p99 100 ms, ITL p99 20 ms)"},
+			"b", "b has the best throughput without failed requests (30.0 output tokens/s, TTFT p50 50 p99 100 ms, ITL p50 10 p99 20 ms, E2E p50 1000 ms)"},
+		{"a tie goes to the lowest E2E p50", []Point{{Label: "a", Runs: 1, Metrics: e2e(m(1000, 0), 900)}, {Label: "b", Runs: 1, Metrics: e2e(m(995, 0), 800)}, {Label: "c", Runs: 1, Metrics: e2e(m(980, 0), 700)}},
+			"b", "2 values were within 1 % of the best throughput and it has the lowest E2E p50 of them"},
 		{"failed requests exclude", []Point{{Label: "a", Runs: 1, Metrics: m(10, 0)}, {Label: "b", Runs: 1, Metrics: m(30, 2)}},
 			"a", "excluded: b: 2 failed requests"},
 		{"a failed repeat excludes", []Point{{Label: "a", Runs: 1, Metrics: m(10, 0)}, {Label: "b", Runs: 1, Failed: 1, Metrics: m(30, 0)}},
 			"a", "excluded: b: 1 of 2 runs failed"},
 		{"budgets filter", []Point{{Label: "a", Runs: 1, Metrics: m(10, 0), BudgetsMet: &yes}, {Label: "b", Runs: 1, Metrics: m(30, 0), BudgetsMet: &no, Missed: []string{"overall.itl_ms.p99"}}},
-			"a", "a meets every budget with the highest throughput"},
+			"a", "a meets every budget with the best throughput"},
 		{"none qualifies", []Point{{Label: "a", Failed: 1}, {Label: "b", Runs: 1, Metrics: m(30, 0), BudgetsMet: &no, Missed: []string{"overall.itl_ms.p99"}}},
 			"", "no value qualifies: a: no completed run; b: missed overall.itl_ms.p99"},
 	} {
