@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -95,7 +96,13 @@ type Client struct {
 	oa          *openai.Client
 	streams     sync.Pool // *stream
 	loadCounter func() (*tokenizer.Tokenizer, error)
+	chunks      atomic.Int64 // token-bearing chunks received, all requests
 }
+
+// Chunks is the number of token-bearing chunks received so far over all
+// requests, for live progress displays (records carry the exact figures).
+// It is safe for concurrent use.
+func (c *Client) Chunks() int64 { return c.chunks.Load() }
 
 // New validates cfg and builds a Client with a transport tuned for many
 // concurrent streams: an idle pool of MaxConns connections to the one host,

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	gojson "github.com/goccy/go-json"
@@ -73,6 +74,7 @@ type stream struct {
 	ck   wireChunk // decode target, reused
 
 	res       *Result
+	live      *atomic.Int64 // the client's count of token-bearing chunks, for progress displays
 	epoch     time.Time
 	sentAt    time.Time // wall+monotonic time of Sent, for ChunkTimes offsets
 	errEvent  bool      // the current SSE event is "event: error"
@@ -224,6 +226,9 @@ func (s *stream) handleData(v []byte, now time.Time) *failure {
 	}
 	res.LastToken = at
 	res.ChunkTimes = append(res.ChunkTimes, now.Sub(s.sentAt))
+	if s.live != nil {
+		s.live.Add(1)
+	}
 	if s.perChunk {
 		if !hasUsage {
 			s.perChunk = false

@@ -24,10 +24,14 @@ type progress struct {
 	outTokens int64
 	ttft      *hdrhistogram.Histogram // µs, since the start
 	inFlight  func() int64
+	chunks    func() int64 // token-bearing chunks received so far (live, before requests finish)
+	lastAt    time.Time    // the previous line's time and chunk count, for the current rate
+	lastN     int64
 }
 
-func newProgress(start time.Time, inFlight func() int64) *progress {
-	return &progress{start: start, ttft: hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 2), inFlight: inFlight}
+func newProgress(start time.Time, inFlight, chunks func() int64) *progress {
+	return &progress{start: start, ttft: hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 2),
+		inFlight: inFlight, chunks: chunks, lastAt: start}
 }
 
 func (p *progress) add(r *client.Result) {
@@ -60,8 +64,19 @@ func (p *progress) line(now time.Time) string {
 	if p.inFlight != nil {
 		inflight = p.inFlight()
 	}
+	// The token rate is the live chunk rate since the previous line (one
+	// token per chunk on most servers), so long streams show progress
+	// before they finish; records carry the exact counts.
+	rate := float64(p.outTokens) / secs
+	if p.chunks != nil {
+		n := p.chunks()
+		if dt := now.Sub(p.lastAt).Seconds(); dt > 0 {
+			rate = float64(n-p.lastN) / dt
+		}
+		p.lastAt, p.lastN = now, n
+	}
 	s := fmt.Sprintf("%s  done %d  in-flight %d  %.1f req/s  %.0f tok/s  TTFT p50 %s  errors %d",
-		el.Truncate(time.Second), p.done, inflight, float64(p.done)/secs, float64(p.outTokens)/secs, ttft, p.failed)
+		el.Truncate(time.Second), p.done, inflight, float64(p.done)/secs, rate, ttft, p.failed)
 	if p.dropped > 0 {
 		s += fmt.Sprintf("  dropped %d", p.dropped)
 	}

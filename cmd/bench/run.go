@@ -194,7 +194,7 @@ func execute(ctx context.Context, e env, sc *scenario.Scenario, dir string, show
 		return "", err
 	}
 
-	prog := newProgress(epoch, func() int64 { return runner.Progress().InFlight })
+	prog := newProgress(epoch, func() int64 { return runner.Progress().InFlight }, cl.Chunks)
 	health := startHealth(epoch, strings.HasPrefix(sc.Target.URL, "sim:"))
 	records := make(chan any, 4096)
 	// runCtx ends the load when the user interrupts or when the results
