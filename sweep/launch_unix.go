@@ -12,6 +12,7 @@ import (
 // signalled together.
 func setProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	setDeathSignal(cmd.SysProcAttr)
 }
 
 // signalGroup sends SIGTERM (or SIGKILL when kill) to cmd's process group.

@@ -1,0 +1,8 @@
+//go:build unix && !linux
+
+package sweep
+
+import "syscall"
+
+// setDeathSignal does nothing where the kernel has no parent-death signal.
+func setDeathSignal(*syscall.SysProcAttr) {}
