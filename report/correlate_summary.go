@@ -112,6 +112,11 @@ type StageCorrelation struct {
 	Fit      *DecodeFit `json:"decode_fit,omitempty"`
 	RKVUsage *float64   `json:"r_tokens_per_s_kv_usage,omitempty"`
 	RContext *float64   `json:"r_tokens_per_s_context,omitempty"`
+	// ByKVUsage is the stage's throughput curve against server KV-cache
+	// usage, the way vLLM's periodic log line reads: at every multiple of
+	// 5 % that the stage's KV usage passed through, the mean client output
+	// tok/s of the steady windows within ±1 percentage point of it.
+	ByKVUsage []KVPoint `json:"throughput_by_kv_usage,omitempty"`
 
 	TTFTWaitingShare *float64 `json:"ttft_waiting_share,omitempty"`
 	WaitingStart     *float64 `json:"waiting_start,omitempty"` // mean waiting over the first N windows of the stage
@@ -131,6 +136,40 @@ type StageCorrelation struct {
 	// waiting metric); VerdictReason says why with the numbers.
 	Verdict       string `json:"verdict"`
 	VerdictReason string `json:"verdict_reason"`
+}
+
+// KVPoint is the mean throughput of the windows near one KV-usage level.
+type KVPoint struct {
+	KVUsagePerc   float64 `json:"kv_usage_perc"`  // the level, percent
+	TokensPerSec  float64 `json:"tokens_per_s"`   // mean client output tok/s of the windows near it
+	ContextTokens float64 `json:"context_tokens"` // mean context in flight, summed over streams
+	Windows       int     `json:"windows"`
+}
+
+// kvBand is the half-width, in percentage points, of the KV usage band
+// averaged at each level of StageCorrelation.ByKVUsage.
+const kvBand = 1.0
+
+// byKVUsage computes StageCorrelation.ByKVUsage from steady windows.
+func byKVUsage(ws []Window) []KVPoint {
+	var out []KVPoint
+	for level := 5.0; level <= 100; level += 5 {
+		p := KVPoint{KVUsagePerc: level}
+		for _, w := range ws {
+			if !math.IsNaN(w.KVUsagePerc) && math.Abs(w.KVUsagePerc-level) <= kvBand {
+				p.TokensPerSec += w.OutputTokensPerSec
+				p.ContextTokens += w.ContextSum
+				p.Windows++
+			}
+		}
+		if p.Windows == 0 {
+			continue
+		}
+		p.TokensPerSec = round(p.TokensPerSec/float64(p.Windows), 3)
+		p.ContextTokens = round(p.ContextTokens/float64(p.Windows), 1)
+		out = append(out, p)
+	}
+	return out
 }
 
 // Point is the mean of a few windows.
@@ -239,6 +278,7 @@ func stageCorrelation(index int, name string, ws []Window) StageCorrelation {
 	sc.Fit = fitDecode(steady)
 	sc.RKVUsage = pearsonOf(steady, func(w *Window) float64 { return w.KVUsagePerc })
 	sc.RContext = pearsonOf(steady, func(w *Window) float64 { return w.ContextSum })
+	sc.ByKVUsage = byKVUsage(steady)
 	sc.Preemptions = sumOf(mine, func(w *Window) float64 { return w.Preemptions })
 	verdict(&sc, mine)
 	return sc
@@ -611,6 +651,13 @@ func findings(c *Correlation) []string {
 			s += fmt.Sprintf(" and KV-cache usage from %.1f %% to %.1f %%", *st.Start.KVUsagePerc, *st.End.KVUsagePerc)
 		}
 		out = append(out, s+".")
+		if len(st.ByKVUsage) >= 3 {
+			parts := make([]string, len(st.ByKVUsage))
+			for i, p := range st.ByKVUsage {
+				parts[i] = fmt.Sprintf("%.0f %% → %s", p.KVUsagePerc, num(p.TokensPerSec))
+			}
+			out = append(out, fmt.Sprintf("Stage %q output tok/s by KV-cache usage: %s.", st.Name, strings.Join(parts, ", ")))
+		}
 	}
 	if f := c.Fit; f != nil {
 		s := fmt.Sprintf("Decode time per token per stream ≈ %.2f ms + %.3f ms per 1,000 tokens of context (R² = %.3f over %d windows)",
