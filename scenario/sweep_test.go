@@ -205,3 +205,39 @@ func TestIsFieldPath(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSweep feeds arbitrary sweep blocks to the loader: it must never
+// panic, and a block it accepts must enumerate and render.
+func FuzzSweep(f *testing.F) {
+	for _, seed := range []string{
+		"  parameters: {max_num_batched_tokens: [1024, 2048]}\n",
+		"  repeats: 2\n  parameters: {load.stages[0].concurrency: [1, 2], a: x}\n",
+		"  parameters: {a: [1]}\n  server:\n    command: [x, '{{.port}}', '{{.a}}']\n    env: {A: '{{.a}}'}\n",
+		"  parameters: {a: [1]}\n  server:\n    command: 'exec x --port {{.port}}'\n    base_url: http://[::1]:{{.port}}/v1\n",
+		"  parameters: {a: [[1]], b: {c: 1}}\n",
+		"  parameters: {a: ~}\n  server: {command: {x: 1}}\n",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, block string) {
+		sc, err := Parse("f.yaml", []byte(sweepBase+"sweep:\n"+block))
+		if err != nil || sc.Sweep == nil {
+			return
+		}
+		vars := map[string]string{SweepVarPort: "1"}
+		for _, p := range sc.Sweep.Params() {
+			if len(p.Values) == 0 {
+				t.Fatalf("accepted a parameter without values: %q", block)
+			}
+			vars[p.Name] = p.Values[0]
+		}
+		if sc.Sweep.Runs() < 1 {
+			t.Fatalf("accepted a sweep of %d runs", sc.Sweep.Runs())
+		}
+		if sv := sc.Sweep.Server; sv != nil {
+			if _, err := sv.Render(vars); err != nil {
+				t.Fatalf("accepted a server that does not render: %v", err)
+			}
+		}
+	})
+}
