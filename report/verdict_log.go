@@ -31,12 +31,19 @@ type stageLog struct {
 	mismatch  int64        // … of which differed
 	from, to  time.Duration
 	haveRange bool
+
+	// The arrival process: scheduled requests (dropped ones included) and
+	// the span of their scheduled times, for the offered rate.
+	arrivals              int64
+	schedFirst, schedLast time.Duration
 }
 
 // reqFigures are one completed request's figures in milliseconds; NaN
 // where undefined (no TPOT with one output token, no TTFC for reasoning
-// only). ITL is the request's median per-token gap: the gaps of one
-// request are not independent, so comparisons test one value per request.
+// only). ITL is the request's mean per-token gap: the gaps of one request
+// are not independent, so comparisons test one value per request. Not its
+// median: a stalled client or network delivers tokens in a burst (near-zero
+// gaps after a long one), and a median can fall inside the burst.
 type reqFigures struct {
 	ttft, ttfc, itl, tpot, e2e float32
 }
@@ -74,10 +81,20 @@ func (l *requestLog) stage(i int) *stageLog {
 }
 
 func (l *requestLog) add(r *client.Result, buf []time.Duration) []time.Duration {
-	if r.Warmup || r.Outcome == client.Dropped || r.Sent == 0 {
+	if r.Warmup {
 		return buf
 	}
 	s := l.stage(r.Stage)
+	if s.arrivals == 0 || r.Scheduled < s.schedFirst {
+		s.schedFirst = r.Scheduled
+	}
+	if s.arrivals == 0 || r.Scheduled > s.schedLast {
+		s.schedLast = r.Scheduled
+	}
+	s.arrivals++
+	if r.Outcome == client.Dropped || r.Sent == 0 {
+		return buf
+	}
 	if !s.haveRange || r.Sent < s.from {
 		s.from = r.Sent
 	}
@@ -115,8 +132,11 @@ func (l *requestLog) add(r *client.Result, buf []time.Duration) []time.Duration 
 	}
 	buf = r.AppendITLs(buf[:0])
 	if len(buf) > 0 {
-		slices.Sort(buf)
-		f.itl = ms32(buf[len(buf)/2])
+		var sum time.Duration
+		for _, d := range buf {
+			sum += d
+		}
+		f.itl = ms32(sum / time.Duration(len(buf)))
 	}
 	s.figs = append(s.figs, f)
 	return buf
@@ -146,6 +166,9 @@ type scope struct {
 	mismatch  int64
 	from, to  time.Duration
 	haveRange bool
+	// arrivalsPerSec is the realised arrival rate: over each stage,
+	// (arrivals − 1) / span of scheduled times, summed; 0 when unknown.
+	arrivalsPerSec float64
 }
 
 // scopeOf merges the logs of the given stages (every stage when idx is nil).
@@ -164,6 +187,9 @@ func (l *requestLog) scopeOf(idx []int) scope {
 		out.finished += s.finished
 		out.checked += s.checked
 		out.mismatch += s.mismatch
+		if span := s.schedLast - s.schedFirst; s.arrivals > 1 && span > 0 && len(keys) == 1 {
+			out.arrivalsPerSec = float64(s.arrivals-1) / span.Seconds()
+		}
 		if !s.haveRange {
 			continue
 		}

@@ -56,6 +56,8 @@ func exitCode(err error) int {
 		return exitInterrupted
 	case errors.As(err, &u):
 		return exitUsage
+	case errors.Is(err, errBudget):
+		return exitBudget
 	default:
 		return exitFailed
 	}
@@ -72,6 +74,8 @@ func commands() []command {
 		{"run", "run a scenario file and write results, summary and report", runCmd},
 		{"report", "rebuild the summary from one or more results files", reportCmd},
 		{"plot", "draw the plots and report.html from one or more results files", plotCmd},
+		{"check", "judge saved results against a scenario's budgets", checkCmd},
+		{"compare", "compare two runs, benchstat-style; gate on regressions", compareCmd},
 		{"sim", "serve the built-in vLLM-like simulator", simCmd},
 		{"version", "print the version", versionCmd},
 		{"help", "explain a command", nil},

@@ -81,7 +81,7 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	if res == "" {
 		return runErr
 	}
-	sum, err := writeSummary(res, dir)
+	sum, err := summarize(res, dir, gate{sc.Budgets, sc.SLO, pos[0]})
 	if err != nil {
 		return errors.Join(runErr, err)
 	}
@@ -94,6 +94,11 @@ func runCmd(ctx context.Context, e env, args []string) error {
 		return errors.Join(runErr, err)
 	}
 	fmt.Fprintf(e.stdout, "results: %s\nsummary: %s\nreport:  %s\n", res, filepath.Join(dir, "summary.json"), filepath.Join(dir, "report.html"))
+	// A missed budget decides the exit code only when the run itself
+	// completed: a failed or interrupted run keeps its own code.
+	if err := printVerdict(e, sum, dir); runErr == nil {
+		runErr = err
+	}
 	return runErr
 }
 
@@ -343,23 +348,4 @@ func checkLoopback(u *url.URL) error {
 		return fmt.Errorf("target.url %s: servebench only sends load to loopback addresses (127.0.0.0/8, ::1, localhost)", u.Redacted())
 	}
 	return nil
-}
-
-// writeSummary rebuilds the summary from the results file, exactly as
-// 'bench report' does, and writes summary.json.
-func writeSummary(results, dir string) (*report.Summary, error) {
-	agg, err := report.FromFiles([]string{results}, nil)
-	if err != nil {
-		return nil, err
-	}
-	sum := agg.Summary()
-	f, err := os.Create(filepath.Join(dir, "summary.json"))
-	if err != nil {
-		return nil, err
-	}
-	if err := report.WriteJSON(f, sum); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return sum, f.Close()
 }

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/servebench/servebench/report"
+)
+
+const compareUsage = `Usage: bench compare BASE NEW [--max-regression [SCOPE:]METRIC[.STAT]=N% ...] [--alpha 0.05] [--min-change 5%] [--format text|json]
+
+Compares a baseline run with a new one, benchstat-style: for the whole run
+and for each stage both have, every latency percentile (TTFT, time to first
+content, ITL, TPOT, E2E), throughput and error rate on both sides, the
+relative change, and whether the change is significant. BASE and NEW are
+results files or run directories.
+
+Significance comes from the Mann-Whitney U test (two-sided) on per-request
+values: one TTFT, TPOT and E2E per request, and each request's mean ITL.
+A rank test assumes no distribution, gives the same answer every time (no
+resampling), and costs little at any size; it tests a shift of the whole
+distribution, so a change confined to the tail shows in the p99 row but may
+not be called significant. A change is flagged as a regression or an
+improvement when p < alpha and it is at least --min-change; "~" otherwise.
+
+Each side's offered load is shown (its setting and realised arrivals per
+second); different settings, or open-loop arrival rates more than 10 %
+apart, are flagged, since they make latencies incomparable.
+
+--max-regression turns the comparison into a gate: the exit code is 3 when
+a named figure got worse by more than N% and, for latencies, significantly.
+SCOPE is a stage name (default: the whole run). Metrics: ttft_ms, ttfc_ms,
+itl_ms, tpot_ms, e2e_ms (with .p50, .p90, .p95, .p99, .p99_9, .mean or
+.max), output_tokens_per_s, requests_per_s, error_rate.
+
+Examples:
+  bench compare results/v0.11.1 results/v0.11.2
+  bench compare base/results.jsonl new/results.jsonl --max-regression ttft_ms.p99=10% --max-regression itl_ms.p50=5%
+  bench compare results/main results/pr --max-regression closed-8:tpot_ms.p50=3% --max-regression output_tokens_per_s=5%
+`
+
+func compareCmd(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet(e, "compare", compareUsage)
+	var gates multiFlag
+	fs.Var(&gates, "max-regression", "gate: fail when `[SCOPE:]METRIC[.STAT]=N%` got worse by more than N% (repeatable)")
+	alpha := fs.Float64("alpha", report.DefaultAlpha, "significance level of the rank test")
+	minChange := fs.String("min-change", "5%", "smallest relative change flagged as a regression or improvement")
+	format := fs.String("format", "text", "output format: text or json")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		fs.Usage()
+		return usagef("compare: want BASE and NEW, got %d arguments", len(pos))
+	}
+	if *format != "text" && *format != "json" {
+		return usagef("compare: --format %q: want text or json", *format)
+	}
+	if !(*alpha > 0 && *alpha < 1) {
+		return usagef("compare: --alpha %g: want a level between 0 and 1", *alpha)
+	}
+	_, mc, err := report.ParseMaxRegression("error_rate=" + *minChange)
+	if err != nil {
+		return usagef("compare: --min-change %q: want a percentage like 5%%", *minChange)
+	}
+	if mc == 0 {
+		mc = -1 // report.CompareOptions: negative means no minimum
+	}
+	opts := report.CompareOptions{Alpha: *alpha, MinChange: mc, MaxRegression: map[string]float64{},
+		BaseLabel: "base", NewLabel: "new"}
+	for _, g := range gates {
+		k, v, err := report.ParseMaxRegression(g)
+		if err != nil {
+			return usageError{fmt.Errorf("compare: --max-regression: %w", err)}
+		}
+		opts.MaxRegression[k] = v
+	}
+	base, err := report.FromFiles([]string{resultsPath(pos[0])}, nil)
+	if err != nil {
+		return fmt.Errorf("compare: base: %w", err)
+	}
+	cand, err := report.FromFiles([]string{resultsPath(pos[1])}, nil)
+	if err != nil {
+		return fmt.Errorf("compare: new: %w", err)
+	}
+	c, err := report.Compare(base, cand, opts)
+	if err != nil {
+		return usageError{fmt.Errorf("compare: %w", err)}
+	}
+	if *format == "json" {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(c); err != nil {
+			return fmt.Errorf("compare: %w", err)
+		}
+	} else if err := report.WriteComparisonText(e.stdout, c); err != nil {
+		return fmt.Errorf("compare: %w", err)
+	}
+	if !c.Pass {
+		failed := 0
+		for _, g := range c.Gates {
+			if !g.Pass {
+				failed++
+			}
+		}
+		return fmt.Errorf("%w: %d of %d regression limits exceeded", errBudget, failed, len(c.Gates))
+	}
+	return nil
+}

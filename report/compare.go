@@ -1,0 +1,617 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// Compare defaults.
+const (
+	DefaultAlpha     = 0.05 // significance level of the rank test
+	DefaultMinChange = 0.05 // smallest relative change flagged, as a fraction
+	// offeredTolerance is how far apart (relative) two open-loop stages'
+	// realised arrival rates may be before the comparison is flagged.
+	offeredTolerance = 0.10
+)
+
+// CompareOptions tune Compare. The zero value uses the defaults.
+type CompareOptions struct {
+	// Alpha is the significance level: a change is significant when the
+	// rank test's p-value is below it. 0 means DefaultAlpha.
+	Alpha float64
+	// MinChange is the smallest relative change (a fraction) that is
+	// flagged as a regression or improvement, however significant: with
+	// thousands of requests, a 1 % shift is significant and still noise on
+	// a shared machine. 0 means DefaultMinChange; negative means none.
+	MinChange float64
+	// MaxRegression turns the comparison into a gate: each key
+	// "[SCOPE:]METRIC[.STAT]" ("ttft_ms.p99", "closed-8:itl_ms.p50",
+	// "output_tokens_per_s") maps to the largest regression allowed, a
+	// fraction (0.10 for 10 %). SCOPE defaults to "overall".
+	MaxRegression map[string]float64
+	// BaseLabel and NewLabel name the two sides in output (default "base"
+	// and "new").
+	BaseLabel, NewLabel string
+}
+
+// Comparison is a baseline run compared with a candidate, metric by
+// metric, benchstat-style.
+type Comparison struct {
+	BaseLabel string         `json:"base_label"`
+	NewLabel  string         `json:"new_label"`
+	Alpha     float64        `json:"alpha"`
+	MinChange float64        `json:"min_change"`
+	Tables    []CompareTable `json:"tables"` // overall first, then the stages both runs have, by base order
+	// Gates are the --max-regression checks, in key order; Pass is false
+	// when one failed.
+	Gates []CompareGate `json:"gates,omitempty"`
+	Pass  bool          `json:"pass"`
+	// Warnings flag comparisons that may mislead: different offered
+	// loads, different models or scenarios, stages only one run has.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// CompareTable compares one scope: the whole run or one stage.
+type CompareTable struct {
+	Scope string `json:"scope"`
+	// BaseLoad and NewLoad describe each side's offered load as the
+	// scenario set it and as realised.
+	BaseLoad LoadInfo     `json:"base_load"`
+	NewLoad  LoadInfo     `json:"new_load"`
+	Rows     []CompareRow `json:"rows"`
+}
+
+// LoadInfo is a scope's offered load: its setting and what was realised.
+type LoadInfo struct {
+	Setting        string  `json:"setting"`          // "closed, concurrency 8" or "open, poisson 30 req/s"; "" when unknown or several
+	ArrivalsPerSec float64 `json:"arrivals_per_s"`   // realised arrival rate: scheduled requests (dropped included) over the span of their scheduled times, per second; 0 for several stages
+	RequestsPerSec float64 `json:"requests_per_s"`   // completed requests per second
+	Requests       int64   `json:"requests"`         // scheduled, warmup excluded
+	Open           bool    `json:"open"`             // open loop: the arrival rate is the load; closed: the server sets it
+	DurationS      float64 `json:"duration_s"`       // first send to last end, seconds
+	Dropped        int64   `json:"dropped"`          // open-loop arrivals that found no free slot
+	Failed         int64   `json:"failed"`           // failed requests
+	OK             int64   `json:"ok"`               // completed requests
+	Model          string  `json:"model,omitempty"`  // of the run
+	Target         string  `json:"target,omitempty"` // of the run
+}
+
+// CompareRow is one statistic of one metric on both sides.
+type CompareRow struct {
+	Metric string  `json:"metric"` // "ttft_ms", "output_tokens_per_s", …
+	Stat   string  `json:"stat"`   // "p50", "p99", "mean", …; "" for rates and ratios
+	Unit   string  `json:"unit"`
+	Base   float64 `json:"base"`
+	New    float64 `json:"new"`
+	// Change is (new − base) / base; NaN (null in JSON) when base is 0.
+	Change float64 `json:"change"`
+	// P is the rank test's p-value on the metric's per-request samples
+	// (shared by the metric's rows), Holm-adjusted for the number of
+	// metrics tested in the table; NaN when there is no test (rates,
+	// ratios) or too few samples.
+	P           float64 `json:"p"`
+	NBase, NNew int64   `json:"-"`
+	// Significant is P < alpha with the test's shift in the direction of
+	// this row's change. Verdict is "regression" or "improvement" when
+	// significant and the change is at least MinChange, else "~".
+	Significant bool   `json:"significant"`
+	Verdict     string `json:"verdict"`
+	HigherWorse bool   `json:"higher_is_worse"`
+}
+
+// MarshalJSON writes NaN figures as null.
+func (r CompareRow) MarshalJSON() ([]byte, error) {
+	type plain CompareRow
+	return json.Marshal(struct {
+		plain
+		Change *float64 `json:"change"`
+		P      *float64 `json:"p"`
+		NBase  int64    `json:"n_base"`
+		NNew   int64    `json:"n_new"`
+	}{plain(r), finite(r.Change), finite(r.P), r.NBase, r.NNew})
+}
+
+func finite(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	x = round(x, 6)
+	return &x
+}
+
+// CompareGate is one --max-regression check.
+type CompareGate struct {
+	Key     string  `json:"key"`     // as given: "ttft_ms.p99"
+	Scope   string  `json:"scope"`   // "overall" or a stage name
+	Max     float64 `json:"max"`     // largest regression allowed, a fraction
+	Change  float64 `json:"change"`  // the relative change, signed so that positive is worse
+	P       float64 `json:"p"`       // the row's p-value (NaN: no test)
+	Pass    bool    `json:"pass"`    // not a regression beyond Max (or not significant)
+	Message string  `json:"message"` // one sentence
+}
+
+// MarshalJSON writes NaN figures as null.
+func (g CompareGate) MarshalJSON() ([]byte, error) {
+	type plain CompareGate
+	return json.Marshal(struct {
+		plain
+		Change *float64 `json:"change"`
+		P      *float64 `json:"p"`
+	}{plain(g), finite(g.Change), finite(g.P)})
+}
+
+// latency metrics compared, with the figure each reads from a Stage and
+// from a request's figures.
+var compareLatency = []struct {
+	metric string
+	dist   func(*Stage) Dist
+	fig    func(*reqFigures) float32
+}{
+	{"ttft_ms", func(s *Stage) Dist { return s.TTFT }, func(f *reqFigures) float32 { return f.ttft }},
+	{"ttfc_ms", func(s *Stage) Dist { return s.TTFC }, func(f *reqFigures) float32 { return f.ttfc }},
+	{"itl_ms", func(s *Stage) Dist { return s.ITL }, func(f *reqFigures) float32 { return f.itl }},
+	{"tpot_ms", func(s *Stage) Dist { return s.TPOT }, func(f *reqFigures) float32 { return f.tpot }},
+	{"e2e_ms", func(s *Stage) Dist { return s.E2E }, func(f *reqFigures) float32 { return f.e2e }},
+}
+
+// defaultStats are the latency statistics every table shows.
+var defaultStats = []string{"p50", "p99"}
+
+// Compare compares base with cand (each an Aggregate of one run or of
+// merged files). Latency rows come from the summaries (HdrHistogram
+// percentiles, as every report shows them); significance from the
+// Mann-Whitney U test on the per-request values (see compare_stats.go).
+// A --max-regression gate fails when the change is worse than its limit
+// and, for latency rows, significant; rates and ratios have no per-request
+// samples and gate on the change alone. It returns an error for a gate key
+// that names no metric.
+func Compare(base, cand *Aggregate, opts CompareOptions) (*Comparison, error) {
+	if opts.Alpha == 0 {
+		opts.Alpha = DefaultAlpha
+	}
+	if opts.MinChange == 0 {
+		opts.MinChange = DefaultMinChange
+	}
+	opts.MinChange = max(opts.MinChange, 0)
+	if opts.BaseLabel == "" {
+		opts.BaseLabel = "base"
+	}
+	if opts.NewLabel == "" {
+		opts.NewLabel = "new"
+	}
+	gates, err := parseGates(opts.MaxRegression)
+	if err != nil {
+		return nil, err
+	}
+	bs, ns := base.Summary(), cand.Summary()
+	c := &Comparison{BaseLabel: opts.BaseLabel, NewLabel: opts.NewLabel, Alpha: opts.Alpha, MinChange: opts.MinChange, Pass: true}
+	bLoads, nLoads := stageSettings(base), stageSettings(cand)
+
+	// Which stats each scope shows: the defaults plus any a gate names.
+	extra := map[string][]string{}
+	for _, g := range gates {
+		if g.stat != "" {
+			extra[g.scope+":"+g.metric] = append(extra[g.scope+":"+g.metric], g.stat)
+		}
+	}
+	addTable := func(scope string, bst, nst *Stage, bIdx, nIdx []int) {
+		bLog, nLog := base.log.scopeOf(bIdx), cand.log.scopeOf(nIdx)
+		t := CompareTable{Scope: scope, BaseLoad: loadInfo(bs, bst, bLoads, bIdx, &bLog), NewLoad: loadInfo(ns, nst, nLoads, nIdx, &nLog)}
+		// One test per metric shown, Holm-adjusted over the table.
+		type tested struct {
+			metric   string
+			bd, nd   Dist
+			nb, nn   int64
+			p        float64
+			shift    int
+			adjusted float64
+		}
+		var ms []tested
+		for _, m := range compareLatency {
+			bd, nd := m.dist(bst), m.dist(nst)
+			if bd.Count == 0 && nd.Count == 0 {
+				continue
+			}
+			// Time to first content is time to first token unless the
+			// model reasons first: show it only when it differs.
+			if m.metric == "ttfc_ms" && bd == bst.TTFT && nd == nst.TTFT {
+				continue
+			}
+			bv, nv := figValues(bLog.figs, m.fig), figValues(nLog.figs, m.fig)
+			p, shift := mannWhitney(bv, nv)
+			ms = append(ms, tested{metric: m.metric, bd: bd, nd: nd, nb: int64(len(bv)), nn: int64(len(nv)), p: p, shift: shift})
+		}
+		ps := make([]float64, len(ms))
+		for i := range ms {
+			ps[i] = ms[i].p
+		}
+		for i, adj := range holm(ps) {
+			ms[i].adjusted = adj
+		}
+		for _, m := range ms {
+			var stats []string // canonical order
+			for _, s := range gateStats {
+				if slices.Contains(defaultStats, s) || slices.Contains(extra[scope+":"+m.metric], s) {
+					stats = append(stats, s)
+				}
+			}
+			for _, stat := range stats {
+				b, n := distStat(m.bd, stat), distStat(m.nd, stat)
+				t.Rows = append(t.Rows, newRow(m.metric, stat, "ms", b.value, n.value, m.nb, m.nn, m.adjusted, m.shift, true, opts))
+			}
+		}
+		rate := func(metric, unit string, b, n float64, higherWorse bool) {
+			t.Rows = append(t.Rows, newRow(metric, "", unit, b, n, 0, 0, math.NaN(), 0, higherWorse, opts))
+		}
+		rate("output_tokens_per_s", "tokens/s", bst.OutputTokensPerSec, nst.OutputTokensPerSec, false)
+		rate("requests_per_s", "requests/s", bst.RequestsPerSec, nst.RequestsPerSec, false)
+		rate("error_rate", "fraction", errorRate(bst), errorRate(nst), true)
+		c.Tables = append(c.Tables, t)
+	}
+	addTable("overall", &bs.Overall, &ns.Overall, nil, nil)
+	for i := range bs.Stages {
+		bst := &bs.Stages[i]
+		j := slices.IndexFunc(ns.Stages, func(s Stage) bool { return s.Name == bst.Name })
+		if j < 0 {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("stage %q is only in %s", bst.Name, opts.BaseLabel))
+			continue
+		}
+		if len(bs.Stages) > 1 || len(ns.Stages) > 1 {
+			addTable(bst.Name, bst, &ns.Stages[j], []int{bst.Index}, []int{ns.Stages[j].Index})
+		}
+	}
+	for _, st := range ns.Stages {
+		if !slices.ContainsFunc(bs.Stages, func(s Stage) bool { return s.Name == st.Name }) {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("stage %q is only in %s", st.Name, opts.NewLabel))
+		}
+	}
+	c.Warnings = append(c.Warnings, loadWarnings(c, bs, ns)...)
+	// A single-stage run's overall table is its stage's.
+	alias := map[string]string{}
+	if len(bs.Stages) == 1 && len(ns.Stages) == 1 && bs.Stages[0].Name == ns.Stages[0].Name {
+		alias[bs.Stages[0].Name] = "overall"
+	}
+	for _, g := range gates {
+		if a, ok := alias[g.scope]; ok {
+			g.scope = a
+		}
+		cg := g.judge(c)
+		c.Pass = c.Pass && cg.Pass
+		c.Gates = append(c.Gates, cg)
+	}
+	return c, nil
+}
+
+func figValues(figs []reqFigures, get func(*reqFigures) float32) []float64 {
+	out := make([]float64, 0, len(figs))
+	for i := range figs {
+		if v := get(&figs[i]); !math.IsNaN(float64(v)) {
+			out = append(out, float64(v))
+		}
+	}
+	return out
+}
+
+func errorRate(s *Stage) float64 {
+	n := s.Requests.OK + s.Requests.Failed
+	if n == 0 {
+		return 0
+	}
+	return float64(s.Requests.Failed) / float64(n)
+}
+
+func newRow(metric, stat, unit string, b, n float64, nb, nn int64, p float64, shift int, higherWorse bool, opts CompareOptions) CompareRow {
+	r := CompareRow{Metric: metric, Stat: stat, Unit: unit, Base: b, New: n, NBase: nb, NNew: nn, P: p,
+		HigherWorse: higherWorse, Change: math.NaN(), Verdict: "~"}
+	if b != 0 {
+		r.Change = (n - b) / b
+	}
+	// Significant only when the shift the test found goes the way this
+	// row's change does (see compare_stats.go).
+	agrees := (shift > 0 && n > b) || (shift < 0 && n < b)
+	r.Significant = !math.IsNaN(p) && p < opts.Alpha && agrees
+	if r.Significant && !math.IsNaN(r.Change) && math.Abs(r.Change) >= opts.MinChange {
+		worse := r.Change > 0 == higherWorse
+		r.Verdict = "improvement"
+		if worse {
+			r.Verdict = "regression"
+		}
+	}
+	return r
+}
+
+// stageSettings reads each stage's load setting from the first results
+// header's resolved scenario.
+func stageSettings(a *Aggregate) map[int]string {
+	var sc struct {
+		Load struct {
+			Stages []struct {
+				Concurrency    int     `json:"concurrency"`
+				Rate           float64 `json:"rate"`
+				Arrival        string  `json:"arrival"`
+				Burstiness     float64 `json:"burstiness"`
+				MaxConcurrency int     `json:"max_concurrency"`
+			} `json:"stages"`
+		} `json:"load"`
+	}
+	out := map[int]string{}
+	if raw := a.corr.Scenario(); raw == nil || json.Unmarshal(raw, &sc) != nil {
+		return out
+	}
+	for i, st := range sc.Load.Stages {
+		if st.Rate > 0 {
+			s := fmt.Sprintf("open, %s %s req/s, max %d in flight", st.Arrival, trimFloat(st.Rate, 3), st.MaxConcurrency)
+			if st.Arrival == "gamma" {
+				s += fmt.Sprintf(", burstiness %s", trimFloat(st.Burstiness, 3))
+			}
+			out[i] = s
+		} else {
+			out[i] = fmt.Sprintf("closed, concurrency %d", st.Concurrency)
+		}
+	}
+	return out
+}
+
+func loadInfo(s *Summary, st *Stage, settings map[int]string, idx []int, log *scope) LoadInfo {
+	li := LoadInfo{RequestsPerSec: st.RequestsPerSec, Requests: st.Requests.Scheduled, DurationS: st.Duration,
+		Dropped: st.Requests.Dropped, Failed: st.Requests.Failed, OK: st.Requests.OK, Model: s.Model, Target: s.Target,
+		ArrivalsPerSec: round(log.arrivalsPerSec, 3)}
+	if len(idx) == 1 {
+		li.Setting = settings[idx[0]]
+		li.Open = strings.HasPrefix(li.Setting, "open")
+	} else if len(s.Stages) == 1 {
+		li.Setting = settings[s.Stages[0].Index]
+		li.Open = strings.HasPrefix(li.Setting, "open")
+	}
+	return li
+}
+
+// loadWarnings flags tables whose two sides were not offered the same
+// load: a different setting, or open-loop arrival rates more than 10 %
+// apart. Closed-loop arrival rates follow the server's speed and are not
+// flagged.
+func loadWarnings(c *Comparison, bs, ns *Summary) []string {
+	var out []string
+	if bs.Model != ns.Model {
+		out = append(out, fmt.Sprintf("different models: %s %q, %s %q", c.BaseLabel, bs.Model, c.NewLabel, ns.Model))
+	}
+	if bs.Scenario != ns.Scenario {
+		out = append(out, fmt.Sprintf("different scenarios: %s %q, %s %q", c.BaseLabel, bs.Scenario, c.NewLabel, ns.Scenario))
+	}
+	for _, t := range c.Tables {
+		b, n := t.BaseLoad, t.NewLoad
+		switch {
+		case b.Setting != n.Setting && b.Setting != "" && n.Setting != "":
+			out = append(out, fmt.Sprintf("%s: different offered loads: %s %s (%s req/s realised), %s %s (%s req/s realised)",
+				t.Scope, c.BaseLabel, b.Setting, trimFloat(b.ArrivalsPerSec, 2), c.NewLabel, n.Setting, trimFloat(n.ArrivalsPerSec, 2)))
+		case b.Open && n.Open && b.ArrivalsPerSec > 0 &&
+			math.Abs(n.ArrivalsPerSec-b.ArrivalsPerSec)/b.ArrivalsPerSec > offeredTolerance:
+			out = append(out, fmt.Sprintf("%s: realised arrival rates differ by more than %d %%: %s %s req/s, %s %s req/s",
+				t.Scope, int(offeredTolerance*100), c.BaseLabel, trimFloat(b.ArrivalsPerSec, 2), c.NewLabel, trimFloat(n.ArrivalsPerSec, 2)))
+		}
+	}
+	return out
+}
+
+// gateKey is a parsed --max-regression key.
+type gateKey struct {
+	key, scope, metric, stat string
+	max                      float64
+}
+
+// gateMetrics are the metrics a gate may name, with whether they take a
+// statistic.
+var gateMetrics = map[string]bool{
+	"ttft_ms": true, "ttfc_ms": true, "itl_ms": true, "tpot_ms": true, "e2e_ms": true,
+	"output_tokens_per_s": false, "requests_per_s": false, "error_rate": false,
+}
+
+var gateStats = []string{"p50", "p90", "p95", "p99", "p99_9", "mean", "max"}
+
+func parseGates(m map[string]float64) ([]gateKey, error) {
+	var out []gateKey
+	for _, key := range sortedKeys(m) {
+		g := gateKey{key: key, scope: "overall", max: m[key]}
+		rest := key
+		if i := strings.LastIndex(key, ":"); i >= 0 {
+			g.scope, rest = key[:i], key[i+1:]
+		}
+		g.metric, g.stat, _ = strings.Cut(rest, ".")
+		takesStat, ok := gateMetrics[g.metric]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("max regression %q: unknown metric %q (want one of %s)", key, g.metric, strings.Join(sortedKeys(gateMetrics), ", "))
+		case takesStat && !slices.Contains(gateStats, g.stat):
+			return nil, fmt.Errorf("max regression %q: %s needs a statistic, one of %s (like %s.p99)", key, g.metric, strings.Join(gateStats, ", "), g.metric)
+		case !takesStat && g.stat != "":
+			return nil, fmt.Errorf("max regression %q: %s takes no statistic", key, g.metric)
+		case math.IsNaN(g.max) || g.max < 0:
+			return nil, fmt.Errorf("max regression %q: want a limit ≥ 0 %%", key)
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// ParseMaxRegression parses one --max-regression flag value,
+// "[SCOPE:]METRIC[.STAT]=N%" (or a fraction without %), into its key and
+// limit (a fraction).
+func ParseMaxRegression(s string) (key string, limit float64, err error) {
+	key, val, ok := strings.Cut(s, "=")
+	if !ok || key == "" {
+		return "", 0, fmt.Errorf("max regression %q: want METRIC.STAT=N%%, like ttft_ms.p99=10%%", s)
+	}
+	val = strings.TrimSpace(val)
+	pct := strings.HasSuffix(val, "%")
+	x, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(val, "%")), 64)
+	if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+		return "", 0, fmt.Errorf("max regression %q: want a percentage ≥ 0, like 10%%", s)
+	}
+	if pct {
+		x /= 100
+	}
+	if _, _, err := parseOne(key, x); err != nil {
+		return "", 0, err
+	}
+	return key, x, nil
+}
+
+func parseOne(key string, x float64) (string, float64, error) {
+	_, err := parseGates(map[string]float64{key: x})
+	return key, x, err
+}
+
+// judge evaluates one gate on the comparison's rows.
+func (g gateKey) judge(c *Comparison) CompareGate {
+	cg := CompareGate{Key: g.key, Scope: g.scope, Max: g.max, Change: math.NaN(), P: math.NaN()}
+	ti := slices.IndexFunc(c.Tables, func(t CompareTable) bool { return t.Scope == g.scope })
+	if ti < 0 {
+		cg.Message = fmt.Sprintf("%s: no scope %q in both runs", g.key, g.scope)
+		return cg
+	}
+	rows := c.Tables[ti].Rows
+	ri := slices.IndexFunc(rows, func(r CompareRow) bool { return r.Metric == g.metric && r.Stat == g.stat })
+	if ri < 0 {
+		cg.Message = fmt.Sprintf("%s: not measured in both runs", g.key)
+		return cg
+	}
+	r := rows[ri]
+	cg.P = r.P
+	worse := r.Change
+	if !r.HigherWorse {
+		worse = -worse
+	}
+	if r.Base == 0 {
+		// No relative change from zero: any worsening is unbounded.
+		worse = 0
+		if (r.New > 0) == r.HigherWorse && r.New != 0 {
+			worse = math.Inf(1)
+		}
+	}
+	cg.Change = worse
+	tested := !math.IsNaN(r.P)
+	over := worse > g.max
+	cg.Pass = !over || (tested && !r.Significant)
+	limit := trimFloat(g.max*100, 2) + " %"
+	switch {
+	case !over:
+		cg.Message = fmt.Sprintf("%s: %s, within %s", g.key, changeText(worse), limit)
+	case cg.Pass:
+		cg.Message = fmt.Sprintf("%s: %s, beyond %s but not significant (p=%s ≥ %g)", g.key, changeText(worse), limit, pText(r.P), c.Alpha)
+	case tested:
+		cg.Message = fmt.Sprintf("%s: %s, beyond %s and significant (p=%s)", g.key, changeText(worse), limit, pText(r.P))
+	default:
+		cg.Message = fmt.Sprintf("%s: %s, beyond %s", g.key, changeText(worse), limit)
+	}
+	return cg
+}
+
+func changeText(worse float64) string {
+	switch {
+	case math.IsInf(worse, 1):
+		return "worse from zero"
+	case worse > 0:
+		return trimFloat(worse*100, 1) + " % worse"
+	case worse < 0:
+		return trimFloat(-worse*100, 1) + " % better"
+	}
+	return "unchanged"
+}
+
+func pText(p float64) string {
+	if math.IsNaN(p) {
+		return "-"
+	}
+	if p < 0.001 {
+		return "0.000"
+	}
+	return fmt.Sprintf("%.3f", p)
+}
+
+// WriteComparisonText writes the comparison as benchstat-style tables:
+// per scope, one row per statistic with both values, the change and the
+// p-value; "~" marks a change that is not significant (or smaller than the
+// minimum change). The offered loads, gates and warnings follow.
+func WriteComparisonText(w io.Writer, c *Comparison) error {
+	var b strings.Builder
+	for i, t := range c.Tables {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "%s\t%s\t%s\tchange\tp\t\t\n", t.Scope, c.BaseLabel, c.NewLabel)
+		for _, r := range t.Rows {
+			name := r.Metric
+			if r.Stat != "" {
+				name += " " + r.Stat
+			}
+			change := "-"
+			if !math.IsNaN(r.Change) {
+				change = signed(r.Change*100) + " %"
+			}
+			n := ""
+			if r.NBase > 0 || r.NNew > 0 {
+				n = fmt.Sprintf("n=%d+%d", r.NBase, r.NNew)
+			}
+			verdict := r.Verdict
+			if math.IsNaN(r.P) && verdict == "~" {
+				verdict = ""
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, compareValue(r.Base, r.Unit), compareValue(r.New, r.Unit),
+				change, pText(r.P), n, verdict)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "load: %s %s; %s %s\n", c.BaseLabel, loadText(t.BaseLoad), c.NewLabel, loadText(t.NewLoad))
+	}
+	fmt.Fprintf(&b, "(latencies in ms; p: two-sided Mann-Whitney U test on per-request values, Holm-adjusted over each table's metrics; ~: not significant at α=%g or under %s %% change)\n",
+		c.Alpha, trimFloat(c.MinChange*100, 1))
+	for _, g := range c.Gates {
+		mark := "ok"
+		if !g.Pass {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(&b, "gate %s: %s\n", mark, g.Message)
+	}
+	for _, warn := range c.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", warn)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func loadText(l LoadInfo) string {
+	s := l.Setting
+	if s == "" {
+		s = "load as run"
+	}
+	if l.ArrivalsPerSec > 0 {
+		s += ", " + trimFloat(l.ArrivalsPerSec, 2) + " arrivals/s"
+	}
+	return s + ", " + trimFloat(l.RequestsPerSec, 2) + " ok/s"
+}
+
+func compareValue(x float64, unit string) string {
+	switch unit {
+	case "fraction":
+		return trimFloat(x*100, 2) + " %"
+	case "ms":
+		return ms(x, 1)
+	}
+	return trimFloat(x, 1)
+}
+
+func signed(x float64) string {
+	s := trimFloat(x, 1)
+	if x > 0 && s != "0" {
+		return "+" + s
+	}
+	return s
+}
