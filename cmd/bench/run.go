@@ -36,6 +36,11 @@ The target is the scenario's target.url unless --target overrides it:
                           llama.cpp, …) on this machine; load is only ever
                           sent to loopback addresses
 
+When the scenario has a budgets block, the run is judged after the load:
+the verdict is printed, written into summary.json, DIR/junit.xml and
+DIR/verdict.md, and a missed budget gives exit code 3 (see 'bench help
+check', which judges saved results again).
+
 Ctrl-C stops new requests, gives in-flight ones a short grace period, then
 writes the summary and exits with code 130; a second Ctrl-C aborts at once.
 Records already written are never lost: 'bench report DIR' rebuilds the
@@ -46,6 +51,7 @@ Examples:
   bench run scenarios/quickstart.yaml --out results/try1
   bench run my.yaml --target http://127.0.0.1:8000 --set load.stages[0].concurrency=64
   bench run my.yaml --set prompts.input_tokens.value=4096 --set request.max_tokens=256
+  bench run scenarios/release-gate.yaml --target http://127.0.0.1:8000   # exit 3 if a budget is missed
 `
 
 func runCmd(ctx context.Context, e env, args []string) error {
