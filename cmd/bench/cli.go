@@ -72,6 +72,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"run", "run a scenario file and write results, summary and report", runCmd},
+		{"sweep", "run a scenario once per server-setting value; recommend one", sweepCmd},
 		{"report", "rebuild the summary from one or more results files", reportCmd},
 		{"plot", "draw the plots and report.html from one or more results files", plotCmd},
 		{"check", "judge saved results against a scenario's budgets", checkCmd},
