@@ -236,3 +236,29 @@ func BenchmarkMannWhitney(b *testing.B) {
 		mannWhitney(x, y)
 	}
 }
+
+// FuzzParseMaxRegression: any flag value is either rejected with an error
+// or yields a key that Compare accepts and a finite limit ≥ 0.
+func FuzzParseMaxRegression(f *testing.F) {
+	for _, s := range []string{"ttft_ms.p99=10%", "closed-8:itl_ms.p50=2.5%", "output_tokens_per_s=0.05",
+		"error_rate=0%", "a:b:tpot_ms.mean=1e2%", "=", "ttft_ms.p99=NaN%", "e2e_ms.max=+Inf"} {
+		f.Add(s)
+	}
+	base := compareAggregate(f, 1, 100*msec, 10*msec, 20)
+	f.Fuzz(func(t *testing.T, s string) {
+		key, limit, err := ParseMaxRegression(s)
+		if err != nil {
+			return
+		}
+		if math.IsNaN(limit) || math.IsInf(limit, 0) || limit < 0 {
+			t.Fatalf("%q: limit %g", s, limit)
+		}
+		c, err := Compare(base, base, CompareOptions{MaxRegression: map[string]float64{key: limit}})
+		if err != nil {
+			t.Fatalf("%q parsed but Compare rejects %q: %v", s, key, err)
+		}
+		if len(c.Gates) != 1 {
+			t.Fatalf("%q: %d gates", s, len(c.Gates))
+		}
+	})
+}
