@@ -71,7 +71,7 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 		Time:     fmt.Sprintf("%.3f", s.Overall.Duration),
 		Properties: []junitProperty{
 			{"scenario", s.Scenario}, {"target", s.Target}, {"model", s.Model},
-			{"version", s.Version}, {"budgets", v.Source},
+			{"version", s.Version}, {"budgets", budgetsSource(v)},
 		},
 		SystemErr: strings.Join(v.Warnings, "\n"),
 	}
@@ -107,6 +107,14 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 		return fmt.Errorf("write junit: %w", err)
 	}
 	return nil
+}
+
+// budgetsSource names where a verdict's budgets came from.
+func budgetsSource(v *Verdict) string {
+	if v.Source == "" {
+		return "the run's scenario"
+	}
+	return v.Source
 }
 
 // checkLine states a check in one sentence: "overall ttft_ms p99 = 2345.6

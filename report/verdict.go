@@ -17,8 +17,9 @@ type Verdict struct {
 	Pass   bool    `json:"pass"`
 	Failed int     `json:"failed"` // checks that failed
 	Checks []Check `json:"checks"`
-	// Source says where the budgets came from: a scenario file, or the
-	// resolved scenario in the results header.
+	// Source is the scenario file the budgets came from when it is not
+	// the run's own scenario (`bench check --budgets FILE`); empty for the
+	// budgets recorded in the results header.
 	Source string `json:"source,omitempty"`
 	// Warnings are non-fatal doubts about the verdict, such as a
 	// percentile measured on too few samples.

@@ -104,7 +104,7 @@ func checkCmd(ctx context.Context, e env, args []string) error {
 type gate struct {
 	budgets *scenario.Budgets
 	slo     *scenario.SLO
-	source  string // where the budgets came from, for Verdict.Source
+	source  string // the budgets file, for Verdict.Source; "" for the run's own scenario
 }
 
 // checkGate reads the budgets from a scenario file, or from the resolved
@@ -141,7 +141,19 @@ func checkGate(path, file string) (gate, error) {
 	if sc.Budgets == nil {
 		return gate{}, usagef("check: the scenario recorded in %s has no budgets: pass --budgets SCENARIO", path)
 	}
-	return gate{sc.Budgets, sc.SLO, "results header (" + path + ")"}, nil
+	return gate{sc.Budgets, sc.SLO, ""}, nil
+}
+
+// judgeByHeader judges sum by the budgets recorded in the header of the
+// results file at path, when it has any, so that 'bench report' rebuilds a
+// gated run's summary.json byte for byte.
+func judgeByHeader(agg *report.Aggregate, sum *report.Summary, path string) {
+	g, err := checkGate(path, "")
+	if err != nil {
+		return
+	}
+	sum.Verdict = agg.Evaluate(sum, g.budgets, g.slo)
+	sum.Verdict.Source = g.source
 }
 
 // summarize rebuilds the summary from a run's results file, exactly as

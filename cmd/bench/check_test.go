@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"encoding/xml"
@@ -141,6 +142,19 @@ func TestGateImpossibleTTFT(t *testing.T) {
 	md, err := os.ReadFile(filepath.Join(dir, "verdict.md"))
 	if err != nil || !strings.Contains(string(md), "❌") {
 		t.Errorf("verdict.md: %v\n%s", err, md)
+	}
+
+	// bench report rebuilds the summary, verdict included, byte for byte.
+	want, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, rout, _ := testEnv()
+	if err := run(context.Background(), e, []string{"report", dir, "--format", "json"}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(rout.Bytes(), want) {
+		t.Errorf("bench report differs from summary.json:\n%s\nwant:\n%s", rout, want)
 	}
 
 	// bench check with the budgets recorded in the results header.

@@ -44,6 +44,7 @@ func reportCmd(ctx context.Context, e env, args []string) error {
 		return fmt.Errorf("report: %w", err)
 	}
 	s := agg.Summary()
+	judgeByHeader(agg, s, paths[0])
 	if *format == "json" {
 		return report.WriteJSON(e.stdout, s)
 	}

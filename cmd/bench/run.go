@@ -87,7 +87,7 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	if res == "" {
 		return runErr
 	}
-	sum, err := summarize(res, dir, gate{sc.Budgets, sc.SLO, pos[0]})
+	sum, err := summarize(res, dir, gate{sc.Budgets, sc.SLO, ""})
 	if err != nil {
 		return errors.Join(runErr, err)
 	}
