@@ -73,6 +73,9 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if sc.Sweep != nil {
+		fmt.Fprintf(e.stderr, "note: %s has a sweep: block; 'bench run' makes one run with the scenario's own settings (use 'bench sweep' to run every value)\n", pos[0])
+	}
 	dir := *outDir
 	if dir == "" {
 		dir = filepath.Join("results", fmt.Sprintf("%s-%s", safeName(sc.Name), time.Now().Format("20060102-150405")))
