@@ -46,7 +46,9 @@ func scheduleServer(t testing.TB, ttft, itl time.Duration, tokens int, late *lat
 	}
 	tail := fmt.Appendf(nil, `data: {"id":"chatcmpl-a","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":8,"total_tokens":%d,"completion_tokens":%d}}`+"\n\ndata: [DONE]\n\n", 8+tokens, tokens)
 	tail = append(chunked(tail), "0\r\n\r\n"...)
-	const header = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n"
+	// The emitter closes each connection after its stream, so the response
+	// says so: a client must not reuse it for the next request.
+	const header = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
 
 	type stream struct {
 		conn  net.Conn
