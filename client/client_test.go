@@ -9,12 +9,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/servebench/servebench/internal/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -144,28 +145,9 @@ func TestBody(t *testing.T) {
 	}
 }
 
-// checkGolden compares got with testdata/<t.Name()>.json; on a mismatch it
-// writes the .got file next to it.
 func checkGolden(t *testing.T, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", filepath.FromSlash(t.Name())+".json")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if string(got) != string(want) {
-		_ = os.WriteFile(strings.TrimSuffix(path, ".json")+".got", got, 0o644)
-		t.Errorf("%s differs from the golden file:\ngot:\n%s\nwant:\n%s", t.Name(), got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", filepath.FromSlash(t.Name())+".json"), got, *update)
 }
 
 func TestModels(t *testing.T) {

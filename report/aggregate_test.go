@@ -6,10 +6,11 @@ import (
 	"flag"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/servebench/servebench/internal/golden"
 
 	"github.com/servebench/servebench/client"
 )
@@ -139,27 +140,13 @@ func TestAddIsOrderIndependent(t *testing.T) {
 func TestSummaryGolden(t *testing.T) {
 	t.Parallel()
 	got := summaryJSON(t, records(1))
-	golden(t, got)
+	goldenCheck(t, got)
 }
 
-// golden compares got with testdata/NAME.golden, or rewrites it with -update.
-func golden(t *testing.T, got []byte) {
+// goldenCheck compares got with testdata/TEST.golden (-update rewrites it).
+func goldenCheck(t *testing.T, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", t.Name()+".golden")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./report -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		_ = os.WriteFile(path+".got", got, 0o644)
-		t.Fatalf("output differs from %s; wrote %s.got (diff them; -update accepts)", path, path)
-	}
+	golden.Check(t, filepath.Join("testdata", t.Name()+".golden"), got, *update)
 }
 
 func TestFromFilesMergesMachines(t *testing.T) {

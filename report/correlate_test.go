@@ -45,7 +45,7 @@ func TestCorrelationGolden(t *testing.T) {
 	if err := enc.Encode(c); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, buf.Bytes())
+	goldenCheck(t, buf.Bytes())
 }
 
 func TestCorrelationPreemption(t *testing.T) {

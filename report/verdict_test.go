@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/servebench/servebench/internal/golden"
 
 	"github.com/servebench/servebench/client"
 	"github.com/servebench/servebench/scenario"
@@ -320,23 +321,7 @@ func verdictText(t *testing.T, v *Verdict) string {
 	return b.String()
 }
 
-// goldenFile compares got with testdata/NAME.golden, or rewrites it with
-// -update; on a mismatch it writes NAME.golden.got beside it.
 func goldenFile(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./report -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		_ = os.WriteFile(path+".got", got, 0o644)
-		t.Errorf("output differs from %s; wrote %s.got (diff them; -update accepts)", path, path)
-	}
+	golden.Check(t, filepath.Join("testdata", name+".golden"), got, *update)
 }

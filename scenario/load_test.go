@@ -10,49 +10,15 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/servebench/servebench/internal/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
-// golden compares got with testdata/<test name>.golden; with -update it
-// rewrites the file. On a mismatch it writes <name>.got beside it.
-func golden(t *testing.T, got []byte) {
+func goldenCheck(t *testing.T, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", strings.ReplaceAll(t.Name(), "/", "_")+".golden")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./scenario -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		gotPath := strings.TrimSuffix(path, ".golden") + ".got"
-		_ = os.WriteFile(gotPath, got, 0o644)
-		t.Errorf("output differs from %s (see %s; rerun with -update to accept):\n%s", path, gotPath, lineDiff(string(want), string(got)))
-	}
-}
-
-// lineDiff lists the lines that differ, as - want / + got.
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	for i := range max(len(w), len(g)) {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			b.WriteString("- " + wl + "\n+ " + gl + "\n")
-		}
-	}
-	return b.String()
+	golden.Check(t, filepath.Join("testdata", golden.Name(t)+".golden"), got, *update)
 }
 
 // TestInvalid loads every file in testdata/invalid and compares all the
@@ -82,7 +48,7 @@ func TestInvalid(t *testing.T) {
 			out.WriteString(e.Error() + "\n")
 		}
 	}
-	golden(t, out.Bytes())
+	goldenCheck(t, out.Bytes())
 }
 
 func unwrapAll(err error) []error {
@@ -129,7 +95,7 @@ func TestResolved(t *testing.T) {
 				t.Fatal(err)
 			}
 			pretty.WriteByte('\n')
-			golden(t, pretty.Bytes())
+			goldenCheck(t, pretty.Bytes())
 
 			// The resolved JSON decodes back into the same scenario.
 			var back Scenario

@@ -1,7 +1,6 @@
 package scrape
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -11,52 +10,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/servebench/servebench/internal/golden"
+
 	"github.com/prometheus/common/expfmt"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
-// golden compares got with testdata/<t.Name()>.json. With -update it
-// rewrites the file; on a mismatch it writes <name>.json.got beside it.
-func golden(t *testing.T, got []byte) {
+func goldenCheck(t *testing.T, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", filepath.FromSlash(t.Name())+".json")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run go test ./scrape -update to create it): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		_ = os.WriteFile(path+".got", got, 0o644)
-		t.Errorf("%s differs from the golden file; got written to %s.got\n%s", path, path, lineDiff(string(want), string(got)))
-	}
-}
-
-// lineDiff lists the lines that differ, prefixed - (want) and + (got).
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	for i := 0; i < len(w) || i < len(g); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			b.WriteString("-" + wl + "\n+" + gl + "\n")
-		}
-	}
-	return b.String()
+	golden.Check(t, filepath.Join("testdata", filepath.FromSlash(t.Name())+".json"), got, *update)
 }
 
 func parseFile(t testing.TB, name, profile string) Reading {
@@ -103,7 +66,7 @@ func TestParseGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, append(out, '\n'))
+			goldenCheck(t, append(out, '\n'))
 		})
 	}
 }

@@ -9,13 +9,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/servebench/servebench/internal/golden"
 
 	"github.com/servebench/servebench/internal/tokenizer"
 )
@@ -220,28 +221,14 @@ func TestStreamGolden(t *testing.T) {
 			}
 			got := fmt.Sprintf("%d %s\n%s", resp.StatusCode, resp.Header.Get("Content-Type"),
 				regexp.MustCompile(`"created":\d+`).ReplaceAll(body, []byte(`"created":0`)))
-			golden(t, got)
+			goldenCheck(t, got)
 		})
 	}
 }
 
-func golden(t *testing.T, got string) {
+func goldenCheck(t *testing.T, got string) {
 	t.Helper()
-	file := filepath.Join("testdata", strings.ReplaceAll(t.Name(), "/", "_")+".golden")
-	if *update {
-		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if got != string(want) {
-		_ = os.WriteFile(file+".got", []byte(got), 0o644)
-		t.Errorf("%s differs from golden (wrote %s.got):\n--- want\n%s\n--- got\n%s", file, file, want, got)
-	}
+	golden.Check(t, filepath.Join("testdata", golden.Name(t)+".golden"), []byte(got), *update)
 }
 
 func TestEndpoints(t *testing.T) {

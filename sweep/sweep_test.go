@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servebench/servebench/internal/golden"
+
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/scenario"
 )
@@ -265,7 +267,7 @@ sweep:
 	if err := p.DryRun(&b, "out", false); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, b.Bytes())
+	goldenCheck(t, b.Bytes())
 }
 
 // TestExecuteServers launches a real process per value: one that serves,
@@ -523,26 +525,7 @@ func TestFigure(t *testing.T) {
 	}
 }
 
-// golden compares got with testdata/<test name>.golden; -update rewrites it.
-func golden(t *testing.T, got []byte) {
+func goldenCheck(t *testing.T, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", strings.ReplaceAll(t.Name(), "/", "_")+".golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./sweep -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		gotPath := strings.TrimSuffix(path, ".golden") + ".got"
-		_ = os.WriteFile(gotPath, got, 0o644)
-		t.Errorf("output differs from %s (see %s; rerun with -update to accept):\nwant:\n%s\ngot:\n%s", path, gotPath, want, got)
-	}
+	golden.Check(t, filepath.Join("testdata", golden.Name(t)+".golden"), got, *update)
 }
