@@ -1,19 +1,15 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
 	"math"
-	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // SweepPlot is the trade-off plot of a server-setting sweep: TTFT and ITL
@@ -40,9 +36,6 @@ type SweepPlotPoint struct {
 	ITLP50, ITLP99     float64
 	OutputTokensPerSec float64
 }
-
-// sweepPlotDPI and the size make a 1000 × 1100 pixel PNG.
-const sweepPlotDPI = 100
 
 var (
 	sweepBlue   = color.RGBA{0, 114, 178, 255} // Okabe–Ito blue
@@ -81,23 +74,10 @@ func (sp *SweepPlot) Render() (pngData, svgData []byte, err error) {
 			p.Draw(cs[i][0])
 		}
 	}
-	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(sweepPlotDPI), vgimg.UseBackgroundColor(color.White))
-	paint(draw.New(img))
-	var b bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&b); err != nil {
+	if pngData, svgData, err = encode(w, h, paint); err != nil {
 		return nil, nil, fmt.Errorf("sweep plot: %w", err)
 	}
-	pngData = slices.Clone(b.Bytes())
-	svg := vgsvg.New(w, h)
-	dc := draw.New(svg)
-	dc.SetColor(color.White)
-	dc.Fill(dc.Rectangle.Path())
-	paint(dc)
-	b.Reset()
-	if _, err := svg.WriteTo(&b); err != nil {
-		return nil, nil, fmt.Errorf("sweep plot: %w", err)
-	}
-	return pngData, b.Bytes(), nil
+	return pngData, svgData, nil
 }
 
 // axis returns each point's x position, the tick marks (one per value) and
