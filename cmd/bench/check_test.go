@@ -202,12 +202,7 @@ func TestCheckUsage(t *testing.T) {
 	if err := os.WriteFile(badBudgets, []byte("name: x\nload: {stages: [{concurrency: 1, requests: 1}]}\nbudgets: {overall: {error_rate: {max: 7}}}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name    string
-		args    []string
-		code    int
-		message string
-	}{
+	tests := []cliCase{
 		{"no results", []string{"check"}, exitUsage, "no results file"},
 		{"bad format", []string{"check", noBudgets, "--format", "xml"}, exitUsage, "--format"},
 		{"no budgets anywhere", []string{"check", noBudgets}, exitUsage, "has no budgets"},
@@ -218,20 +213,6 @@ func TestCheckUsage(t *testing.T) {
 		{"help", []string{"help", "check"}, exitOK, "Examples:"},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			e, out, errb := testEnv()
-			err := run(context.Background(), e, tc.args)
-			if got := exitCode(err); got != tc.code {
-				t.Fatalf("exit code = %d (err %v), want %d", got, err, tc.code)
-			}
-			text := errb.String() + out.String()
-			if err != nil {
-				text += err.Error()
-			}
-			if !strings.Contains(text, tc.message) {
-				t.Errorf("output %q does not mention %q", text, tc.message)
-			}
-		})
+		checkCLI(t, tc)
 	}
 }

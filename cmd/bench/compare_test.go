@@ -174,12 +174,7 @@ func deref(p *float64) any {
 
 func TestCompareUsage(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name    string
-		args    []string
-		code    int
-		message string
-	}{
+	tests := []cliCase{
 		{"one run", []string{"compare", "a"}, exitUsage, "want BASE and NEW"},
 		{"bad gate metric", []string{"compare", "a", "b", "--max-regression", "ttft.p99=10%"}, exitUsage, `unknown metric "ttft"`},
 		{"gate without stat", []string{"compare", "a", "b", "--max-regression", "ttft_ms=10%"}, exitUsage, "needs a statistic"},
@@ -191,20 +186,6 @@ func TestCompareUsage(t *testing.T) {
 		{"help", []string{"help", "compare"}, exitOK, "Mann-Whitney"},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			e, out, errb := testEnv()
-			err := run(context.Background(), e, tc.args)
-			if got := exitCode(err); got != tc.code {
-				t.Fatalf("exit code = %d (err %v), want %d", got, err, tc.code)
-			}
-			text := errb.String() + out.String()
-			if err != nil {
-				text += err.Error()
-			}
-			if !strings.Contains(text, tc.message) {
-				t.Errorf("output %q does not mention %q", text, tc.message)
-			}
-		})
+		checkCLI(t, tc)
 	}
 }

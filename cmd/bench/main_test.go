@@ -26,6 +26,35 @@ var quickArgs = []string{
 	"--set", "prompts.output_tokens.min=8", "--set", "prompts.output_tokens.max=16",
 }
 
+// cliCase is one command line and what it must end with: an exit code and
+// a message somewhere in stdout, stderr or the error.
+type cliCase struct {
+	name    string
+	args    []string
+	code    int
+	message string
+}
+
+// checkCLI runs tc as a parallel subtest.
+func checkCLI(t *testing.T, tc cliCase) {
+	t.Helper()
+	t.Run(tc.name, func(t *testing.T) {
+		t.Parallel()
+		e, out, errb := testEnv()
+		err := run(context.Background(), e, tc.args)
+		if got := exitCode(err); got != tc.code {
+			t.Fatalf("exit code = %d (err %v), want %d", got, err, tc.code)
+		}
+		text := out.String() + errb.String()
+		if err != nil {
+			text += err.Error()
+		}
+		if !strings.Contains(text, tc.message) {
+			t.Errorf("output %q does not mention %q", text, tc.message)
+		}
+	})
+}
+
 func TestRunThenReportReproducesSummary(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -109,12 +138,7 @@ func TestExitCodes(t *testing.T) {
 	if err := os.WriteFile(remote, []byte("name: x\ntarget: {url: http://192.0.2.1:8000, model: m}\nload:\n  stages:\n    - {concurrency: 1, requests: 1}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name    string
-		args    []string
-		code    int
-		message string // in the error or stderr
-	}{
+	tests := []cliCase{
 		{"no command", nil, exitUsage, "no command"},
 		{"unknown command", []string{"frobnicate"}, exitUsage, "unknown command"},
 		{"help", []string{"help", "run"}, exitOK, ""},
@@ -132,21 +156,7 @@ func TestExitCodes(t *testing.T) {
 		{"report of a missing file", []string{"report", filepath.Join(dir, "none.jsonl")}, exitFailed, "none.jsonl"},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			e, out, errb := testEnv()
-			err := run(context.Background(), e, tc.args)
-			if got := exitCode(err); got != tc.code {
-				t.Fatalf("exit code = %d (err %v), want %d", got, err, tc.code)
-			}
-			text := errb.String() + out.String()
-			if err != nil {
-				text += err.Error()
-			}
-			if !strings.Contains(text, tc.message) {
-				t.Errorf("output %q does not mention %q", text, tc.message)
-			}
-		})
+		checkCLI(t, tc)
 	}
 }
 

@@ -158,12 +158,7 @@ func TestSweepMnbtTradeoff(t *testing.T) {
 func TestSweepUsage(t *testing.T) {
 	t.Parallel()
 	plain := writeScenario(t, "name: x\nload: {stages: [{concurrency: 1, requests: 1}]}\n")
-	for _, tc := range []struct {
-		name    string
-		args    []string
-		code    int
-		message string // in stdout, stderr or the error
-	}{
+	for _, tc := range []cliCase{
 		{"no scenario", []string{"sweep"}, exitUsage, "exactly one scenario"},
 		{"no sweep block", []string{"sweep", plain}, exitUsage, "has no sweep block"},
 		{"resume without --out", []string{"sweep", "../../scenarios/mnbt-sweep.yaml", "--resume"}, exitUsage, "--resume needs --out"},
@@ -173,20 +168,6 @@ func TestSweepUsage(t *testing.T) {
 			"[5/5] max_num_batched_tokens=16384 → d/max_num_batched_tokens=16384\n      target  sim://gpt-oss-20b-a100?max_num_batched_tokens=16384"},
 		{"help", []string{"help", "sweep"}, exitOK, "Examples:"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			e, out, errb := testEnv()
-			err := run(context.Background(), e, tc.args)
-			if got := exitCode(err); got != tc.code {
-				t.Fatalf("exit code = %d (err %v), want %d", got, err, tc.code)
-			}
-			text := out.String() + errb.String()
-			if err != nil {
-				text += err.Error()
-			}
-			if !strings.Contains(text, tc.message) {
-				t.Errorf("output %q does not mention %q", text, tc.message)
-			}
-		})
+		checkCLI(t, tc)
 	}
 }
