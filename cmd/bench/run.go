@@ -25,8 +25,10 @@ import (
 const runUsage = `Usage: bench run SCENARIO [--target URL] [--out DIR] [--set path=value ...]
 
 Runs a scenario file: sends its load to the target, streams one record per
-request to DIR/results.jsonl as each finishes, then writes DIR/summary.json
-and prints a summary table.
+request (and one per /metrics scrape) to DIR/results.jsonl as each finishes,
+then writes DIR/summary.json, the plots (timeline, decay, latency, stages as
+PNG and SVG) and DIR/report.html, and prints a summary table with the
+correlation findings.
 
 The target is the scenario's target.url unless --target overrides it:
   sim://PRESET            the built-in vLLM-like simulator, started in-process
