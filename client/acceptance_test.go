@@ -1,6 +1,8 @@
 package client
 
 import (
+	"github.com/servebench/servebench/results"
+
 	"context"
 	"fmt"
 	"io"
@@ -48,7 +50,7 @@ func scheduleServer(t testing.TB, ttft, itl time.Duration, tokens int, late *lat
 	tail = append(chunked(tail), "0\r\n\r\n"...)
 	// The emitter closes each connection after its stream, so the response
 	// says so: a client must not reuse it for the next request.
-	const header = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
+	const header = "HTTP/1.1 200 results.OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
 
 	type stream struct {
 		conn  net.Conn
@@ -209,27 +211,27 @@ func TestAcceptanceSchedule(t *testing.T) {
 			if streams == 1 && !raceEnabled {
 				rounds = 5
 			}
-			results := make([]Result, streams*rounds)
+			recs := make([]results.Result, streams*rounds)
 			var wg sync.WaitGroup
 			start := time.Now()
 			for i := range streams {
 				wg.Go(func() {
 					time.Sleep(time.Until(start.Add(time.Duration(i) * ramp)))
 					for k := range rounds {
-						results[i*rounds+k] = c.Do(context.Background(), &Request{
-							Seq: uint64(i*rounds + k), API: APIChat, Model: "m", Prompt: "hi", MaxTokens: tokens,
+						recs[i*rounds+k] = c.Do(context.Background(), &Request{
+							Seq: uint64(i*rounds + k), API: results.APIChat, Model: "m", Prompt: "hi", MaxTokens: tokens,
 							Stream: true, IncludeUsage: true,
 						})
 					}
 				})
 			}
 			wg.Wait()
-			ttfts := make([]time.Duration, 0, len(results))
-			itls := make([]time.Duration, 0, len(results)*tokens)
+			ttfts := make([]time.Duration, 0, len(recs))
+			itls := make([]time.Duration, 0, len(recs)*tokens)
 			var tpots []time.Duration
-			for i := range results {
-				r := &results[i]
-				if r.Outcome != OK {
+			for i := range recs {
+				r := &recs[i]
+				if r.Outcome != results.OK {
 					t.Fatalf("request %d: %s %s: %s", i, r.Outcome, r.ErrorClass, r.Error)
 				}
 				if r.OutputTokens != tokens || len(r.ChunkTimes) != tokens || r.Estimated {
@@ -245,8 +247,8 @@ func TestAcceptanceSchedule(t *testing.T) {
 					tpots = append(tpots, d)
 				}
 			}
-			if len(itls) != len(results)*(tokens-1) {
-				t.Fatalf("%d ITLs, want %d", len(itls), len(results)*(tokens-1))
+			if len(itls) != len(recs)*(tokens-1) {
+				t.Fatalf("%d ITLs, want %d", len(itls), len(recs)*(tokens-1))
 			}
 			ttft50, ttft99 := percentile(ttfts, 50), percentile(ttfts, 99)
 			itl50, itl99 := percentile(itls, 50), percentile(itls, 99)

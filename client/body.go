@@ -1,6 +1,8 @@
 package client
 
 import (
+	"github.com/servebench/servebench/results"
+
 	"encoding/json"
 	"fmt"
 
@@ -28,17 +30,17 @@ func encodeBody(r *Request) ([]byte, error) {
 		body["model"] = r.Model
 	}
 	switch r.API {
-	case APIChat:
+	case results.APIChat:
 		msgs := make([]openai.ChatCompletionMessage, 0, 2)
 		if r.System != "" {
 			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: r.System})
 		}
 		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: r.Prompt})
 		body["messages"] = msgs
-	case APICompletions:
+	case results.APICompletions:
 		body["prompt"] = r.Prompt
 	default:
-		return nil, fmt.Errorf("api %q: want %q or %q", r.API, APIChat, APICompletions)
+		return nil, fmt.Errorf("api %q: want %q or %q", r.API, results.APIChat, results.APICompletions)
 	}
 	body["stream"] = r.Stream
 	if r.Stream && (r.IncludeUsage || r.ContinuousUsage) {

@@ -1,6 +1,8 @@
 package client
 
 import (
+	"github.com/servebench/servebench/results"
+
 	"bytes"
 	"fmt"
 	"runtime"
@@ -31,7 +33,7 @@ func vllmChatStream(n int, continuous bool) []byte {
 }
 
 // pumpBytes runs the SSE reader over body as Do does, without HTTP.
-func pumpBytes(s *stream, body []byte, res *Result) (*failure, error) {
+func pumpBytes(s *stream, body []byte, res *results.Result) (*failure, error) {
 	epoch := time.Now()
 	s.reset(bytes.NewReader(body), res, epoch, epoch)
 	wd := &watchdog{epoch: epoch}
@@ -49,7 +51,7 @@ const chunkTestN = 200
 // testChunk checks the chunk path over a whole vLLM stream; BenchmarkChunk
 // times the same body per chunk.
 func testChunk(t testing.TB, s *stream, body []byte, continuous bool) {
-	var res Result
+	var res results.Result
 	res.ChunkTimes = make([]time.Duration, 0, chunkTestN+1)
 	fail, _ := pumpBytes(s, body, &res)
 	if fail != nil {

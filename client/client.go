@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,11 +11,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/servebench/servebench/internal/loopback"
 	"github.com/servebench/servebench/internal/tokenizer"
 )
 
@@ -131,7 +130,7 @@ func New(cfg Config) (*Client, error) {
 		idle:      orDefault(cfg.Idle, DefaultIdleTimeout),
 		total:     orDefault(cfg.Total, DefaultTotalTimeout),
 	}
-	dialer := &net.Dialer{KeepAlive: 30 * time.Second, Control: loopbackOnly}
+	dialer := &net.Dialer{KeepAlive: 30 * time.Second, Control: loopback.DialControl}
 	if c.connect > 0 {
 		dialer.Timeout = c.connect
 	}
@@ -269,39 +268,10 @@ func normalizeBaseURL(raw string) (string, error) {
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return "", fmt.Errorf("base URL %q: must hold no credentials, query or fragment", raw)
 	}
-	if err := checkLoopbackHost(u.Hostname()); err != nil {
-		return "", fmt.Errorf("base URL %q: %w", raw, err)
+	if !loopback.Host(u.Hostname()) {
+		return "", fmt.Errorf("base URL %q: host %q: %w", raw, u.Hostname(), loopback.ErrNotLoopback)
 	}
 	p := strings.TrimRight(u.Path, "/")
 	p = strings.TrimSuffix(p, "/v1")
 	return u.Scheme + "://" + u.Host + p, nil
-}
-
-// errNotLoopback refuses a target outside 127.0.0.0/8 and ::1.
-var errNotLoopback = errors.New("not a loopback address: servebench only sends load to 127.0.0.0/8 or ::1")
-
-// checkLoopbackHost accepts "localhost" and loopback IP literals; any other
-// name is refused up front (the dialer checks resolved addresses again).
-func checkLoopbackHost(host string) error {
-	if strings.EqualFold(host, "localhost") {
-		return nil
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("host %q: %w", host, errNotLoopback)
-	}
-	return nil
-}
-
-// loopbackOnly is the dialer's Control hook: it runs on the resolved
-// address of every connection, so a name resolving elsewhere is refused too.
-func loopbackOnly(_, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return fmt.Errorf("dial %s: %w", address, err)
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("dial %s: %w", address, errNotLoopback)
-	}
-	return nil
 }

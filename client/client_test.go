@@ -1,6 +1,8 @@
 package client
 
 import (
+	"github.com/servebench/servebench/results"
+
 	"context"
 	"encoding/json"
 	"flag"
@@ -107,15 +109,15 @@ func TestBody(t *testing.T) {
 		name string
 		req  Request
 	}{
-		{"chat_stream_vllm", Request{API: APIChat, Model: "m", System: "be brief", Prompt: "hello", MaxTokens: 128, MinTokens: 128,
+		{"chat_stream_vllm", Request{API: results.APIChat, Model: "m", System: "be brief", Prompt: "hello", MaxTokens: 128, MinTokens: 128,
 			IgnoreEOS: true, Temperature: &zero, Stream: true, IncludeUsage: true, ContinuousUsage: true}},
-		{"chat_stream_plain", Request{API: APIChat, Model: "m", Prompt: "hello", Stream: true, IncludeUsage: true}},
-		{"chat_continuous_implies_usage", Request{API: APIChat, Model: "m", Prompt: "hello", Stream: true, ContinuousUsage: true}},
-		{"chat_nonstream", Request{API: APIChat, Model: "m", Prompt: "hello", Temperature: &half, IncludeUsage: true}},
-		{"completions_stream", Request{API: APICompletions, Model: "m", Prompt: "once upon", MaxTokens: 16, Temperature: &zero, Stream: true, IncludeUsage: true}},
-		{"extra_overrides", Request{API: APIChat, Model: "m", Prompt: "hello", MaxTokens: 16, Temperature: &zero, Stream: true,
+		{"chat_stream_plain", Request{API: results.APIChat, Model: "m", Prompt: "hello", Stream: true, IncludeUsage: true}},
+		{"chat_continuous_implies_usage", Request{API: results.APIChat, Model: "m", Prompt: "hello", Stream: true, ContinuousUsage: true}},
+		{"chat_nonstream", Request{API: results.APIChat, Model: "m", Prompt: "hello", Temperature: &half, IncludeUsage: true}},
+		{"completions_stream", Request{API: results.APICompletions, Model: "m", Prompt: "once upon", MaxTokens: 16, Temperature: &zero, Stream: true, IncludeUsage: true}},
+		{"extra_overrides", Request{API: results.APIChat, Model: "m", Prompt: "hello", MaxTokens: 16, Temperature: &zero, Stream: true,
 			Extra: map[string]any{"top_k": 1, "temperature": 0.7, "chat_template_kwargs": map[string]any{"enable_thinking": false}}}},
-		{"no_model", Request{API: APICompletions, Prompt: "x", Stream: true}},
+		{"no_model", Request{API: results.APICompletions, Prompt: "x", Stream: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -125,11 +127,11 @@ func TestBody(t *testing.T) {
 			defer srv.Close()
 			c := newTestClient(t, srv.URL+"/v1", Config{APIKey: "sk-test"})
 			res := c.Do(context.Background(), &tc.req)
-			if res.Outcome != OK {
+			if res.Outcome != results.OK {
 				t.Fatalf("outcome %s %s: %s", res.Outcome, res.ErrorClass, res.Error)
 			}
 			wantPath := "/v1/chat/completions"
-			if tc.req.API == APICompletions {
+			if tc.req.API == results.APICompletions {
 				wantPath = "/v1/completions"
 			}
 			if rec.paths[0] != wantPath || rec.auth[0] != "Bearer sk-test" {
@@ -199,15 +201,15 @@ func TestNonStreaming(t *testing.T) {
 		estimated bool
 		finish    string
 	}{
-		{"chat", Request{API: APIChat, Prompt: "x"}, 5, false, "stop"},
-		{"completions_estimated", Request{API: APICompletions, Prompt: "x"}, 2, true, "length"},
+		{"chat", Request{API: results.APIChat, Prompt: "x"}, 5, false, "stop"},
+		{"completions_estimated", Request{API: results.APICompletions, Prompt: "x"}, 2, true, "length"},
 		// a server that answers JSON to a streaming request
-		{"stream_answered_whole", Request{API: APIChat, Prompt: "x", Stream: true}, 5, false, "stop"},
+		{"stream_answered_whole", Request{API: results.APIChat, Prompt: "x", Stream: true}, 5, false, "stop"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			res := c.Do(context.Background(), &tc.req)
-			if res.Outcome != OK {
+			if res.Outcome != results.OK {
 				t.Fatalf("outcome %s %s: %s", res.Outcome, res.ErrorClass, res.Error)
 			}
 			if res.OutputTokens != tc.output || res.Estimated != tc.estimated || res.FinishReason != tc.finish {
@@ -354,32 +356,32 @@ func TestErrorClasses(t *testing.T) {
 	tests := []struct {
 		fault   string
 		client  *Client
-		outcome Outcome
-		class   ErrorClass
+		outcome results.Outcome
+		class   results.ErrorClass
 		status  int
 		msg     string
 	}{
-		{fault: "refused", client: dead, outcome: Failed, class: ErrConnect, msg: "refused"},
-		{fault: "reset", outcome: Failed, class: ErrConnect},
-		{fault: "400", outcome: Failed, class: ErrHTTP4xx, status: 400, msg: "maximum context length is 4096"},
-		{fault: "503", outcome: Failed, class: ErrHTTP5xx, status: 503, msg: "503 Service Unavailable: overloaded"},
-		{fault: "first_byte", outcome: Failed, class: ErrTimeout, msg: "first-byte timeout"},
-		{fault: "first_byte_after_headers", outcome: Failed, class: ErrTimeout, status: 200, msg: "first-byte timeout"},
-		{fault: "idle", outcome: Failed, class: ErrTimeout, status: 200, msg: "idle-stream timeout"},
-		{fault: "total", outcome: Failed, class: ErrTimeout, status: 200, msg: "total timeout"},
-		{fault: "truncated", outcome: Failed, class: ErrStreamTruncated, status: 200, msg: "without finish_reason or [DONE]"},
-		{fault: "broken", outcome: Failed, class: ErrStreamTruncated, status: 200, msg: "broken"},
-		{fault: "malformed", outcome: Failed, class: ErrMalformedChunk, status: 200},
-		{fault: "error_event", outcome: Failed, class: ErrServerErrorEvent, status: 200, msg: "InternalServerError: Internal server error (code 500)"},
-		{fault: "event_error", outcome: Failed, class: ErrServerErrorEvent, status: 200, msg: "engine dead"},
-		{fault: "cancel", outcome: Canceled, class: ErrCanceled, status: 200},
+		{fault: "refused", client: dead, outcome: results.Failed, class: results.ErrConnect, msg: "refused"},
+		{fault: "reset", outcome: results.Failed, class: results.ErrConnect},
+		{fault: "400", outcome: results.Failed, class: results.ErrHTTP4xx, status: 400, msg: "maximum context length is 4096"},
+		{fault: "503", outcome: results.Failed, class: results.ErrHTTP5xx, status: 503, msg: "503 Service Unavailable: overloaded"},
+		{fault: "first_byte", outcome: results.Failed, class: results.ErrTimeout, msg: "first-byte timeout"},
+		{fault: "first_byte_after_headers", outcome: results.Failed, class: results.ErrTimeout, status: 200, msg: "first-byte timeout"},
+		{fault: "idle", outcome: results.Failed, class: results.ErrTimeout, status: 200, msg: "idle-stream timeout"},
+		{fault: "total", outcome: results.Failed, class: results.ErrTimeout, status: 200, msg: "total timeout"},
+		{fault: "truncated", outcome: results.Failed, class: results.ErrStreamTruncated, status: 200, msg: "without finish_reason or [DONE]"},
+		{fault: "broken", outcome: results.Failed, class: results.ErrStreamTruncated, status: 200, msg: "broken"},
+		{fault: "malformed", outcome: results.Failed, class: results.ErrMalformedChunk, status: 200},
+		{fault: "error_event", outcome: results.Failed, class: results.ErrServerErrorEvent, status: 200, msg: "InternalServerError: Internal server error (code 500)"},
+		{fault: "event_error", outcome: results.Failed, class: results.ErrServerErrorEvent, status: 200, msg: "engine dead"},
+		{fault: "cancel", outcome: results.Canceled, class: results.ErrCanceled, status: 200},
 	}
 	var healthy sync.WaitGroup
-	healthyResults := make([]Result, 40)
+	healthyResults := make([]results.Result, 40)
 	for i := range healthyResults {
 		healthy.Go(func() {
 			time.Sleep(time.Duration(i) * 20 * time.Millisecond) // spread over the failures
-			healthyResults[i] = c.Do(context.Background(), &Request{Seq: uint64(i), API: APIChat, Prompt: "x", Stream: true, IncludeUsage: true})
+			healthyResults[i] = c.Do(context.Background(), &Request{Seq: uint64(i), API: results.APIChat, Prompt: "x", Stream: true, IncludeUsage: true})
 		})
 	}
 	t.Run("group", func(t *testing.T) {
@@ -396,7 +398,7 @@ func TestErrorClasses(t *testing.T) {
 					ctx, cancel = context.WithTimeout(ctx, 150*time.Millisecond)
 					defer cancel()
 				}
-				res := cl.Do(ctx, &Request{API: APIChat, Prompt: "x", Stream: true, Extra: map[string]any{"fault": tc.fault}})
+				res := cl.Do(ctx, &Request{API: results.APIChat, Prompt: "x", Stream: true, Extra: map[string]any{"fault": tc.fault}})
 				if res.Outcome != tc.outcome || res.ErrorClass != tc.class || res.Status != tc.status {
 					t.Fatalf("got %s/%s status %d (%s), want %s/%s status %d", res.Outcome, res.ErrorClass, res.Status, res.Error, tc.outcome, tc.class, tc.status)
 				}
@@ -418,7 +420,7 @@ func TestErrorClasses(t *testing.T) {
 	})
 	healthy.Wait()
 	for i, res := range healthyResults {
-		if res.Outcome != OK || res.OutputTokens != 10 || len(res.ChunkTimes) != 10 {
+		if res.Outcome != results.OK || res.OutputTokens != 10 || len(res.ChunkTimes) != 10 {
 			t.Errorf("healthy request %d: %s %s %q, %d tokens", i, res.Outcome, res.ErrorClass, res.Error, res.OutputTokens)
 		}
 	}
@@ -431,8 +433,8 @@ func TestFinishThenBroken(t *testing.T) {
 	t.Parallel()
 	srv := faultServer(t)
 	c := newTestClient(t, srv.URL, Config{})
-	res := c.Do(context.Background(), &Request{API: APIChat, Prompt: "x", Stream: true, IncludeUsage: true, Extra: map[string]any{"fault": "finish_then_broken"}})
-	if res.Outcome != OK || res.FinishReason != "stop" || res.OutputTokens != 1 || !res.Estimated {
+	res := c.Do(context.Background(), &Request{API: results.APIChat, Prompt: "x", Stream: true, IncludeUsage: true, Extra: map[string]any{"fault": "finish_then_broken"}})
+	if res.Outcome != results.OK || res.FinishReason != "stop" || res.OutputTokens != 1 || !res.Estimated {
 		t.Fatalf("got %s %s %q finish %q, %d tokens (estimated %v)", res.Outcome, res.ErrorClass, res.Error, res.FinishReason, res.OutputTokens, res.Estimated)
 	}
 	if _, ok := res.E2E(); !ok {
@@ -466,8 +468,8 @@ func TestConnectionReuse(t *testing.T) {
 		var wg sync.WaitGroup
 		for range conns {
 			wg.Go(func() {
-				res := c.Do(context.Background(), &Request{API: APIChat, Prompt: "x", Stream: true, IncludeUsage: true})
-				if res.Outcome != OK {
+				res := c.Do(context.Background(), &Request{API: results.APIChat, Prompt: "x", Stream: true, IncludeUsage: true})
+				if res.Outcome != results.OK {
 					t.Errorf("round %d: %s %s", round, res.Outcome, res.Error)
 				}
 			})

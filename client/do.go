@@ -1,6 +1,8 @@
 package client
 
 import (
+	"github.com/servebench/servebench/results"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -29,9 +31,8 @@ var (
 // panics: a failure is recorded in the Result (Outcome Failed with an
 // ErrorClass and a message, or Canceled when ctx was canceled). A failing
 // request has no effect on other requests. Do is safe for concurrent use.
-func (c *Client) Do(ctx context.Context, r *Request) (res Result) {
-	res = Result{
-		Kind:        KindRequest,
+func (c *Client) Do(ctx context.Context, r *Request) (res results.Result) {
+	res = results.Result{
 		Seq:         r.Seq,
 		Stage:       r.Stage,
 		Warmup:      r.Warmup,
@@ -45,18 +46,18 @@ func (c *Client) Do(ctx context.Context, r *Request) (res Result) {
 		// A panic here is a client bug triggered by some input; it is
 		// recorded so that one odd response cannot stop a run.
 		if p := recover(); p != nil {
-			res.Outcome, res.ErrorClass = Failed, ErrMalformedChunk
+			res.Outcome, res.ErrorClass = results.Failed, results.ErrMalformedChunk
 			res.Error = fmt.Sprintf("client bug: panic: %v", p)
 		}
 	}()
 	url := c.chatURL
-	if r.API == APICompletions {
+	if r.API == results.APICompletions {
 		url = c.complURL
 	}
 	body, err := encodeBody(r)
 	if err != nil {
 		// Not sent: the scenario validator should have refused it.
-		res.Outcome, res.ErrorClass, res.Error = Failed, ErrHTTP4xx, "invalid request, not sent: "+err.Error()
+		res.Outcome, res.ErrorClass, res.Error = results.Failed, results.ErrHTTP4xx, "invalid request, not sent: "+err.Error()
 		return res
 	}
 
@@ -70,7 +71,7 @@ func (c *Client) Do(ctx context.Context, r *Request) (res Result) {
 
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		res.Outcome, res.ErrorClass, res.Error = Failed, ErrConnect, err.Error()
+		res.Outcome, res.ErrorClass, res.Error = results.Failed, results.ErrConnect, err.Error()
 		return res
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -87,7 +88,7 @@ func (c *Client) Do(ctx context.Context, r *Request) (res Result) {
 	defer wd.stop()
 	resp, err := c.http.Do(req)
 	if err != nil {
-		c.fail(ctx, rctx, &res, err, ErrConnect)
+		c.fail(ctx, rctx, &res, err, results.ErrConnect)
 		return res
 	}
 	defer resp.Body.Close()
@@ -112,7 +113,7 @@ func (c *Client) Do(ctx context.Context, r *Request) (res Result) {
 }
 
 // readStream reads an SSE body into res.
-func (c *Client) readStream(ctx, rctx context.Context, res *Result, body io.Reader, sentAt time.Time, wd *watchdog, maxTokens int) {
+func (c *Client) readStream(ctx, rctx context.Context, res *results.Result, body io.Reader, sentAt time.Time, wd *watchdog, maxTokens int) {
 	s := c.streams.Get().(*stream)
 	defer func() {
 		s.release()
@@ -128,7 +129,7 @@ func (c *Client) readStream(ctx, rctx context.Context, res *Result, body io.Read
 	end, fail, readErr := s.pump(wd, c.since)
 	if fail == nil && readErr != nil && !errors.Is(readErr, io.EOF) {
 		if errors.Is(readErr, errLineTooLong) {
-			fail = &failure{ErrMalformedChunk, readErr.Error()}
+			fail = &failure{results.ErrMalformedChunk, readErr.Error()}
 		} else if f := c.contextFailure(ctx, rctx); f != nil {
 			fail = f
 		}
@@ -143,7 +144,7 @@ func (c *Client) readStream(ctx, rctx context.Context, res *Result, body io.Read
 		c.setFailure(res, fail)
 		return
 	}
-	res.Outcome = OK
+	res.Outcome = results.OK
 	if s.done {
 		// Read the end of the chunked body so that the connection goes back
 		// to the pool; bounded in time by the watchdog.
@@ -170,7 +171,7 @@ type wholeResponse struct {
 
 // readWhole reads a JSON response body into res. Only E2E is measured:
 // FirstToken, FirstContent and LastToken stay zero.
-func (c *Client) readWhole(ctx, rctx context.Context, res *Result, body io.Reader) {
+func (c *Client) readWhole(ctx, rctx context.Context, res *results.Result, body io.Reader) {
 	b, err := io.ReadAll(io.LimitReader(body, MaxBodyBytes+1))
 	now := time.Now()
 	res.End = c.since(now)
@@ -178,21 +179,21 @@ func (c *Client) readWhole(ctx, rctx context.Context, res *Result, body io.Reade
 		if f := c.contextFailure(ctx, rctx); f != nil {
 			c.setFailure(res, f)
 		} else {
-			c.setFailure(res, &failure{ErrStreamTruncated, fmt.Sprintf("response body broken: %v", err)})
+			c.setFailure(res, &failure{results.ErrStreamTruncated, fmt.Sprintf("response body broken: %v", err)})
 		}
 		return
 	}
 	if len(b) > MaxBodyBytes {
-		c.setFailure(res, &failure{ErrMalformedChunk, fmt.Sprintf("response body over %d bytes", MaxBodyBytes)})
+		c.setFailure(res, &failure{results.ErrMalformedChunk, fmt.Sprintf("response body over %d bytes", MaxBodyBytes)})
 		return
 	}
 	var w wholeResponse
 	if err := json.Unmarshal(b, &w); err != nil {
-		c.setFailure(res, &failure{ErrMalformedChunk, fmt.Sprintf("%v: %s", err, excerpt(b))})
+		c.setFailure(res, &failure{results.ErrMalformedChunk, fmt.Sprintf("%v: %s", err, excerpt(b))})
 		return
 	}
 	if len(w.Error) > 0 && string(w.Error) != "null" {
-		c.setFailure(res, &failure{ErrServerErrorEvent, errorMessage(b)})
+		c.setFailure(res, &failure{results.ErrServerErrorEvent, errorMessage(b)})
 		return
 	}
 	var text string
@@ -218,16 +219,16 @@ func (c *Client) readWhole(ctx, rctx context.Context, res *Result, body io.Reade
 			res.Estimated = true
 		}
 	}
-	res.Outcome = OK
+	res.Outcome = results.OK
 }
 
 // httpError records a non-2xx response with a body excerpt.
-func (c *Client) httpError(res *Result, resp *http.Response) {
+func (c *Client) httpError(res *results.Result, resp *http.Response) {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, ErrorExcerptBytes+1))
 	res.End = c.since(time.Now())
-	class := ErrHTTP4xx
+	class := results.ErrHTTP4xx
 	if resp.StatusCode >= 500 {
-		class = ErrHTTP5xx
+		class = results.ErrHTTP5xx
 	}
 	msg := resp.Status
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
@@ -241,7 +242,7 @@ func (c *Client) httpError(res *Result, resp *http.Response) {
 
 // fail records an error from sending the request or reading the headers:
 // a cancellation, a timeout, or else the given class.
-func (c *Client) fail(ctx, rctx context.Context, res *Result, err error, class ErrorClass) {
+func (c *Client) fail(ctx, rctx context.Context, res *results.Result, err error, class results.ErrorClass) {
 	res.End = c.since(time.Now())
 	if f := c.contextFailure(ctx, rctx); f != nil {
 		c.setFailure(res, f)
@@ -250,7 +251,7 @@ func (c *Client) fail(ctx, rctx context.Context, res *Result, err error, class E
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		// the dial timed out: the connection could not be made
-		c.setFailure(res, &failure{ErrConnect, err.Error()})
+		c.setFailure(res, &failure{results.ErrConnect, err.Error()})
 		return
 	}
 	c.setFailure(res, &failure{class, err.Error()})
@@ -261,7 +262,7 @@ func (c *Client) fail(ctx, rctx context.Context, res *Result, err error, class E
 // rctx is still live.
 func (c *Client) contextFailure(ctx, rctx context.Context) *failure {
 	if ctx.Err() != nil {
-		return &failure{ErrCanceled, fmt.Sprintf("canceled: %v", context.Cause(ctx))}
+		return &failure{results.ErrCanceled, fmt.Sprintf("canceled: %v", context.Cause(ctx))}
 	}
 	if rctx.Err() == nil {
 		return nil
@@ -269,20 +270,20 @@ func (c *Client) contextFailure(ctx, rctx context.Context) *failure {
 	cause := context.Cause(rctx)
 	switch {
 	case errors.Is(cause, errFirstByteTimeout):
-		return &failure{ErrTimeout, fmt.Sprintf("%v (%v)", cause, c.firstByte)}
+		return &failure{results.ErrTimeout, fmt.Sprintf("%v (%v)", cause, c.firstByte)}
 	case errors.Is(cause, errIdleTimeout):
-		return &failure{ErrTimeout, fmt.Sprintf("%v (%v)", cause, c.idle)}
+		return &failure{results.ErrTimeout, fmt.Sprintf("%v (%v)", cause, c.idle)}
 	case errors.Is(cause, errTotalTimeout):
-		return &failure{ErrTimeout, fmt.Sprintf("%v (%v)", cause, c.total)}
+		return &failure{results.ErrTimeout, fmt.Sprintf("%v (%v)", cause, c.total)}
 	}
-	return &failure{ErrTimeout, cause.Error()}
+	return &failure{results.ErrTimeout, cause.Error()}
 }
 
-func (c *Client) setFailure(res *Result, f *failure) {
+func (c *Client) setFailure(res *results.Result, f *failure) {
 	res.ErrorClass, res.Error = f.class, f.msg
-	res.Outcome = Failed
-	if f.class == ErrCanceled {
-		res.Outcome = Canceled
+	res.Outcome = results.Failed
+	if f.class == results.ErrCanceled {
+		res.Outcome = results.Canceled
 	}
 }
 

@@ -2,13 +2,14 @@
 // an OpenAI-compatible server (vLLM first) and records what happened as one
 // Result, with monotonic timestamps taken the moment bytes arrive.
 //
-// It consumes a Request from the scenario runner (chat or completions,
-// streaming or not, with vLLM's extra body fields) and produces a Result:
-// raw observations only (offsets from the run's epoch, per-chunk arrival
-// times, token counts, outcome and error class), which the results writer
-// stores and report/ aggregates. Failures are data: Do never returns an
-// error. The Result type and the results-file records (result.go) import
-// the standard library only, so that readers of results files stay cheap.
+// It consumes a Request from the run's scheduler (chat or completions,
+// streaming or not, with vLLM's extra body fields) and produces a
+// results.Result: raw observations only (offsets from the run's epoch,
+// per-chunk arrival times, token counts, outcome and error class), which
+// the run writes to the results file and report aggregates. Failures are
+// data: Do never returns an error. The record types live in package
+// results, which imports the standard library only, so that a program
+// that reads results files links none of this package's dependencies.
 //
 // # Timestamps
 //
@@ -48,7 +49,7 @@
 // one token per token-bearing chunk and a non-streaming response is counted
 // with the offline o200k_base tokenizer; both set Estimated.
 //
-// # Derived figures (methods on Result)
+// # Derived figures (methods on results.Result)
 //
 // Each is defined only for an OK request and reports ok=false otherwise:
 //

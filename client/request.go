@@ -2,12 +2,6 @@ package client
 
 import "time"
 
-// API names the OpenAI endpoint a request goes to.
-const (
-	APIChat        = "chat"        // POST /v1/chat/completions
-	APICompletions = "completions" // POST /v1/completions
-)
-
 // Request is one request to send: what the scenario runner hands the client.
 // It is read, never modified, by Client.Do.
 type Request struct {

@@ -1,6 +1,8 @@
 package client
 
 import (
+	"github.com/servebench/servebench/results"
+
 	"bufio"
 	"bytes"
 	"encoding/json"
@@ -56,7 +58,7 @@ const usageAbsent = -1
 
 // failure is a classified reason why a request failed.
 type failure struct {
-	class ErrorClass
+	class results.ErrorClass
 	msg   string
 }
 
@@ -73,7 +75,7 @@ type stream struct {
 	long []byte    // accumulates a line longer than br's buffer
 	ck   wireChunk // decode target, reused
 
-	res       *Result
+	res       *results.Result
 	live      *atomic.Int64 // the client's count of token-bearing chunks, for progress displays
 	epoch     time.Time
 	sentAt    time.Time // wall+monotonic time of Sent, for ChunkTimes offsets
@@ -91,7 +93,7 @@ func newStream() *stream {
 }
 
 // reset prepares s for a request whose Result is res, sent at sentAt.
-func (s *stream) reset(body io.Reader, res *Result, epoch, sentAt time.Time) {
+func (s *stream) reset(body io.Reader, res *results.Result, epoch, sentAt time.Time) {
 	s.br.Reset(body)
 	if cap(s.long) > 64<<10 {
 		s.long = nil // do not keep a rare huge buffer in the pool
@@ -141,7 +143,7 @@ func (s *stream) readLine() ([]byte, error) {
 func (s *stream) handleLine(line []byte, now time.Time) *failure {
 	if len(line) == 0 { // end of event
 		if s.errEvent && !s.errData {
-			return &failure{ErrServerErrorEvent, "event: error with no data"}
+			return &failure{results.ErrServerErrorEvent, "event: error with no data"}
 		}
 		s.errEvent, s.errData = false, false
 		return nil
@@ -172,7 +174,7 @@ func (s *stream) handleData(v []byte, now time.Time) *failure {
 	v = bytes.TrimSpace(v) // TRT-LLM writes "data: {...} \n"
 	if s.errEvent {
 		s.errData = true
-		return &failure{ErrServerErrorEvent, errorMessage(v)}
+		return &failure{results.ErrServerErrorEvent, errorMessage(v)}
 	}
 	if len(v) == 0 {
 		return nil
@@ -187,10 +189,10 @@ func (s *stream) handleData(v []byte, now time.Time) *failure {
 	ck.Usage = wireUsage{PromptTokens: usageAbsent, CompletionTokens: usageAbsent}
 	ck.Error = ck.Error[:0]
 	if err := gojson.UnmarshalOf(v, ck, gojson.DecodeNoCopyString()); err != nil {
-		return &failure{ErrMalformedChunk, fmt.Sprintf("%v: %s", err, excerpt(v))}
+		return &failure{results.ErrMalformedChunk, fmt.Sprintf("%v: %s", err, excerpt(v))}
 	}
 	if len(ck.Error) > 0 && !bytes.Equal(ck.Error, []byte("null")) {
-		return &failure{ErrServerErrorEvent, errorMessage(v)}
+		return &failure{results.ErrServerErrorEvent, errorMessage(v)}
 	}
 	res := s.res
 	tokens, content := false, false
@@ -267,9 +269,9 @@ func (s *stream) finish(readErr error) *failure {
 		return nil
 	}
 	if readErr == nil || errors.Is(readErr, io.EOF) {
-		return &failure{ErrStreamTruncated, fmt.Sprintf("stream ended after %d token chunks without finish_reason or [DONE]", len(res.ChunkTimes))}
+		return &failure{results.ErrStreamTruncated, fmt.Sprintf("stream ended after %d token chunks without finish_reason or [DONE]", len(res.ChunkTimes))}
 	}
-	return &failure{ErrStreamTruncated, fmt.Sprintf("stream broken after %d token chunks: %v", len(res.ChunkTimes), readErr)}
+	return &failure{results.ErrStreamTruncated, fmt.Sprintf("stream broken after %d token chunks: %v", len(res.ChunkTimes), readErr)}
 }
 
 // errorMessage extracts a readable message from an error payload: an

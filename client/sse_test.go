@@ -1,6 +1,8 @@
 package client
 
 import (
+	"github.com/servebench/servebench/results"
+
 	"bytes"
 	"os"
 	"path/filepath"
@@ -16,9 +18,9 @@ func TestSSEStreams(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		file         string
-		class        ErrorClass // "" for OK
-		chunks       int        // token-bearing chunks
-		contentAfter int        // index of the first content chunk among them; -1 for none
+		class        results.ErrorClass // "" for OK
+		chunks       int                // token-bearing chunks
+		contentAfter int                // index of the first content chunk among them; -1 for none
 		output       int
 		prompt       int
 		cached       int
@@ -32,19 +34,19 @@ func TestSSEStreams(t *testing.T) {
 		{file: "vllm_completions.sse", chunks: 3, output: 3, prompt: 5, finish: "length"},
 		{file: "vllm_reasoning.sse", chunks: 3, contentAfter: 2, output: 6, prompt: 4, reasoning: 3, finish: "stop"},
 		{file: "vllm_continuous.sse", chunks: 2, contentAfter: 1, output: 6, prompt: 4, cached: 2, chunkTokens: []int32{3, 2}, finish: "stop"},
-		{file: "vllm_error_event.sse", class: ErrServerErrorEvent, chunks: 1, output: 1, estimated: true, errContains: "KV cache load failed"},
+		{file: "vllm_error_event.sse", class: results.ErrServerErrorEvent, chunks: 1, output: 1, estimated: true, errContains: "KV cache load failed"},
 		{file: "llamacpp_chat.sse", chunks: 2, contentAfter: 1, output: 3, prompt: 7, finish: "stop"},
-		{file: "llamacpp_error.sse", class: ErrServerErrorEvent, chunks: 1, output: 1, estimated: true, errContains: "slot unavailable"},
+		{file: "llamacpp_error.sse", class: results.ErrServerErrorEvent, chunks: 1, output: 1, estimated: true, errContains: "slot unavailable"},
 		{file: "sglang_chat.sse", chunks: 1, output: 1, prompt: 3, finish: "stop"},
 		{file: "tgi_chat.sse", chunks: 2, output: 3, prompt: 2, finish: "eos_token"},
-		{file: "tgi_error_old.sse", class: ErrServerErrorEvent, chunks: 1, output: 1, estimated: true, errContains: "CUDA OOM"},
+		{file: "tgi_error_old.sse", class: results.ErrServerErrorEvent, chunks: 1, output: 1, estimated: true, errContains: "CUDA OOM"},
 		{file: "trtllm_chat.sse", chunks: 2, output: 2, prompt: 5, cached: 4, chunkTokens: []int32{1, 1}, finish: "stop"},
 		{file: "ollama_nousage.sse", chunks: 3, contentAfter: 1, output: 3, estimated: true, finish: "stop"},
 		{file: "crlf_ping.sse", chunks: 1, output: 1, estimated: true, finish: "length"},
-		{file: "event_error.sse", class: ErrServerErrorEvent, chunks: 1, output: 1, estimated: true, errContains: "overloaded"},
-		{file: "truncated.sse", class: ErrStreamTruncated, chunks: 1, output: 1, estimated: true},
+		{file: "event_error.sse", class: results.ErrServerErrorEvent, chunks: 1, output: 1, estimated: true, errContains: "overloaded"},
+		{file: "truncated.sse", class: results.ErrStreamTruncated, chunks: 1, output: 1, estimated: true},
 		{file: "finish_no_done.sse", chunks: 2, output: 2, estimated: true, finish: "stop"},
-		{file: "malformed.sse", class: ErrMalformedChunk, chunks: 1, output: 1, estimated: true},
+		{file: "malformed.sse", class: results.ErrMalformedChunk, chunks: 1, output: 1, estimated: true},
 	}
 	for _, tc := range tests {
 		t.Run(strings.TrimSuffix(tc.file, ".sse"), func(t *testing.T) {
@@ -53,9 +55,9 @@ func TestSSEStreams(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var res Result
+			var res results.Result
 			fail, _ := pumpBytes(newStream(), body, &res)
-			var class ErrorClass
+			var class results.ErrorClass
 			if fail != nil {
 				class = fail.class
 				if !strings.Contains(fail.msg, tc.errContains) {
@@ -106,26 +108,26 @@ func TestSSELongLine(t *testing.T) {
 	tests := []struct {
 		name  string
 		body  string
-		class ErrorClass
+		class results.ErrorClass
 	}{
 		{"3MiB", `data: {"choices":[{"delta":{"content":"` + long + `"},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n", ""},
-		{"over4MiB", `data: {"choices":[{"delta":{"content":"` + long + long + `"}}]}` + "\n\n", ErrMalformedChunk},
+		{"over4MiB", `data: {"choices":[{"delta":{"content":"` + long + long + `"}}]}` + "\n\n", results.ErrMalformedChunk},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			s := newStream()
-			var res Result
+			var res results.Result
 			epoch := time.Now()
 			s.reset(strings.NewReader(tc.body), &res, epoch, epoch)
 			_, fail, readErr := s.pump(&watchdog{epoch: epoch}, func(t time.Time) time.Duration { return t.Sub(epoch) })
 			if fail == nil && readErr == errLineTooLong {
-				fail = &failure{ErrMalformedChunk, readErr.Error()}
+				fail = &failure{results.ErrMalformedChunk, readErr.Error()}
 			}
 			if fail == nil {
 				fail = s.finish(readErr)
 			}
-			var class ErrorClass
+			var class results.ErrorClass
 			if fail != nil {
 				class = fail.class
 			}
@@ -151,11 +153,11 @@ func FuzzSSE(f *testing.F) {
 	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":null}}]}\n\ndata: [DONE]"))
 	f.Add([]byte("data:{\"error\":null,\"choices\":[{\"text\":\"a\"}],\"usage\":null}\r\n"))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var res Result
+		var res results.Result
 		fail, _ := pumpBytes(newStream(), body, &res)
 		if fail != nil {
 			switch fail.class {
-			case ErrMalformedChunk, ErrServerErrorEvent, ErrStreamTruncated:
+			case results.ErrMalformedChunk, results.ErrServerErrorEvent, results.ErrStreamTruncated:
 			default:
 				t.Fatalf("unexpected class %q", fail.class)
 			}

@@ -1,16 +1,14 @@
 package report
 
 import (
-	"encoding/json"
+	"github.com/servebench/servebench/results"
+
 	"fmt"
 	"math"
 	"sort"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/servebench/servebench/client"
-	"github.com/servebench/servebench/scrape"
 )
 
 // Histogram range: 1 µs to 1 hour at 3 significant digits (≤ 0.1 % error).
@@ -70,6 +68,7 @@ type Aggregate struct {
 	warnings []string
 	itlBuf   []time.Duration
 	corr     *Correlator
+	spec     *results.Spec
 	log      requestLog // per-request figures and server points for verdicts and comparisons (verdict_log.go)
 }
 
@@ -81,7 +80,13 @@ func New() *Aggregate {
 // AddHeader records a results file's header: run metadata and stage names.
 // With several files, the first header's metadata is kept and the earliest
 // start time wins.
-func (a *Aggregate) AddHeader(h *client.Header) {
+func (a *Aggregate) AddHeader(h *results.Header) {
+	if h.Spec == nil && len(h.Scenario) > 0 {
+		// A header built by hand rather than read by results.Reader.
+		hc := *h
+		hc.Spec, _ = results.DecodeSpec(h.Scenario)
+		h = &hc
+	}
 	a.corr.AddHeader(h)
 	a.log.header(h)
 	a.files++
@@ -91,31 +96,31 @@ func (a *Aggregate) AddHeader(h *client.Header) {
 	} else if h.Started.Before(a.meta.Started) {
 		a.meta.Started = h.Started
 	}
-	var sc struct {
-		Name string `json:"name"`
-		Load struct {
-			Stages []struct {
-				Name string `json:"name"`
-			} `json:"stages"`
-		} `json:"load"`
+	if a.spec == nil {
+		a.spec = h.Spec
 	}
-	if len(h.Scenario) > 0 && json.Unmarshal(h.Scenario, &sc) == nil {
-		if a.meta.Scenario == "" {
-			a.meta.Scenario = sc.Name
-		}
-		for i, st := range sc.Load.Stages {
-			if _, ok := a.names[i]; !ok {
-				a.names[i] = st.Name
-			}
+	if h.Spec == nil {
+		return
+	}
+	if a.meta.Scenario == "" {
+		a.meta.Scenario = h.Spec.Name
+	}
+	for i, st := range h.Spec.Load.Stages {
+		if _, ok := a.names[i]; !ok {
+			a.names[i] = st.Name
 		}
 	}
 }
+
+// Spec returns the resolved scenario of the first header added that has
+// one, or nil.
+func (a *Aggregate) Spec() *results.Spec { return a.spec }
 
 // Warn attaches a non-fatal problem to the summary.
 func (a *Aggregate) Warn(msg string) { a.warnings = append(a.warnings, msg) }
 
 // Add accumulates one request record. Warmup records are only counted.
-func (a *Aggregate) Add(r *client.Result) {
+func (a *Aggregate) Add(r *results.Result) {
 	st, ok := a.stages[r.Stage]
 	if !ok {
 		st = newStageAgg()
@@ -128,7 +133,7 @@ func (a *Aggregate) Add(r *client.Result) {
 }
 
 // AddSample accumulates one scrape sample for the correlation section.
-func (a *Aggregate) AddSample(s scrape.Sample) { a.corr.AddSample(s); a.log.sample(&s) }
+func (a *Aggregate) AddSample(s results.Sample) { a.corr.AddSample(s); a.log.sample(&s) }
 
 func record(h *hdrhistogram.Histogram, d time.Duration) {
 	us := int64(d / time.Microsecond)
@@ -141,21 +146,21 @@ func record(h *hdrhistogram.Histogram, d time.Duration) {
 	_ = h.RecordValue(us) // cannot fail: us is clamped into range
 }
 
-func (s *stageAgg) add(r *client.Result, buf []time.Duration) []time.Duration {
+func (s *stageAgg) add(r *results.Result, buf []time.Duration) []time.Duration {
 	if r.Warmup {
 		s.req.Warmup++
 		return buf
 	}
 	s.req.Scheduled++
 	switch r.Outcome {
-	case client.OK:
+	case results.OK:
 		s.req.OK++
-	case client.Failed:
+	case results.Failed:
 		s.req.Failed++
 		s.errors[string(r.ErrorClass)]++
-	case client.Canceled:
+	case results.Canceled:
 		s.req.Canceled++
-	case client.Dropped:
+	case results.Dropped:
 		s.req.Dropped++
 		return buf
 	}
@@ -173,7 +178,7 @@ func (s *stageAgg) add(r *client.Result, buf []time.Duration) []time.Duration {
 	if d, ok := r.ScheduleLag(); ok {
 		record(s.hist[mLag], d)
 	}
-	if r.Outcome != client.OK {
+	if r.Outcome != results.OK {
 		return buf
 	}
 	s.tokens.Prompt += int64(r.PromptTokens)

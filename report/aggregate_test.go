@@ -1,6 +1,8 @@
 package report
 
 import (
+	"github.com/servebench/servebench/results"
+
 	"bytes"
 	"encoding/json"
 	"flag"
@@ -11,8 +13,6 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/internal/golden"
-
-	"github.com/servebench/servebench/client"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
@@ -21,8 +21,8 @@ const msec = time.Millisecond
 
 // okResult is a streamed request sent at sent with the given TTFT and n
 // one-token chunks itl apart.
-func okResult(seq uint64, stage int, sent, ttft, itl time.Duration, n int) client.Result {
-	r := client.Result{Kind: client.KindRequest, Seq: seq, Stage: stage, Outcome: client.OK, API: client.APIChat,
+func okResult(seq uint64, stage int, sent, ttft, itl time.Duration, n int) results.Result {
+	r := results.Result{Seq: seq, Stage: stage, Outcome: results.OK, API: results.APIChat,
 		Stream: true, Scheduled: sent - msec, Sent: sent, Headers: sent + ttft/2, FirstToken: sent + ttft,
 		FirstContent: sent + ttft, PromptTokens: 100, OutputTokens: n, InputTokens: 100, MaxTokens: n}
 	for i := range n {
@@ -44,12 +44,12 @@ func TestAggregateFigures(t *testing.T) {
 	warm := okResult(200, 0, time.Second, 5*time.Second, 20*msec, 11)
 	warm.Warmup = true
 	a.Add(&warm)
-	a.Add(&client.Result{Kind: client.KindRequest, Seq: 201, Outcome: client.Failed, ErrorClass: client.ErrHTTP5xx,
+	a.Add(&results.Result{Seq: 201, Outcome: results.Failed, ErrorClass: results.ErrHTTP5xx,
 		Scheduled: time.Second, Sent: time.Second, End: time.Second + msec, Status: 503})
-	a.Add(&client.Result{Kind: client.KindRequest, Seq: 202, Outcome: client.Failed, ErrorClass: client.ErrTimeout,
+	a.Add(&results.Result{Seq: 202, Outcome: results.Failed, ErrorClass: results.ErrTimeout,
 		Scheduled: time.Second, Sent: time.Second, End: time.Second + msec})
-	a.Add(&client.Result{Kind: client.KindRequest, Seq: 203, Outcome: client.Dropped, Scheduled: 2 * time.Second})
-	a.Add(&client.Result{Kind: client.KindRequest, Seq: 204, Outcome: client.Canceled, Scheduled: time.Second,
+	a.Add(&results.Result{Seq: 203, Outcome: results.Dropped, Scheduled: 2 * time.Second})
+	a.Add(&results.Result{Seq: 204, Outcome: results.Canceled, Scheduled: time.Second,
 		Sent: time.Second, End: 2 * time.Second})
 	s := a.Summary()
 	st := s.Stages[0]
@@ -84,22 +84,22 @@ func TestAggregateFigures(t *testing.T) {
 	near("requests/s", st.RequestsPerSec, 100/1.291, 0.001)
 }
 
-func ptr(r client.Result) *client.Result { return &r }
+func ptr(r results.Result) *results.Result { return &r }
 
 // records builds a small multi-stage run with every outcome.
-func records(seed uint64) []client.Result {
+func records(seed uint64) []results.Result {
 	rng := rand.New(rand.NewPCG(seed, 1))
-	var rs []client.Result
+	var rs []results.Result
 	for i := range 300 {
 		stage := i / 100
 		sent := time.Duration(i)*15*msec + time.Duration(rng.IntN(5))*msec
 		r := okResult(uint64(i), stage, sent, time.Duration(20+rng.IntN(300))*msec, time.Duration(5+rng.IntN(30))*msec, 2+rng.IntN(50))
 		switch i % 37 {
 		case 3:
-			r = client.Result{Kind: client.KindRequest, Seq: uint64(i), Stage: stage, Outcome: client.Failed,
-				ErrorClass: client.ErrStreamTruncated, Scheduled: sent, Sent: sent, End: sent + 10*msec}
+			r = results.Result{Seq: uint64(i), Stage: stage, Outcome: results.Failed,
+				ErrorClass: results.ErrStreamTruncated, Scheduled: sent, Sent: sent, End: sent + 10*msec}
 		case 5:
-			r = client.Result{Kind: client.KindRequest, Seq: uint64(i), Stage: stage, Outcome: client.Dropped, Scheduled: sent}
+			r = results.Result{Seq: uint64(i), Stage: stage, Outcome: results.Dropped, Scheduled: sent}
 		case 7:
 			r.Warmup = true
 		}
@@ -108,10 +108,10 @@ func records(seed uint64) []client.Result {
 	return rs
 }
 
-func summaryJSON(t *testing.T, rs []client.Result) []byte {
+func summaryJSON(t *testing.T, rs []results.Result) []byte {
 	t.Helper()
 	a := New()
-	a.AddHeader(&client.Header{Kind: client.KindHeader, Schema: client.Schema, Tool: "servebench", Version: "test",
+	a.AddHeader(&results.Header{Schema: results.Schema, Tool: "servebench", Version: "test",
 		Started: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC), Target: "http://127.0.0.1:8000", Model: "m",
 		Scenario: json.RawMessage(`{"name":"golden","load":{"stages":[{"name":"a"},{"name":"b"},{"name":"c"}]}}`)})
 	for i := range rs {
@@ -153,18 +153,18 @@ func TestFromFilesMergesMachines(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	start := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
-	write := func(name string, started time.Time, rs []client.Result) string {
+	write := func(name string, started time.Time, rs []results.Result) string {
 		path := filepath.Join(dir, name)
-		w, err := client.Create(path)
+		w, err := results.Create(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := w.Write(client.Header{Kind: client.KindHeader, Schema: client.Schema, Tool: "servebench",
-			Started: started, Scenario: json.RawMessage(`{"name":"m","load":{"stages":[{"name":"only"}]}}`)}); err != nil {
+		if err := w.Write(results.HeaderRecord(&results.Header{Schema: results.Schema, Tool: "servebench",
+			Started: started, Scenario: json.RawMessage(`{"name":"m","load":{"stages":[{"name":"only"}]}}`)})); err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range rs {
-			if err := w.Write(r); err != nil {
+			if err := w.Write(results.ResultRecord(&r)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -175,10 +175,10 @@ func TestFromFilesMergesMachines(t *testing.T) {
 	}
 	// Machine A runs from 1 s to 2.2 s after its epoch; machine B started 10 s
 	// later by the wall clock and runs 1 s to 2.2 s after its own epoch.
-	one := []client.Result{okResult(1, 0, time.Second, 100*msec, 10*msec, 101)}
+	one := []results.Result{okResult(1, 0, time.Second, 100*msec, 10*msec, 101)}
 	a := write("a.jsonl", start, one)
 	b := write("b.jsonl.gz", start.Add(10*time.Second), one)
-	agg, err := FromFiles([]string{a, b}, nil)
+	agg, err := FromFiles(a, b)
 	if err != nil {
 		t.Fatal(err)
 	}

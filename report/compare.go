@@ -329,23 +329,12 @@ func newRow(metric, stat, unit string, b, n float64, nb, nn int64, p float64, sh
 // stageSettings reads each stage's load setting from the first results
 // header's resolved scenario.
 func stageSettings(a *Aggregate) map[int]string {
-	var sc struct {
-		Load struct {
-			Stages []struct {
-				Concurrency    int     `json:"concurrency"`
-				Rate           float64 `json:"rate"`
-				Arrival        string  `json:"arrival"`
-				Burstiness     float64 `json:"burstiness"`
-				MaxConcurrency int     `json:"max_concurrency"`
-			} `json:"stages"`
-		} `json:"load"`
-	}
 	out := map[int]string{}
-	if raw := a.corr.Scenario(); raw == nil || json.Unmarshal(raw, &sc) != nil {
+	if a.spec == nil {
 		return out
 	}
-	for i, st := range sc.Load.Stages {
-		if st.Rate > 0 {
+	for i, st := range a.spec.Load.Stages {
+		if st.Open() {
 			s := fmt.Sprintf("open, %s %s req/s, max %d in flight", st.Arrival, trimFloat(st.Rate, 3), st.MaxConcurrency)
 			if st.Arrival == "gamma" {
 				s += fmt.Sprintf(", burstiness %s", trimFloat(st.Burstiness, 3))

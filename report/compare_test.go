@@ -1,6 +1,8 @@
 package report
 
 import (
+	"github.com/servebench/servebench/results"
+
 	"bytes"
 	"encoding/json"
 	"math"
@@ -9,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/servebench/servebench/client"
 )
 
 func TestMannWhitney(t *testing.T) {
@@ -92,7 +92,7 @@ func compareAggregate(t testing.TB, seed uint64, ttft, itl time.Duration, rate f
 	a := New()
 	sc := `{"name":"cmp","load":{"stages":[{"name":"closed","concurrency":4},{"name":"open","rate":` +
 		strconv.FormatFloat(rate, 'g', -1, 64) + `,"arrival":"poisson","max_concurrency":16}]}}`
-	a.AddHeader(&client.Header{Kind: client.KindHeader, Schema: client.Schema, Tool: "servebench", Version: "test",
+	a.AddHeader(&results.Header{Schema: results.Schema, Tool: "servebench", Version: "test",
 		Started: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC), Model: "m", Scenario: json.RawMessage(sc)})
 	rng := rand.New(rand.NewPCG(seed, 3))
 	jitter := func(d time.Duration) time.Duration { return time.Duration(float64(d) * (0.8 + 0.4*rng.Float64())) }

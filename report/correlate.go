@@ -1,14 +1,13 @@
 package report
 
 import (
+	"github.com/servebench/servebench/results"
+
 	"encoding/json"
 	"math"
 	"slices"
 	"sort"
 	"time"
-
-	"github.com/servebench/servebench/client"
-	"github.com/servebench/servebench/scrape"
 )
 
 // Correlation window bounds: windows follow the scrape interval but are
@@ -43,7 +42,7 @@ type Correlator struct {
 	interval time.Duration // scrape interval from the first header that states one; 0 if unknown
 	scenario json.RawMessage
 	reqs     []corrRequest
-	samples  []scrape.Sample
+	samples  []results.Sample
 }
 
 // corrRequest is what the correlator keeps of one sent request.
@@ -73,26 +72,17 @@ func NewCorrelator() *Correlator { return &Correlator{} }
 // AddHeader reads the scrape interval (scenario.scrape.interval) from a
 // results file's resolved scenario and keeps the first scenario for the
 // HTML report. With several files, the shortest interval wins.
-func (c *Correlator) AddHeader(h *client.Header) {
+func (c *Correlator) AddHeader(h *results.Header) {
 	if len(h.Scenario) == 0 {
 		return
 	}
 	if c.scenario == nil {
 		c.scenario = slices.Clone(h.Scenario)
 	}
-	var sc struct {
-		Scrape struct {
-			Interval string `json:"interval"`
-		} `json:"scrape"`
-	}
-	if json.Unmarshal(h.Scenario, &sc) != nil || sc.Scrape.Interval == "" {
+	if h.Spec == nil {
 		return
 	}
-	d, err := time.ParseDuration(sc.Scrape.Interval)
-	if err != nil || d <= 0 {
-		return
-	}
-	if c.interval == 0 || d < c.interval {
+	if d := h.Spec.ScrapeInterval(); d > 0 && (c.interval == 0 || d < c.interval) {
 		c.interval = d
 	}
 }
@@ -104,11 +94,11 @@ func (c *Correlator) Scenario() json.RawMessage { return c.scenario }
 // AddResult records one request. Requests never sent (dropped) are
 // ignored; every other request, warmup included, counts on the timeline,
 // since the server did its work whatever the outcome. r is not retained.
-func (c *Correlator) AddResult(r *client.Result) {
-	if r.Sent == 0 || r.Outcome == client.Dropped {
+func (c *Correlator) AddResult(r *results.Result) {
+	if r.Sent == 0 || r.Outcome == results.Dropped {
 		return
 	}
-	q := corrRequest{seq: r.Seq, stage: r.Stage, warmup: r.Warmup, ok: r.Outcome == client.OK,
+	q := corrRequest{seq: r.Seq, stage: r.Stage, warmup: r.Warmup, ok: r.Outcome == results.OK,
 		sent: r.Sent, first: r.FirstToken, last: r.LastToken, end: r.End,
 		prompt: float64(r.PromptTokens), chunks: slices.Clone(r.ChunkTimes)}
 	if q.prompt == 0 {
@@ -134,7 +124,7 @@ func (c *Correlator) AddResult(r *client.Result) {
 // when recorded, else the split Result.AppendITLs assumes (the first chunk
 // holds the first token, the other OutputTokens − 1 spread evenly over the
 // later chunks). Without a token count each chunk counts as one token.
-func chunkTokens(r *client.Result) []float32 {
+func chunkTokens(r *results.Result) []float32 {
 	n := len(r.ChunkTimes)
 	out := make([]float32, n)
 	switch {
@@ -193,7 +183,7 @@ func p99Spans(sent time.Duration, chunks []time.Duration) []span {
 
 // AddSample records one scrape sample (offsets on the run's clock, as the
 // other records).
-func (c *Correlator) AddSample(s scrape.Sample) { c.samples = append(c.samples, s) }
+func (c *Correlator) AddSample(s results.Sample) { c.samples = append(c.samples, s) }
 
 // Window is one interval of the common timeline: what the client saw and
 // what the server reported during it. Server figures are NaN when no scrape
@@ -264,7 +254,7 @@ func (c *Correlator) timeline() timeline {
 
 // serverSamples returns the successful samples of the most-scraped target,
 // sorted by At with duplicate times removed, and counts the samples.
-func (c *Correlator) serverSamples(tl *timeline) []scrape.Sample {
+func (c *Correlator) serverSamples(tl *timeline) []results.Sample {
 	count := map[string]int{}
 	for i := range c.samples {
 		if c.samples[i].OK {
@@ -281,7 +271,7 @@ func (c *Correlator) serverSamples(tl *timeline) []scrape.Sample {
 			target, best = t, count[t]
 		}
 	}
-	var out []scrape.Sample
+	var out []results.Sample
 	for i := range c.samples {
 		if s := c.samples[i]; s.OK && s.Target == target {
 			out = append(out, s)
@@ -307,7 +297,7 @@ func (c *Correlator) serverSamples(tl *timeline) []scrape.Sample {
 	return dedup
 }
 
-func medianSpacing(s []scrape.Sample) time.Duration {
+func medianSpacing(s []results.Sample) time.Duration {
 	d := make([]time.Duration, 0, len(s)-1)
 	for i := 1; i < len(s); i++ {
 		d = append(d, s[i].At-s[i-1].At)
@@ -321,8 +311,8 @@ func medianSpacing(s []scrape.Sample) time.Duration {
 // with the next ones until the window reaches nominal minus half a scrape
 // interval (so 1 s scrapes with jitter are not merged in pairs, and 100 ms
 // scrapes make 1 s windows).
-func scrapeWindows(samples []scrape.Sample, interval, nominal time.Duration) []Window {
-	ivs := scrape.Rates(samples)
+func scrapeWindows(samples []results.Sample, interval, nominal time.Duration) []Window {
+	ivs := results.Rates(samples)
 	if len(ivs) != len(samples)-1 {
 		return nil // cannot happen with sorted, distinct, successful samples
 	}
@@ -344,9 +334,9 @@ func scrapeWindows(samples []scrape.Sample, interval, nominal time.Duration) []W
 
 // serverWindow builds a window from the samples bounding and inside it and
 // the intervals between them.
-func serverWindow(s []scrape.Sample, ivs []scrape.Interval) Window {
+func serverWindow(s []results.Sample, ivs []results.Interval) Window {
 	w := Window{From: s[0].At, To: s[len(s)-1].At, Stage: -1}
-	gauge := func(m scrape.Meaning, scale float64) float64 {
+	gauge := func(m results.Meaning, scale float64) float64 {
 		var sum float64
 		n := 0
 		for i := range s {
@@ -360,10 +350,10 @@ func serverWindow(s []scrape.Sample, ivs []scrape.Interval) Window {
 		}
 		return scale * sum / float64(n)
 	}
-	w.KVUsagePerc = gauge(scrape.KVUsage, 100)
-	w.Running = gauge(scrape.Running, 1)
-	w.Waiting = gauge(scrape.Waiting, 1)
-	delta := func(m scrape.Meaning) float64 {
+	w.KVUsagePerc = gauge(results.KVUsage, 100)
+	w.Running = gauge(results.Running, 1)
+	w.Waiting = gauge(results.Waiting, 1)
+	delta := func(m results.Meaning) float64 {
 		var sum float64
 		for _, iv := range ivs {
 			d, ok := iv.Deltas[m]
@@ -374,8 +364,8 @@ func serverWindow(s []scrape.Sample, ivs []scrape.Interval) Window {
 		}
 		return sum
 	}
-	w.Preemptions = delta(scrape.Preemptions)
-	w.ServerTokensPerSec = delta(scrape.GenerationTokens) / w.Seconds()
+	w.Preemptions = delta(results.Preemptions)
+	w.ServerTokensPerSec = delta(results.GenerationTokens) / w.Seconds()
 	return w
 }
 

@@ -1,18 +1,16 @@
 package report
 
 import (
+	"github.com/servebench/servebench/results"
+
 	"bytes"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/servebench/servebench/client"
-	"github.com/servebench/servebench/scrape"
 )
 
 // preemptFixture is a real run of testdata/preempt.yaml against sim://tiny:
@@ -25,7 +23,7 @@ const preemptFixture = "testdata/preempt.jsonl.gz"
 
 func correlationOf(t *testing.T, paths ...string) *Correlation {
 	t.Helper()
-	a, err := FromFiles(paths, nil)
+	a, err := FromFiles(paths...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,23 +86,32 @@ func fmtPtr(p *float64) any {
 func TestCorrelationOrderIndependent(t *testing.T) {
 	t.Parallel()
 	want := correlationOf(t, preemptFixture)
-	r, err := client.Open(preemptFixture)
+	r, err := results.Open(preemptFixture)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	var lines [][]byte
+	var recs []results.Record
 	for r.Scan() {
-		lines = append(lines, slices.Clone(r.Raw()))
+		recs = append(recs, r.Record())
 	}
 	if r.Err() != nil {
 		t.Fatal(r.Err())
 	}
 	rng := rand.New(rand.NewPCG(4, 4))
-	body := lines[1:]
+	body := recs[1:]
 	rng.Shuffle(len(body), func(i, j int) { body[i], body[j] = body[j], body[i] })
 	path := filepath.Join(t.TempDir(), "shuffled.jsonl")
-	if err := writeLines(path, lines); err != nil {
+	w, err := results.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs {
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
 	got := correlationOf(t, path)
@@ -113,15 +120,6 @@ func TestCorrelationOrderIndependent(t *testing.T) {
 	if !bytes.Equal(wj, gj) {
 		t.Errorf("correlation depends on record order:\nwant %s\ngot  %s", wj, gj)
 	}
-}
-
-func writeLines(path string, lines [][]byte) error {
-	var b bytes.Buffer
-	for _, l := range lines {
-		b.Write(l)
-		b.WriteByte('\n')
-	}
-	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
 // lawRun synthesises a closed-loop run that follows the memory-bound law
@@ -139,14 +137,14 @@ type lawRun struct {
 	startAt     time.Duration
 }
 
-func (l lawRun) records() ([]client.Result, []scrape.Sample) {
-	rs := make([]client.Result, l.streams)
+func (l lawRun) records() ([]results.Result, []results.Sample) {
+	rs := make([]results.Result, l.streams)
 	now := l.startAt
 	if now == 0 {
 		now = 100 * time.Millisecond // an offset of 0 means "not sent"
 	}
 	for i := range rs {
-		rs[i] = client.Result{Kind: client.KindRequest, Seq: uint64(i), Outcome: client.OK, API: client.APICompletions,
+		rs[i] = results.Result{Seq: uint64(i), Outcome: results.OK, API: results.APICompletions,
 			Stream: true, Scheduled: now, Sent: now, PromptTokens: l.prompt, OutputTokens: l.output}
 	}
 	type tick struct {
@@ -172,7 +170,7 @@ func (l lawRun) records() ([]client.Result, []scrape.Sample) {
 		rs[i].LastToken = now
 		rs[i].End = now
 	}
-	var ss []scrape.Sample
+	var ss []results.Sample
 	j := 0
 	var gen float64
 	for at := time.Duration(0); at <= now+time.Second; at += time.Second {
@@ -184,18 +182,18 @@ func (l lawRun) records() ([]client.Result, []scrape.Sample) {
 		if l.waiting != nil {
 			w = l.waiting(at)
 		}
-		ss = append(ss, scrape.Sample{Kind: client.KindScrape, Index: uint64(len(ss)), Target: "http://127.0.0.1:1/metrics",
-			Start: at, At: at, OK: true, Reading: scrape.Reading{Profile: "vllm", Snapshot: scrape.Snapshot{Values: scrape.Values{
-				scrape.KVUsage: math.Min(1, float64(j)/float64(len(ticks)+1)), scrape.Running: float64(l.streams),
-				scrape.Waiting: w, scrape.Preemptions: 0, scrape.GenerationTokens: gen * l.serverScale,
+		ss = append(ss, results.Sample{Index: uint64(len(ss)), Target: "http://127.0.0.1:1/metrics",
+			Start: at, At: at, OK: true, Reading: results.Reading{Profile: "vllm", Snapshot: results.Snapshot{Values: results.Values{
+				results.KVUsage: math.Min(1, float64(j)/float64(len(ticks)+1)), results.Running: float64(l.streams),
+				results.Waiting: w, results.Preemptions: 0, results.GenerationTokens: gen * l.serverScale,
 			}}}})
 	}
 	return rs, ss
 }
 
-func correlate(rs []client.Result, ss []scrape.Sample) *Correlation {
+func correlate(rs []results.Result, ss []results.Sample) *Correlation {
 	a := New()
-	a.AddHeader(&client.Header{Kind: client.KindHeader, Schema: client.Schema,
+	a.AddHeader(&results.Header{Schema: results.Schema,
 		Scenario: json.RawMessage(`{"name":"law","scrape":{"interval":"1s"},"load":{"stages":[{"name":"only"}]}}`)})
 	for i := range rs {
 		a.Add(&rs[i])
@@ -316,10 +314,10 @@ func FuzzCorrelate(f *testing.F) {
 			}
 			return time.Duration(rng.Int64N(max))
 		}
-		var rs []client.Result
+		var rs []results.Result
 		for i := range int(nreq) {
-			r := client.Result{Kind: client.KindRequest, Seq: uint64(i), Stage: rng.IntN(3),
-				Outcome: []client.Outcome{client.OK, client.Failed, client.Canceled, client.Dropped}[rng.IntN(4)],
+			r := results.Result{Seq: uint64(i), Stage: rng.IntN(3),
+				Outcome: []results.Outcome{results.OK, results.Failed, results.Canceled, results.Dropped}[rng.IntN(4)],
 				Sent:    d(5e9), PromptTokens: rng.IntN(3), OutputTokens: rng.IntN(50), Warmup: rng.IntN(5) == 0}
 			for range rng.IntN(20) {
 				r.ChunkTimes = append(r.ChunkTimes, d(3e9))
@@ -333,16 +331,16 @@ func FuzzCorrelate(f *testing.F) {
 			r.FirstToken, r.End = d(8e9), d(9e9)
 			rs = append(rs, r)
 		}
-		var ss []scrape.Sample
+		var ss []results.Sample
 		for i := range int(nsample) {
-			v := scrape.Values{}
-			for _, m := range []scrape.Meaning{scrape.KVUsage, scrape.Running, scrape.Waiting, scrape.Preemptions, scrape.GenerationTokens} {
+			v := results.Values{}
+			for _, m := range []results.Meaning{results.KVUsage, results.Running, results.Waiting, results.Preemptions, results.GenerationTokens} {
 				if rng.IntN(4) > 0 {
 					v[m] = float64(rng.IntN(100))
 				}
 			}
-			ss = append(ss, scrape.Sample{Kind: client.KindScrape, Index: uint64(i), Target: []string{"a", "b"}[rng.IntN(2)],
-				At: d(10e9), OK: rng.IntN(5) > 0, Reading: scrape.Reading{Snapshot: scrape.Snapshot{Values: v}}})
+			ss = append(ss, results.Sample{Index: uint64(i), Target: []string{"a", "b"}[rng.IntN(2)],
+				At: d(10e9), OK: rng.IntN(5) > 0, Reading: results.Reading{Snapshot: results.Snapshot{Values: v}}})
 		}
 		c := correlate(rs, ss)
 		if _, err := json.Marshal(c); err != nil {

@@ -55,10 +55,10 @@ func WriteHTML(w io.Writer, s *Summary, figs []Figure, scenario json.RawMessage)
 }
 
 // WriteFiles renders the plots of everything added to a (PNG and SVG) and
-// the HTML report into dir, and returns the paths written. The output is a
-// pure function of the records added.
-func (a *Aggregate) WriteFiles(dir string) ([]string, error) {
-	s := a.Summary()
+// the HTML report of s (a's summary, with its verdict if judged) into dir,
+// and returns the paths written. The output is a pure function of the
+// records added and the verdict.
+func (a *Aggregate) WriteFiles(dir string, s *Summary) ([]string, error) {
 	figs, err := a.Figures(s)
 	if err != nil {
 		return nil, err

@@ -17,11 +17,11 @@ import (
 func fixtureHTML(t *testing.T) (string, []byte) {
 	t.Helper()
 	dir := t.TempDir()
-	a, err := FromFiles([]string{preemptFixture}, nil)
+	a, err := FromFiles(preemptFixture)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.WriteFiles(dir); err != nil {
+	if _, err := a.WriteFiles(dir, a.Summary()); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, HTMLName)

@@ -18,11 +18,11 @@ func TestWriteFilesRebuildable(t *testing.T) {
 	t.Parallel()
 	render := func() (string, []string) {
 		dir := t.TempDir()
-		a, err := FromFiles([]string{preemptFixture}, nil)
+		a, err := FromFiles(preemptFixture)
 		if err != nil {
 			t.Fatal(err)
 		}
-		paths, err := a.WriteFiles(dir)
+		paths, err := a.WriteFiles(dir, a.Summary())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +68,7 @@ func TestFigures(t *testing.T) {
 			a := New()
 			if tc.paths != nil {
 				var err error
-				if a, err = FromFiles(tc.paths, nil); err != nil {
+				if a, err = FromFiles(tc.paths...); err != nil {
 					t.Fatal(err)
 				}
 			}

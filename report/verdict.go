@@ -1,13 +1,13 @@
 package report
 
 import (
+	"github.com/servebench/servebench/results"
+
 	"fmt"
 	"io"
 	"math"
 	"strings"
 	"text/tabwriter"
-
-	"github.com/servebench/servebench/scenario"
 )
 
 // Verdict is the outcome of judging a run against its budgets: the
@@ -55,7 +55,7 @@ type Check struct {
 // token-count mismatches come from the per-request records a holds, and
 // preemptions and KV usage from its scrape samples. A figure that could
 // not be measured fails its check. Evaluate does not modify s.
-func (a *Aggregate) Evaluate(s *Summary, b *scenario.Budgets, slo *scenario.SLO) *Verdict {
+func (a *Aggregate) Evaluate(s *Summary, b *results.Budgets, slo *results.SLO) *Verdict {
 	v := &Verdict{Checks: []Check{}}
 	if b == nil {
 		v.Pass = true
@@ -97,12 +97,12 @@ func (a *Aggregate) Evaluate(s *Summary, b *scenario.Budgets, slo *scenario.SLO)
 
 type judge struct {
 	a   *Aggregate
-	b   *scenario.Budgets
-	slo *scenario.SLO
+	b   *results.Budgets
+	slo *results.SLO
 	v   *Verdict
 }
 
-func op(l scenario.Limit) string {
+func op(l results.Limit) string {
 	if l.Upper {
 		return "<="
 	}
@@ -134,16 +134,16 @@ type measure struct {
 
 // set judges every limit of one budget set on one scope (stages nil: the
 // whole run).
-func (j *judge) set(name string, st *Stage, stages []int, set *scenario.BudgetSet) {
+func (j *judge) set(name string, st *Stage, stages []int, set *results.BudgetSet) {
 	sc := j.a.log.scopeOf(stages)
 	for _, bud := range set.List() {
 		for _, l := range bud.Limits.List() {
 			c := Check{Scope: name, Metric: bud.Metric, Stat: l.Stat, Op: op(l), Limit: l.Value, Unit: unitOf(bud.Metric)}
 			m := j.measure(st, &sc, bud.Metric, l.Stat)
-			if q, isQ := scenario.Quantile(l.Stat); isQ && m.ok {
+			if q, isQ := results.Quantile(l.Stat); isQ && m.ok {
 				c.MinSamples = set.MinSamples
 				if c.MinSamples == 0 {
-					c.MinSamples = scenario.MinSamplesFor(q)
+					c.MinSamples = results.MinSamplesFor(q)
 				}
 			}
 			j.add(c, &m)

@@ -1,14 +1,12 @@
 package report
 
 import (
-	"encoding/json"
+	"github.com/servebench/servebench/results"
+
 	"math"
 	"slices"
 	"sort"
 	"time"
-
-	"github.com/servebench/servebench/client"
-	"github.com/servebench/servebench/scrape"
 )
 
 // requestLog keeps what the HdrHistograms lose and budgets and comparisons
@@ -56,16 +54,8 @@ type serverPoint struct {
 	hasKV, hasPreempt bool
 }
 
-func (l *requestLog) header(h *client.Header) {
-	var sc struct {
-		Request struct {
-			IgnoreEOS *bool `json:"ignore_eos"`
-		} `json:"request"`
-	}
-	l.ignoreEOS = false
-	if json.Unmarshal(h.Scenario, &sc) == nil && sc.Request.IgnoreEOS != nil {
-		l.ignoreEOS = *sc.Request.IgnoreEOS
-	}
+func (l *requestLog) header(h *results.Header) {
+	l.ignoreEOS = h.Spec != nil && h.Spec.Request.IgnoreEOS != nil && *h.Spec.Request.IgnoreEOS
 }
 
 func (l *requestLog) stage(i int) *stageLog {
@@ -80,7 +70,7 @@ func (l *requestLog) stage(i int) *stageLog {
 	return s
 }
 
-func (l *requestLog) add(r *client.Result, buf []time.Duration) []time.Duration {
+func (l *requestLog) add(r *results.Result, buf []time.Duration) []time.Duration {
 	if r.Warmup {
 		return buf
 	}
@@ -92,7 +82,7 @@ func (l *requestLog) add(r *client.Result, buf []time.Duration) []time.Duration 
 		s.schedLast = r.Scheduled
 	}
 	s.arrivals++
-	if r.Outcome == client.Dropped || r.Sent == 0 {
+	if r.Outcome == results.Dropped || r.Sent == 0 {
 		return buf
 	}
 	if !s.haveRange || r.Sent < s.from {
@@ -103,10 +93,10 @@ func (l *requestLog) add(r *client.Result, buf []time.Duration) []time.Duration 
 	}
 	s.haveRange = true
 	switch r.Outcome {
-	case client.Failed:
+	case results.Failed:
 		s.finished++
 		return buf
-	case client.OK:
+	case results.OK:
 		s.finished++
 	default:
 		return buf
@@ -142,13 +132,13 @@ func (l *requestLog) add(r *client.Result, buf []time.Duration) []time.Duration 
 	return buf
 }
 
-func (l *requestLog) sample(s *scrape.Sample) {
+func (l *requestLog) sample(s *results.Sample) {
 	if !s.OK {
 		return
 	}
 	p := serverPoint{at: s.At}
-	p.kv, p.hasKV = s.Values[scrape.KVUsage]
-	p.preemptions, p.hasPreempt = s.Values[scrape.Preemptions]
+	p.kv, p.hasKV = s.Values[results.KVUsage]
+	p.preemptions, p.hasPreempt = s.Values[results.Preemptions]
 	if p.hasKV || p.hasPreempt {
 		l.points = append(l.points, p)
 	}

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"github.com/servebench/servebench/results"
+
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
@@ -11,9 +13,7 @@ import (
 
 	"github.com/servebench/servebench/internal/golden"
 
-	"github.com/servebench/servebench/client"
 	"github.com/servebench/servebench/scenario"
-	"github.com/servebench/servebench/scrape"
 )
 
 const verdictScenario = `name: golden
@@ -47,7 +47,7 @@ budgets:
 func verdictAggregate(t testing.TB) *Aggregate {
 	t.Helper()
 	a := New()
-	a.AddHeader(&client.Header{Kind: client.KindHeader, Schema: client.Schema, Tool: "servebench", Version: "test",
+	a.AddHeader(&results.Header{Schema: results.Schema, Tool: "servebench", Version: "test",
 		Started: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC), Target: "http://127.0.0.1:8000", Model: "m",
 		Scenario: json.RawMessage(`{"name":"golden","request":{"ignore_eos":true},"load":{"stages":[{"name":"a"},{"name":"b"},{"name":"c"}]}}`)})
 	rs := records(1)
@@ -57,9 +57,9 @@ func verdictAggregate(t testing.TB) *Aggregate {
 	}
 	preempt := []float64{0, 0, 0, 0, 2, 2, 2, 3, 3, 3, 3, 3}
 	for i, p := range preempt {
-		s := scrape.Sample{Kind: client.KindScrape, Index: uint64(i), At: time.Duration(i) * 500 * msec, OK: i != 6}
+		s := results.Sample{Index: uint64(i), At: time.Duration(i) * 500 * msec, OK: i != 6}
 		if s.OK {
-			s.Values = scrape.Values{scrape.KVUsage: min(0.1+0.08*float64(i), 0.95), scrape.Preemptions: p}
+			s.Values = results.Values{results.KVUsage: min(0.1+0.08*float64(i), 0.95), results.Preemptions: p}
 		}
 		a.AddSample(s)
 	}
@@ -122,13 +122,13 @@ func TestVerdictFigures(t *testing.T) {
 	rs := records(1)
 	var finished, good float64
 	for _, r := range rs {
-		if r.Warmup || (r.Outcome != client.OK && r.Outcome != client.Failed) {
+		if r.Warmup || (r.Outcome != results.OK && r.Outcome != results.Failed) {
 			continue
 		}
 		finished++
 		ttft, _ := r.TTFT()
 		tpot, ok := r.TPOT()
-		if r.Outcome == client.OK && ttft <= 250*msec && (!ok || tpot <= 30*msec) {
+		if r.Outcome == results.OK && ttft <= 250*msec && (!ok || tpot <= 30*msec) {
 			good++
 		}
 	}
@@ -212,7 +212,7 @@ load:
 			t.Parallel()
 			sc := verdictBudgets(t, base+tc.budgets)
 			a := New()
-			a.AddHeader(&client.Header{Kind: client.KindHeader, Schema: client.Schema,
+			a.AddHeader(&results.Header{Schema: results.Schema,
 				Scenario: json.RawMessage(`{"name":"golden","request":{"ignore_eos":true},"load":{"stages":[{"name":"a"},{"name":"b"},{"name":"c"}]}}`)})
 			rs := records(1)
 			for i := range rs {

@@ -138,6 +138,11 @@ func seconds(s float64) time.Duration {
 	return time.Duration(s * 1e9)
 }
 
+// ArrivalSeed is the seed of stage idx's arrival schedule (NewSchedule):
+// a pure function of the scenario's prompt seed and the stage index, so
+// that a run's arrivals are reproducible.
+func (sc *Scenario) ArrivalSeed(idx int) uint64 { return mix(sc.Prompts.Seed ^ mix(uint64(idx))) }
+
 // mix is the SplitMix64 finaliser: it spreads nearby inputs (sequence
 // numbers, stage indexes) over the whole 64-bit range before they seed a
 // generator.

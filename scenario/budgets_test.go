@@ -1,9 +1,10 @@
 package scenario
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/servebench/servebench/results"
 )
 
 const budgetsBase = `name: gate
@@ -62,11 +63,8 @@ budgets:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back struct {
-		SLO     *SLO     `json:"slo"`
-		Budgets *Budgets `json:"budgets"`
-	}
-	if err := json.Unmarshal(raw, &back); err != nil {
+	back, err := results.DecodeSpec(raw)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if back.SLO == nil || back.SLO.TPOTMs != 100 || back.Budgets == nil || *back.Budgets.Overall.KVUsage.Max != 0.9 ||
@@ -117,28 +115,6 @@ func TestBudgetsInvalid(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestMinSamplesFor(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		stat string
-		want int
-	}{{"p50", 4}, {"p90", 35}, {"p95", 73}, {"p99", 381}, {"p99_9", 3838}}
-	for _, tc := range tests {
-		q, ok := Quantile(tc.stat)
-		if !ok {
-			t.Fatalf("%s is not a quantile", tc.stat)
-		}
-		if got := MinSamplesFor(q); got != tc.want {
-			t.Errorf("MinSamplesFor(%s) = %d, want %d", tc.stat, got, tc.want)
-		}
-	}
-	for _, s := range []string{"mean", "max", "min"} {
-		if _, ok := Quantile(s); ok {
-			t.Errorf("%s counted as a quantile", s)
-		}
 	}
 }
 

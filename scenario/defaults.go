@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/servebench/servebench/client"
 	"github.com/servebench/servebench/internal/tokenizer"
+	"github.com/servebench/servebench/results"
 )
 
 // Defaults, applied by Scenario.Defaults when a field is unset.
@@ -37,7 +37,7 @@ func (sc *Scenario) Defaults() {
 		t.URL = DefaultURL
 	}
 	if t.API == "" {
-		t.API = client.APIChat
+		t.API = results.APIChat
 	}
 	t.Stream = orTrue(t.Stream)
 	setDuration(&t.Timeouts.Connect, DefaultConnectTimeout)

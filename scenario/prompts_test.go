@@ -91,7 +91,7 @@ func TestPromptsDeterministic(t *testing.T) {
 		if a.At(seq) != b.At(seq) {
 			t.Errorf("seq %d differs between two Prompts of one scenario", seq)
 		}
-		if a.At(seq) != a.At(seq) {
+		if first, again := a.At(seq), a.At(seq); first != again {
 			t.Errorf("seq %d differs between two calls", seq)
 		}
 		if a.At(seq) == c.At(seq) {

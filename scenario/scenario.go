@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"github.com/servebench/servebench/results"
+
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -18,16 +20,16 @@ import (
 // then read-only except through Set and Override. It is not safe for
 // concurrent mutation; concurrent reads are safe.
 type Scenario struct {
-	Name        string      `yaml:"name" json:"name"`                         // identifies the run in results and reports
-	Description string      `yaml:"description" json:"description,omitempty"` // free text
-	Target      Target      `yaml:"target" json:"target"`                     // the server under test
-	Request     RequestSpec `yaml:"request" json:"request"`                   // per-request body options
-	Prompts     PromptSpec  `yaml:"prompts" json:"prompts"`                   // what the prompts are made of
-	Scrape      Scrape      `yaml:"scrape" json:"scrape"`                     // the server's /metrics (used by package scrape)
-	Load        LoadSpec    `yaml:"load" json:"load"`                         // stages and the run's safety bound
-	SLO         *SLO        `yaml:"slo" json:"slo,omitempty"`                 // per-request objectives, for the goodput budget
-	Budgets     *Budgets    `yaml:"budgets" json:"budgets,omitempty"`         // the release gate, checked after the run
-	Sweep       *Sweep      `yaml:"sweep" json:"sweep,omitempty"`             // run once per server-setting value (package sweep)
+	Name        string           `yaml:"name" json:"name"`                         // identifies the run in results and reports
+	Description string           `yaml:"description" json:"description,omitempty"` // free text
+	Target      Target           `yaml:"target" json:"target"`                     // the server under test
+	Request     RequestSpec      `yaml:"request" json:"request"`                   // per-request body options
+	Prompts     PromptSpec       `yaml:"prompts" json:"prompts"`                   // what the prompts are made of
+	Scrape      Scrape           `yaml:"scrape" json:"scrape"`                     // the server's /metrics (used by package scrape)
+	Load        LoadSpec         `yaml:"load" json:"load"`                         // stages and the run's safety bound
+	SLO         *results.SLO     `yaml:"slo" json:"slo,omitempty"`                 // per-request objectives, for the goodput budget
+	Budgets     *results.Budgets `yaml:"budgets" json:"budgets,omitempty"`         // the release gate, checked after the run
+	Sweep       *Sweep           `yaml:"sweep" json:"sweep,omitempty"`             // run once per server-setting value (package sweep)
 
 	src source    // where the values came from, for error positions
 	raw *Scenario // the scenario as written, before Defaults; nil when built by hand

@@ -230,6 +230,10 @@ func (sc *Scenario) Resolved() ([]byte, error) {
 	return b, nil
 }
 
+// Clone returns a deep copy of sc: later changes to either do not affect
+// the other.
+func (sc *Scenario) Clone() *Scenario { return clone(sc) }
+
 // clone deep-copies a scenario: its exported fields, its positions, and
 // the (immutable) reference to the scenario as written.
 func clone(sc *Scenario) *Scenario {

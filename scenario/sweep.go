@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/servebench/servebench/internal/loopback"
 )
 
 // Sweep defaults and limits, applied by Scenario.Defaults and checked by
@@ -408,7 +410,7 @@ func (v *validator) readyURL(raw string) {
 		v.add(field, "not a URL: %v", errorTail(err))
 	case u.Scheme != "http" && u.Scheme != "https":
 		v.add(field, "want http://HOST:PORT/PATH, got %q", raw)
-	case !loopback(u.Hostname()):
+	case !loopback.Host(u.Hostname()):
 		v.add(field, "host %q is not loopback: servebench only polls 127.0.0.0/8, ::1 or localhost", u.Hostname())
 	}
 }

@@ -143,7 +143,7 @@ func TestSweepInvalid(t *testing.T) {
 		{"remote base_url", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: x\n    base_url: http://10.0.0.1:{{.port}}\n", `sweep.server.base_url: host "10.0.0.1" is not loopback`},
 		{"remote ready_url", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: x\n    ready_url: http://example.com/health\n", `sweep.server.ready_url: host "example.com" is not loopback`},
 		{"ready_url scheme", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: x\n    ready_url: ftp://127.0.0.1/\n", `sweep.server.ready_url: want http://HOST:PORT/PATH, got "ftp://127.0.0.1/"`},
-		{"sim query", "", `target.url: want sim://PRESET (a lower-case preset name, like sim://tiny), got "sim://tiny?Bad=1"`},
+		{"sim query", "", `target.url: setting "Bad" of "sim://tiny?Bad=1": want a lower-case name like max_num_seqs`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -12,7 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/servebench/servebench/client"
+	"github.com/servebench/servebench/internal/loopback"
+	"github.com/servebench/servebench/internal/simurl"
+	"github.com/servebench/servebench/results"
 )
 
 // Limits that catch typos (an extra zero) rather than real needs.
@@ -29,9 +30,6 @@ var knownTokenizers = []string{"o200k_base", "cl100k_base"}
 
 var (
 	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	presetRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
-	// simSettingRE matches a simulator setting's name (a sim.Config YAML key).
-	simSettingRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 )
 
 // Validate reports every problem in the scenario, each as a *FieldError
@@ -66,8 +64,8 @@ func (v *validator) add(field, format string, args ...any) {
 
 func (v *validator) target(t *Target) {
 	v.url("target.url", t.URL, true)
-	if t.API != client.APIChat && t.API != client.APICompletions {
-		v.add("target.api", "want %s or %s, got %q", client.APIChat, client.APICompletions, t.API)
+	if t.API != results.APIChat && t.API != results.APICompletions {
+		v.add("target.api", "want %s or %s, got %q", results.APIChat, results.APICompletions, t.API)
 	}
 	if t.APIKeyEnv != "" && !envNameRE.MatchString(t.APIKeyEnv) {
 		v.add("target.api_key_env", "want the name of an environment variable (not the key itself), got a value that is not a valid name")
@@ -104,19 +102,15 @@ func (v *validator) url(field, raw string, sim bool) {
 			v.add(field, "want http://HOST:PORT/PATH, got %q", raw)
 			return
 		}
-		preset := u.Host
-		if preset == "" {
-			preset = u.Opaque
-		}
-		if !presetRE.MatchString(preset) || (u.Path != "" && u.Path != "/") || !simSettings(u.RawQuery) {
-			v.add(field, "want sim://PRESET (a lower-case preset name, like sim://tiny), got %q", raw)
+		if _, err := simurl.Parse(raw); err != nil {
+			v.add(field, "%v", err)
 		}
 	case "http", "https":
 		if u.Hostname() == "" {
 			v.add(field, "missing host in %q", raw)
 			return
 		}
-		if !loopback(u.Hostname()) {
+		if !loopback.Host(u.Hostname()) {
 			v.add(field, "host %q is not loopback: servebench only sends load to 127.0.0.0/8, ::1 or localhost", u.Hostname())
 		}
 		if u.User != nil {
@@ -132,33 +126,6 @@ func (v *validator) url(field, raw string, sim bool) {
 		}
 		v.add(field, "want %s, got %q", want, raw)
 	}
-}
-
-// simSettings reports whether a sim:// URL's query is a list of
-// setting=value pairs ("max_num_batched_tokens=512&seed=7"); the settings
-// themselves are checked when the simulator starts.
-func simSettings(rawQuery string) bool {
-	if rawQuery == "" {
-		return true
-	}
-	q, err := url.ParseQuery(rawQuery)
-	if err != nil {
-		return false
-	}
-	for k, vs := range q {
-		if !simSettingRE.MatchString(k) || len(vs) != 1 || vs[0] == "" {
-			return false
-		}
-	}
-	return true
-}
-
-func loopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // errorTail drops the repetition of the input url.Parse puts in its errors.
@@ -182,7 +149,7 @@ func (v *validator) request(sc *Scenario) {
 	if t := r.Temperature; t != nil && (*t < 0 || *t > 2 || math.IsNaN(*t)) {
 		v.add("request.temperature", "want 0 to 2, got %g", *t)
 	}
-	if r.System != "" && sc.Target.API == client.APICompletions {
+	if r.System != "" && sc.Target.API == results.APICompletions {
 		v.add("request.system", "applies to the chat API only (target.api is completions)")
 	}
 	if r.ContinuousUsage && (r.IncludeUsage == nil || !*r.IncludeUsage) {

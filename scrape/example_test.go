@@ -3,8 +3,8 @@ package scrape_test
 import (
 	"fmt"
 	"strings"
-	"time"
 
+	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/scrape"
 )
 
@@ -23,26 +23,11 @@ vllm:num_requests_running{engine="1",model_name="m"} 12
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(rd.Profile, rd.Values[scrape.KVUsage], rd.Values[scrape.Running])
-	fmt.Println("engine 1:", rd.Engines["1"].Values[scrape.Running])
+	fmt.Println(rd.Profile, rd.Values[results.KVUsage], rd.Values[results.Running])
+	fmt.Println("engine 1:", rd.Engines["1"].Values[results.Running])
 	fmt.Println("missing:", rd.Missing())
 	// Output:
 	// vllm 0.7 42
 	// engine 1: 12
 	// missing: [waiting preemptions prompt_tokens generation_tokens prefix_hits prefix_queries ttft itl e2e queue_time]
-}
-
-// Counters become per-interval rates; a counter that goes down means the
-// server restarted, and the new value is the increase.
-func ExampleRates() {
-	at := func(s int, tokens float64) scrape.Sample {
-		return scrape.Sample{Kind: "scrape", At: time.Duration(s) * time.Second, OK: true,
-			Reading: scrape.Reading{Snapshot: scrape.Snapshot{Values: scrape.Values{scrape.GenerationTokens: tokens}}}}
-	}
-	for _, iv := range scrape.Rates([]scrape.Sample{at(0, 1000), at(2, 1600), at(3, 250)}) {
-		fmt.Printf("%v–%v: %.0f tok/s resets=%v\n", iv.From, iv.To, iv.Rates[scrape.GenerationTokens], iv.Resets)
-	}
-	// Output:
-	// 0s–2s: 300 tok/s resets=[]
-	// 2s–3s: 250 tok/s resets=[generation_tokens]
 }

@@ -1,6 +1,8 @@
 package scrape
 
 import (
+	"github.com/servebench/servebench/results"
+
 	"bytes"
 	"encoding/json"
 	"os"
@@ -44,7 +46,7 @@ func FuzzParse(f *testing.F) {
 			if err != nil {
 				t.Fatalf("profile %s: marshal %+v: %v", name, rd, err)
 			}
-			var back Reading
+			var back results.Reading
 			if err := json.Unmarshal(line, &back); err != nil {
 				t.Fatalf("profile %s: unmarshal %s: %v", name, line, err)
 			}

@@ -1,6 +1,8 @@
 package scrape
 
 import (
+	"github.com/servebench/servebench/results"
+
 	"errors"
 	"fmt"
 	"io"
@@ -38,17 +40,17 @@ func NewParser() *Parser {
 // "" or ProfileAuto. A malformed page fails with the parser's error (an
 // expfmt.ParseError carrying the line); a page with no known engine prefix
 // fails with ErrUnknownEngine when detecting.
-func (p *Parser) Parse(r io.Reader, profile string) (Reading, error) {
+func (p *Parser) Parse(r io.Reader, profile string) (results.Reading, error) {
 	var prof Profile
 	if profile != "" && profile != ProfileAuto {
 		var err error
 		if prof, err = p.lookup(profile); err != nil {
-			return Reading{}, err
+			return results.Reading{}, err
 		}
 	}
 	fams, err := p.tp.TextToMetricFamilies(r)
 	if err != nil {
-		return Reading{}, fmt.Errorf("parse metrics page: %w", err)
+		return results.Reading{}, fmt.Errorf("parse metrics page: %w", err)
 	}
 	if prof.Name == "" {
 		names := make([]string, 0, len(fams))
@@ -57,7 +59,7 @@ func (p *Parser) Parse(r io.Reader, profile string) (Reading, error) {
 		}
 		var ok bool
 		if prof, ok = detect(p.profiles, names); !ok {
-			return Reading{}, fmt.Errorf("detect profile: %w", ErrUnknownEngine)
+			return results.Reading{}, fmt.Errorf("detect profile: %w", ErrUnknownEngine)
 		}
 	}
 	return read(fams, prof), nil
@@ -75,49 +77,49 @@ func (p *Parser) lookup(name string) (Profile, error) {
 // read maps parsed metric families onto stable meanings with prof. Values
 // that are not finite (NaN, ±Inf), alone or summed, are treated as absent, so
 // every Reading can be encoded as JSON.
-func read(fams map[string]*dto.MetricFamily, prof Profile) Reading {
-	rd := Reading{Profile: prof.Name}
-	engines := map[string]*Snapshot{}
-	engine := func(key string) *Snapshot {
+func read(fams map[string]*dto.MetricFamily, prof Profile) results.Reading {
+	rd := results.Reading{Profile: prof.Name}
+	engines := map[string]*results.Snapshot{}
+	engine := func(key string) *results.Snapshot {
 		s := engines[key]
 		if s == nil {
-			s = &Snapshot{}
+			s = &results.Snapshot{}
 			engines[key] = s
 		}
 		return s
 	}
-	for _, m := range Meanings() {
+	for _, m := range results.Meanings() {
 		for _, s := range prof.Sources[m] {
-			if m.Kind() == KindHistogram {
+			if m.Behaviour() == results.Histogrammed {
 				groups := readHistograms(fams, prof, s)
 				if len(groups) == 0 {
 					continue
 				}
-				var all []Histogram
+				var all []results.Histogram
 				for _, key := range sortedKeys(groups) {
 					h := groups[key]
 					all = append(all, h)
 					if key != "" {
 						e := engine(key)
 						if e.Histograms == nil {
-							e.Histograms = map[Meaning]Histogram{}
+							e.Histograms = map[results.Meaning]results.Histogram{}
 						}
 						e.Histograms[m] = h
 					}
 				}
 				sum := all[0]
 				for _, h := range all[1:] {
-					sum = sum.add(h)
+					sum = sum.Plus(h)
 				}
-				if !sum.finite() {
+				if !sum.Finite() {
 					continue
 				}
 				if rd.Histograms == nil {
-					rd.Histograms = map[Meaning]Histogram{}
+					rd.Histograms = map[results.Meaning]results.Histogram{}
 				}
 				rd.Histograms[m] = sum
 			} else {
-				groups := readValues(fams, prof, s, m.averaged())
+				groups := readValues(fams, prof, s, m.Averaged())
 				if len(groups) == 0 {
 					continue
 				}
@@ -128,22 +130,22 @@ func read(fams map[string]*dto.MetricFamily, prof Profile) Reading {
 					if key != "" {
 						e := engine(key)
 						if e.Values == nil {
-							e.Values = Values{}
+							e.Values = results.Values{}
 						}
 						e.Values[m] = v
 					}
 				}
-				v := combine(all, m.averaged())
+				v := combine(all, m.Averaged())
 				if !finite(v) {
 					continue
 				}
 				if rd.Values == nil {
-					rd.Values = Values{}
+					rd.Values = results.Values{}
 				}
 				rd.Values[m] = v
 			}
 			if rd.Matched == nil {
-				rd.Matched = map[Meaning]string{}
+				rd.Matched = map[results.Meaning]string{}
 			}
 			rd.Matched[m] = s.String()
 			break
@@ -152,7 +154,7 @@ func read(fams map[string]*dto.MetricFamily, prof Profile) Reading {
 	// One engine's values would repeat the aggregate; keep Engines only when
 	// the page really splits the work.
 	if len(engines) > 1 {
-		rd.Engines = make(map[string]Snapshot, len(engines))
+		rd.Engines = make(map[string]results.Snapshot, len(engines))
 		for k, s := range engines {
 			rd.Engines[k] = *s
 		}
@@ -235,9 +237,9 @@ func readValues(fams map[string]*dto.MetricFamily, prof Profile, s Source, avera
 
 // readHistograms reads a histogram source, one summed histogram per engine
 // key. A summary is read as a histogram without buckets.
-func readHistograms(fams map[string]*dto.MetricFamily, prof Profile, s Source) map[string]Histogram {
+func readHistograms(fams map[string]*dto.MetricFamily, prof Profile, s Source) map[string]results.Histogram {
 	typ := fams[s.Metric].GetType()
-	out := map[string]Histogram{}
+	out := map[string]results.Histogram{}
 	for _, m := range series(fams, prof, s.Metric, s.Labels) {
 		h, ok := histogram(typ, m)
 		if !ok {
@@ -245,12 +247,12 @@ func readHistograms(fams map[string]*dto.MetricFamily, prof Profile, s Source) m
 		}
 		k := engineKey(m, prof)
 		if prev, seen := out[k]; seen {
-			h = prev.add(h)
+			h = prev.Plus(h)
 		}
 		out[k] = h
 	}
 	for k, h := range out {
-		if !h.finite() {
+		if !h.Finite() {
 			delete(out, k)
 		}
 	}
@@ -278,8 +280,8 @@ func scalar(typ dto.MetricType, m *dto.Metric, f Field) (float64, bool) {
 	return v, finite(v)
 }
 
-func histogram(typ dto.MetricType, m *dto.Metric) (Histogram, bool) {
-	var h Histogram
+func histogram(typ dto.MetricType, m *dto.Metric) (results.Histogram, bool) {
+	var h results.Histogram
 	switch typ {
 	case dto.MetricType_SUMMARY:
 		s := m.GetSummary()
@@ -302,19 +304,19 @@ func histogram(typ dto.MetricType, m *dto.Metric) (Histogram, bool) {
 				c = b.GetCumulativeCountFloat()
 			}
 			if !finite(ub) || !finite(c) {
-				return Histogram{}, false
+				return results.Histogram{}, false
 			}
 			if n := len(h.Upper); n > 0 && h.Upper[n-1] == ub {
-				return Histogram{}, false // a bound given twice: not a histogram we can read
+				return results.Histogram{}, false // a bound given twice: not a histogram we can read
 			}
 			h.Upper = append(h.Upper, ub)
 			h.Cumulative = append(h.Cumulative, c)
 		}
 	default:
-		return Histogram{}, false
+		return results.Histogram{}, false
 	}
 	if !finite(h.Count) || !finite(h.Sum) {
-		return Histogram{}, false
+		return results.Histogram{}, false
 	}
 	return h, true
 }

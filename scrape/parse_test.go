@@ -1,6 +1,10 @@
 package scrape
 
 import (
+	"math"
+
+	"github.com/servebench/servebench/results"
+
 	"encoding/json"
 	"errors"
 	"flag"
@@ -22,7 +26,7 @@ func goldenCheck(t *testing.T, got []byte) {
 	golden.Check(t, filepath.Join("testdata", filepath.FromSlash(t.Name())+".json"), got, *update)
 }
 
-func parseFile(t testing.TB, name, profile string) Reading {
+func parseFile(t testing.TB, name, profile string) results.Reading {
 	t.Helper()
 	f, err := os.Open(filepath.Join("testdata", name))
 	if err != nil {
@@ -60,8 +64,8 @@ func TestParseGolden(t *testing.T) {
 				t.Errorf("profile = %q, want %q", rd.Profile, tc.wantProfile)
 			}
 			out, err := json.MarshalIndent(struct {
-				Reading
-				Missing []Meaning `json:"missing"`
+				results.Reading
+				Missing []results.Meaning `json:"missing"`
 			}{rd, rd.Missing()}, "", "  ")
 			if err != nil {
 				t.Fatal(err)
@@ -78,75 +82,75 @@ func TestParseMeanings(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name, file  string
-		want        Values
-		absent      []Meaning
-		matched     map[Meaning]string
+		want        results.Values
+		absent      []results.Meaning
+		matched     map[results.Meaning]string
 		engines     int
-		engineWants map[string]Values
+		engineWants map[string]results.Values
 	}{
 		{
 			name: "vllm single engine", file: "vllm_v1.prom",
-			want: Values{KVUsage: 0.4231, Running: 12, Waiting: 3, Preemptions: 2, PromptTokens: 262144,
-				GenerationTokens: 98304, PrefixHits: 61440, PrefixQueries: 184320},
-			matched: map[Meaning]string{KVUsage: "vllm:kv_cache_usage_perc", ITL: "vllm:inter_token_latency_seconds"},
+			want: results.Values{results.KVUsage: 0.4231, results.Running: 12, results.Waiting: 3, results.Preemptions: 2, results.PromptTokens: 262144,
+				results.GenerationTokens: 98304, results.PrefixHits: 61440, results.PrefixQueries: 184320},
+			matched: map[results.Meaning]string{results.KVUsage: "vllm:kv_cache_usage_perc", results.ITL: "vllm:inter_token_latency_seconds"},
 		},
 		{
 			name: "vllm two engines: usage averaged, counts summed", file: "vllm_v1_dp2.prom",
-			want: Values{KVUsage: 0.5, Running: 21, Waiting: 3, Preemptions: 2, PromptTokens: 393216,
-				GenerationTokens: 163840, PrefixHits: 102400, PrefixQueries: 286720},
+			want: results.Values{results.KVUsage: 0.5, results.Running: 21, results.Waiting: 3, results.Preemptions: 2, results.PromptTokens: 393216,
+				results.GenerationTokens: 163840, results.PrefixHits: 102400, results.PrefixQueries: 286720},
 			engines: 2,
-			engineWants: map[string]Values{
-				"0": {KVUsage: 0.75, Running: 12, Preemptions: 2},
-				"1": {KVUsage: 0.25, Running: 9, Preemptions: 0},
+			engineWants: map[string]results.Values{
+				"0": {results.KVUsage: 0.75, results.Running: 12, results.Preemptions: 2},
+				"1": {results.KVUsage: 0.25, results.Running: 9, results.Preemptions: 0},
 			},
 		},
 		{
 			name: "vllm renamed V0 gauge and prefix counters", file: "vllm_v0_renamed.prom",
-			want: Values{KVUsage: 0.618, PrefixHits: 4096, PrefixQueries: 9216},
-			matched: map[Meaning]string{
-				KVUsage:       "vllm:gpu_cache_usage_perc",
-				PrefixHits:    "vllm:gpu_prefix_cache_hits_total",
-				PrefixQueries: "vllm:gpu_prefix_cache_queries_total",
-				ITL:           "vllm:time_per_output_token_seconds",
+			want: results.Values{results.KVUsage: 0.618, results.PrefixHits: 4096, results.PrefixQueries: 9216},
+			matched: map[results.Meaning]string{
+				results.KVUsage:       "vllm:gpu_cache_usage_perc",
+				results.PrefixHits:    "vllm:gpu_prefix_cache_hits_total",
+				results.PrefixQueries: "vllm:gpu_prefix_cache_queries_total",
+				results.ITL:           "vllm:time_per_output_token_seconds",
 			},
 		},
 		{
 			name: "vllm with both spellings prefers the current one", file: "vllm_transition_both.prom",
-			want: Values{KVUsage: 0.618},
-			matched: map[Meaning]string{
-				KVUsage: "vllm:kv_cache_usage_perc", PrefixHits: "vllm:prefix_cache_hits_total",
-				ITL: "vllm:inter_token_latency_seconds",
+			want: results.Values{results.KVUsage: 0.618},
+			matched: map[results.Meaning]string{
+				results.KVUsage: "vllm:kv_cache_usage_perc", results.PrefixHits: "vllm:prefix_cache_hits_total",
+				results.ITL: "vllm:inter_token_latency_seconds",
 			},
 		},
 		{
 			name: "sglang: dp ranks split, tp ranks repeat, stream label summed", file: "sglang_dp2.prom",
-			want: Values{KVUsage: 0.62, Running: 48, Waiting: 4, Preemptions: 6, PromptTokens: 98304,
-				GenerationTokens: 43008, PrefixHits: 32768, PrefixQueries: 98304},
+			want: results.Values{results.KVUsage: 0.62, results.Running: 48, results.Waiting: 4, results.Preemptions: 6, results.PromptTokens: 98304,
+				results.GenerationTokens: 43008, results.PrefixHits: 32768, results.PrefixQueries: 98304},
 			engines: 2,
-			engineWants: map[string]Values{
-				"0": {KVUsage: 0.81, Running: 30, Waiting: 4, Preemptions: 5},
-				"1": {KVUsage: 0.43, Running: 18, Waiting: 0, Preemptions: 1},
+			engineWants: map[string]results.Values{
+				"0": {results.KVUsage: 0.81, results.Running: 30, results.Waiting: 4, results.Preemptions: 5},
+				"1": {results.KVUsage: 0.43, results.Running: 18, results.Waiting: 0, results.Preemptions: 1},
 			},
 		},
 		{
 			name: "tgi: token counters from histogram sums, kv proxy ratio", file: "tgi.prom",
-			want:    Values{KVUsage: 0.75, Running: 24, Waiting: 6, PromptTokens: 339968, GenerationTokens: 38400},
-			absent:  []Meaning{Preemptions, PrefixHits, PrefixQueries, TTFT},
-			matched: map[Meaning]string{KVUsage: "tgi_batch_current_max_tokens/tgi_batch_max_total_tokens"},
+			want:    results.Values{results.KVUsage: 0.75, results.Running: 24, results.Waiting: 6, results.PromptTokens: 339968, results.GenerationTokens: 38400},
+			absent:  []results.Meaning{results.Preemptions, results.PrefixHits, results.PrefixQueries, results.TTFT},
+			matched: map[results.Meaning]string{results.KVUsage: "tgi_batch_current_max_tokens/tgi_batch_max_total_tokens"},
 		},
 		{
 			name: "llamacpp has no KV gauge", file: "llamacpp.prom",
-			want:   Values{Running: 4, Waiting: 2, PromptTokens: 18432, GenerationTokens: 6144},
-			absent: []Meaning{KVUsage, Preemptions, PrefixHits, PrefixQueries, TTFT, ITL, E2E, QueueTime},
+			want:   results.Values{results.Running: 4, results.Waiting: 2, results.PromptTokens: 18432, results.GenerationTokens: 6144},
+			absent: []results.Meaning{results.KVUsage, results.Preemptions, results.PrefixHits, results.PrefixQueries, results.TTFT, results.ITL, results.E2E, results.QueueTime},
 		},
 		{
 			name: "llamacpp before May 2025 exported one", file: "llamacpp_2024.prom",
-			want: Values{KVUsage: 0.37, Running: 4},
+			want: results.Values{results.KVUsage: 0.37, results.Running: 4},
 		},
 		{
 			name: "lmdeploy two engines", file: "lmdeploy_dp2.prom",
-			want:    Values{KVUsage: 0.62, Running: 30, Waiting: 2, PromptTokens: 100352, PrefixHits: 12288},
-			absent:  []Meaning{Preemptions, PrefixQueries},
+			want:    results.Values{results.KVUsage: 0.62, results.Running: 30, results.Waiting: 2, results.PromptTokens: 100352, results.PrefixHits: 12288},
+			absent:  []results.Meaning{results.Preemptions, results.PrefixQueries},
 			engines: 2,
 		},
 	}
@@ -195,13 +199,13 @@ func TestParseMeanings(t *testing.T) {
 func TestParseHistograms(t *testing.T) {
 	t.Parallel()
 	rd := parseFile(t, "vllm_v1_dp2.prom", "")
-	agg := rd.Histograms[TTFT]
-	e0, e1 := rd.Engines["0"].Histograms[TTFT], rd.Engines["1"].Histograms[TTFT]
+	agg := rd.Histograms[results.TTFT]
+	e0, e1 := rd.Engines["0"].Histograms[results.TTFT], rd.Engines["1"].Histograms[results.TTFT]
 	if agg.Count != 32 || e0.Count != 20 || e1.Count != 12 {
 		t.Fatalf("ttft counts: aggregate %v, engines %v and %v; want 32, 20, 12", agg.Count, e0.Count, e1.Count)
 	}
 	if len(agg.Upper) != 22 || agg.Upper[0] != 0.001 || agg.Upper[21] != 2560 {
-		t.Errorf("ttft bounds = %v, want vLLM's 22 finite TTFT buckets", agg.Upper)
+		t.Errorf("ttft bounds = %v, want vLLM's 22 finite results.TTFT buckets", agg.Upper)
 	}
 	for i := range agg.Cumulative {
 		if agg.Cumulative[i] != e0.Cumulative[i]+e1.Cumulative[i] {
@@ -216,7 +220,7 @@ func TestParseHistograms(t *testing.T) {
 	}
 
 	tgi := parseFile(t, "tgi.prom", "")
-	if h := tgi.Histograms[E2E]; h.Count != 150 || len(h.Upper) != 16 {
+	if h := tgi.Histograms[results.E2E]; h.Count != 150 || len(h.Upper) != 16 {
 		t.Errorf("tgi e2e = %+v, want 150 observations in 16 finite buckets", h)
 	}
 }
@@ -257,8 +261,8 @@ func TestParseExplicitProfile(t *testing.T) {
 	if rd.Profile != ProfileSGLang || len(rd.Values) != 0 || len(rd.Matched) != 0 {
 		t.Errorf("sglang profile on a vLLM page = %+v, want an empty sglang reading", rd)
 	}
-	if got := len(rd.Missing()); got != len(Meanings()) {
-		t.Errorf("Missing() has %d meanings, want all %d", got, len(Meanings()))
+	if got := len(rd.Missing()); got != len(results.Meanings()) {
+		t.Errorf("Missing() has %d meanings, want all %d", got, len(results.Meanings()))
 	}
 }
 
@@ -279,7 +283,7 @@ vllm:prompt_tokens_total{engine="0"} 5
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Values{PromptTokens: 5}
+	want := results.Values{results.PromptTokens: 5}
 	if !reflect.DeepEqual(rd.Values, want) {
 		t.Errorf("values = %v, want %v", rd.Values, want)
 	}
@@ -296,12 +300,17 @@ func TestProfiles(t *testing.T) {
 			t.Errorf("ProfileByName(%q) = %v, %v", p.Name, got.Name, err)
 		}
 		for m := range p.Sources {
-			if m.Kind() == 0 {
+			if m.Behaviour() == 0 {
 				t.Errorf("profile %s: unknown meaning %q", p.Name, m)
 			}
 		}
 	}
-	if p, _ := ProfileByName(ProfileLlamaCPP); p.Provides(Preemptions) {
+	if p, _ := ProfileByName(ProfileLlamaCPP); p.Provides(results.Preemptions) {
 		t.Error("llamacpp provides preemptions; it exports none")
 	}
+}
+
+// near reports whether a and b agree up to rounding.
+func near(a, b float64) bool {
+	return math.Abs(a-b) <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
 }

@@ -1,82 +1,14 @@
 package scrape
 
 import (
+	"github.com/servebench/servebench/results"
+
+	"github.com/servebench/servebench/internal/vllmmetric"
+
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/servebench/servebench/sim"
 )
-
-// Meaning is an engine-independent quantity read from a metrics page.
-type Meaning string
-
-// Stable meanings. The units are those of the engines' own series: kv_usage
-// is a fraction, counters count requests or tokens, histograms are seconds.
-const (
-	KVUsage          Meaning = "kv_usage"          // gauge: fraction of KV-cache capacity in use, 0..1
-	Running          Meaning = "running"           // gauge: requests in the running batch
-	Waiting          Meaning = "waiting"           // gauge: requests queued for admission
-	Preemptions      Meaning = "preemptions"       // counter: requests preempted (or retracted)
-	PromptTokens     Meaning = "prompt_tokens"     // counter: prompt tokens processed
-	GenerationTokens Meaning = "generation_tokens" // counter: output tokens generated
-	PrefixHits       Meaning = "prefix_hits"       // counter: prompt tokens found in the prefix cache
-	PrefixQueries    Meaning = "prefix_queries"    // counter: prompt tokens looked up in the prefix cache
-	TTFT             Meaning = "ttft"              // histogram: server time to first token, seconds
-	ITL              Meaning = "itl"               // histogram: server inter-token latency, seconds
-	E2E              Meaning = "e2e"               // histogram: server end-to-end request latency, seconds
-	QueueTime        Meaning = "queue_time"        // histogram: time queued before first scheduled, seconds
-)
-
-// Meanings returns every stable meaning in canonical order: gauges, then
-// counters, then histograms.
-func Meanings() []Meaning {
-	return []Meaning{
-		KVUsage, Running, Waiting,
-		Preemptions, PromptTokens, GenerationTokens, PrefixHits, PrefixQueries,
-		TTFT, ITL, E2E, QueueTime,
-	}
-}
-
-// Kind is how a meaning's value behaves over time.
-type Kind int
-
-// Kinds of meaning.
-const (
-	KindGauge     Kind = iota + 1 // an instantaneous value
-	KindCounter                   // a cumulative count that only grows, except when the server restarts
-	KindHistogram                 // cumulative bucket counts, count and sum
-)
-
-// String returns "gauge", "counter" or "histogram".
-func (k Kind) String() string {
-	switch k {
-	case KindGauge:
-		return "gauge"
-	case KindCounter:
-		return "counter"
-	case KindHistogram:
-		return "histogram"
-	}
-	return fmt.Sprintf("Kind(%d)", int(k))
-}
-
-// Kind returns how m behaves over time, or 0 for an unknown meaning.
-func (m Meaning) Kind() Kind {
-	switch m {
-	case KVUsage, Running, Waiting:
-		return KindGauge
-	case Preemptions, PromptTokens, GenerationTokens, PrefixHits, PrefixQueries:
-		return KindCounter
-	case TTFT, ITL, E2E, QueueTime:
-		return KindHistogram
-	}
-	return 0
-}
-
-// averaged reports whether m is combined across engines by its mean rather
-// than its sum: a usage fraction of two half-full engines is one half.
-func (m Meaning) averaged() bool { return m == KVUsage }
 
 // Field selects which number of a series a Source reads.
 type Field int
@@ -147,11 +79,11 @@ type Profile struct {
 	// Sources lists, for each meaning the engine can export, candidate
 	// sources newest first. The first candidate present on a page is used.
 	// A meaning absent from the map is one the engine never exports.
-	Sources map[Meaning][]Source
+	Sources map[results.Meaning][]Source
 }
 
 // Provides reports whether the profile knows any source for m.
-func (p Profile) Provides(m Meaning) bool { return len(p.Sources[m]) > 0 }
+func (p Profile) Provides(m results.Meaning) bool { return len(p.Sources[m]) > 0 }
 
 // Profile names.
 const (
@@ -212,19 +144,19 @@ func src(metric string) Source { return Source{Metric: metric} }
 // names older servers used before the renames of 2025 (VLLM-NOTES §4.4) are
 // defined here, since the simulator does not export them.
 const (
-	vllmKVCacheUsagePerc        = sim.MetricKVCacheUsagePerc
-	vllmNumRequestsRunning      = sim.MetricNumRequestsRunning
-	vllmNumRequestsWaiting      = sim.MetricNumRequestsWaiting
-	vllmNumPreemptionsTotal     = sim.MetricNumPreemptionsTotal
-	vllmPromptTokensTotal       = sim.MetricPromptTokensTotal
-	vllmGenerationTokensTotal   = sim.MetricGenerationTokensTotal
-	vllmPrefixCacheHitsTotal    = sim.MetricPrefixCacheHits
-	vllmPrefixCacheQueriesTotal = sim.MetricPrefixCacheQueries
-	vllmTTFTSeconds             = sim.MetricTimeToFirstToken
-	vllmITLSeconds              = sim.MetricInterTokenLatency
-	vllmE2ESeconds              = sim.MetricE2ERequestLatency
-	vllmQueueTimeSeconds        = sim.MetricRequestQueueTime
-	vllmEngineLabel             = sim.LabelEngine
+	vllmKVCacheUsagePerc        = vllmmetric.KVCacheUsagePerc
+	vllmNumRequestsRunning      = vllmmetric.NumRequestsRunning
+	vllmNumRequestsWaiting      = vllmmetric.NumRequestsWaiting
+	vllmNumPreemptionsTotal     = vllmmetric.NumPreemptionsTotal
+	vllmPromptTokensTotal       = vllmmetric.PromptTokensTotal
+	vllmGenerationTokensTotal   = vllmmetric.GenerationTokensTotal
+	vllmPrefixCacheHitsTotal    = vllmmetric.PrefixCacheHits
+	vllmPrefixCacheQueriesTotal = vllmmetric.PrefixCacheQueries
+	vllmTTFTSeconds             = vllmmetric.TimeToFirstToken
+	vllmITLSeconds              = vllmmetric.InterTokenLatency
+	vllmE2ESeconds              = vllmmetric.E2ERequestLatency
+	vllmQueueTimeSeconds        = vllmmetric.RequestQueueTime
+	vllmEngineLabel             = vllmmetric.LabelEngine
 
 	vllmGPUCacheUsagePerc     = "vllm:gpu_cache_usage_perc"           // renamed vllm:kv_cache_usage_perc
 	vllmGPUPrefixCacheHits    = "vllm:gpu_prefix_cache_hits_total"    // renamed vllm:prefix_cache_hits_total
@@ -242,19 +174,19 @@ func vllmProfile() Profile {
 		Name:        ProfileVLLM,
 		Prefix:      "vllm:",
 		EngineLabel: vllmEngineLabel,
-		Sources: map[Meaning][]Source{
-			KVUsage:          {src(vllmKVCacheUsagePerc), src(vllmGPUCacheUsagePerc)},
-			Running:          {src(vllmNumRequestsRunning)},
-			Waiting:          {src(vllmNumRequestsWaiting)},
-			Preemptions:      {src(vllmNumPreemptionsTotal)},
-			PromptTokens:     {src(vllmPromptTokensTotal)},
-			GenerationTokens: {src(vllmGenerationTokensTotal)},
-			PrefixHits:       {src(vllmPrefixCacheHitsTotal), src(vllmGPUPrefixCacheHits)},
-			PrefixQueries:    {src(vllmPrefixCacheQueriesTotal), src(vllmGPUPrefixCacheQueries)},
-			TTFT:             {src(vllmTTFTSeconds)},
-			ITL:              {src(vllmITLSeconds), src(vllmTPOTSeconds)},
-			E2E:              {src(vllmE2ESeconds)},
-			QueueTime:        {src(vllmQueueTimeSeconds)},
+		Sources: map[results.Meaning][]Source{
+			results.KVUsage:          {src(vllmKVCacheUsagePerc), src(vllmGPUCacheUsagePerc)},
+			results.Running:          {src(vllmNumRequestsRunning)},
+			results.Waiting:          {src(vllmNumRequestsWaiting)},
+			results.Preemptions:      {src(vllmNumPreemptionsTotal)},
+			results.PromptTokens:     {src(vllmPromptTokensTotal)},
+			results.GenerationTokens: {src(vllmGenerationTokensTotal)},
+			results.PrefixHits:       {src(vllmPrefixCacheHitsTotal), src(vllmGPUPrefixCacheHits)},
+			results.PrefixQueries:    {src(vllmPrefixCacheQueriesTotal), src(vllmGPUPrefixCacheQueries)},
+			results.TTFT:             {src(vllmTTFTSeconds)},
+			results.ITL:              {src(vllmITLSeconds), src(vllmTPOTSeconds)},
+			results.E2E:              {src(vllmE2ESeconds)},
+			results.QueueTime:        {src(vllmQueueTimeSeconds)},
 		},
 	}
 }
@@ -271,22 +203,22 @@ func sglangProfile() Profile {
 		Prefix:        "sglang:",
 		EngineLabel:   "dp_rank",
 		ReplicaLabels: []string{"tp_rank", "pp_rank", "moe_ep_rank"},
-		Sources: map[Meaning][]Source{
-			KVUsage:          {src("sglang:token_usage")},
-			Running:          {src("sglang:num_running_reqs"), src("sglang:num_requests_running")},
-			Waiting:          {src("sglang:num_queue_reqs"), src("sglang:num_requests_waiting"), src("sglang:queue_req")},
-			Preemptions:      {src("sglang:num_retracted_requests_total")},
-			PromptTokens:     {src("sglang:prompt_tokens_total")},
-			GenerationTokens: {src("sglang:generation_tokens_total")},
-			PrefixHits: {
+		Sources: map[results.Meaning][]Source{
+			results.KVUsage:          {src("sglang:token_usage")},
+			results.Running:          {src("sglang:num_running_reqs"), src("sglang:num_requests_running")},
+			results.Waiting:          {src("sglang:num_queue_reqs"), src("sglang:num_requests_waiting"), src("sglang:queue_req")},
+			results.Preemptions:      {src("sglang:num_retracted_requests_total")},
+			results.PromptTokens:     {src("sglang:prompt_tokens_total")},
+			results.GenerationTokens: {src("sglang:generation_tokens_total")},
+			results.PrefixHits: {
 				{Metric: "sglang:cached_tokens_total", Labels: map[string]string{"cache_source": "total"}},
 				src("sglang:cached_tokens_total"),
 			},
-			PrefixQueries: {src("sglang:prompt_tokens_total")},
-			TTFT:          {src("sglang:time_to_first_token_seconds")},
-			ITL:           {src("sglang:inter_token_latency_seconds"), src("sglang:time_per_output_token_seconds")},
-			E2E:           {src("sglang:e2e_request_latency_seconds")},
-			QueueTime:     {src("sglang:queue_time_seconds")},
+			results.PrefixQueries: {src("sglang:prompt_tokens_total")},
+			results.TTFT:          {src("sglang:time_to_first_token_seconds")},
+			results.ITL:           {src("sglang:inter_token_latency_seconds"), src("sglang:time_per_output_token_seconds")},
+			results.E2E:           {src("sglang:e2e_request_latency_seconds")},
+			results.QueueTime:     {src("sglang:queue_time_seconds")},
 		},
 	}
 }
@@ -302,15 +234,15 @@ func tgiProfile() Profile {
 	return Profile{
 		Name:   ProfileTGI,
 		Prefix: "tgi_",
-		Sources: map[Meaning][]Source{
-			KVUsage:          {{Metric: "tgi_batch_current_max_tokens", Per: "tgi_batch_max_total_tokens"}},
-			Running:          {src("tgi_batch_current_size")},
-			Waiting:          {src("tgi_queue_size")},
-			PromptTokens:     {{Metric: "tgi_request_input_length", Field: FieldSum}},
-			GenerationTokens: {{Metric: "tgi_request_generated_tokens", Field: FieldSum}},
-			ITL:              {src("tgi_request_mean_time_per_token_duration")},
-			E2E:              {src("tgi_request_duration")},
-			QueueTime:        {src("tgi_request_queue_duration")},
+		Sources: map[results.Meaning][]Source{
+			results.KVUsage:          {{Metric: "tgi_batch_current_max_tokens", Per: "tgi_batch_max_total_tokens"}},
+			results.Running:          {src("tgi_batch_current_size")},
+			results.Waiting:          {src("tgi_queue_size")},
+			results.PromptTokens:     {{Metric: "tgi_request_input_length", Field: FieldSum}},
+			results.GenerationTokens: {{Metric: "tgi_request_generated_tokens", Field: FieldSum}},
+			results.ITL:              {src("tgi_request_mean_time_per_token_duration")},
+			results.E2E:              {src("tgi_request_duration")},
+			results.QueueTime:        {src("tgi_request_queue_duration")},
 		},
 	}
 }
@@ -324,12 +256,12 @@ func llamacppProfile() Profile {
 	return Profile{
 		Name:   ProfileLlamaCPP,
 		Prefix: "llamacpp:",
-		Sources: map[Meaning][]Source{
-			KVUsage:          {src("llamacpp:kv_cache_usage_ratio")},
-			Running:          {src("llamacpp:requests_processing")},
-			Waiting:          {src("llamacpp:requests_deferred")},
-			PromptTokens:     {src("llamacpp:prompt_tokens_total")},
-			GenerationTokens: {src("llamacpp:tokens_predicted_total")},
+		Sources: map[results.Meaning][]Source{
+			results.KVUsage:          {src("llamacpp:kv_cache_usage_ratio")},
+			results.Running:          {src("llamacpp:requests_processing")},
+			results.Waiting:          {src("llamacpp:requests_deferred")},
+			results.PromptTokens:     {src("llamacpp:prompt_tokens_total")},
+			results.GenerationTokens: {src("llamacpp:tokens_predicted_total")},
 		},
 	}
 }
@@ -342,17 +274,17 @@ func lmdeployProfile() Profile {
 		Name:        ProfileLMDeploy,
 		Prefix:      "lmdeploy:",
 		EngineLabel: "engine",
-		Sources: map[Meaning][]Source{
-			KVUsage:          {src("lmdeploy:gpu_cache_usage_perc")},
-			Running:          {src("lmdeploy:num_requests_running")},
-			Waiting:          {src("lmdeploy:num_requests_waiting")},
-			PromptTokens:     {src("lmdeploy:prompt_tokens_total")},
-			GenerationTokens: {src("lmdeploy:generation_tokens_total")},
-			PrefixHits:       {src("lmdeploy:cached_tokens_total")},
-			TTFT:             {src("lmdeploy:time_to_first_token_seconds")},
-			ITL:              {src("lmdeploy:iter_token_latency"), src("lmdeploy:time_per_output_token_seconds")},
-			E2E:              {src("lmdeploy:e2e_request_latency_seconds")},
-			QueueTime:        {src("lmdeploy:request_queue_time_seconds")},
+		Sources: map[results.Meaning][]Source{
+			results.KVUsage:          {src("lmdeploy:gpu_cache_usage_perc")},
+			results.Running:          {src("lmdeploy:num_requests_running")},
+			results.Waiting:          {src("lmdeploy:num_requests_waiting")},
+			results.PromptTokens:     {src("lmdeploy:prompt_tokens_total")},
+			results.GenerationTokens: {src("lmdeploy:generation_tokens_total")},
+			results.PrefixHits:       {src("lmdeploy:cached_tokens_total")},
+			results.TTFT:             {src("lmdeploy:time_to_first_token_seconds")},
+			results.ITL:              {src("lmdeploy:iter_token_latency"), src("lmdeploy:time_per_output_token_seconds")},
+			results.E2E:              {src("lmdeploy:e2e_request_latency_seconds")},
+			results.QueueTime:        {src("lmdeploy:request_queue_time_seconds")},
 		},
 	}
 }

@@ -1,69 +1,60 @@
 package scrape
 
 import (
+	"github.com/servebench/servebench/results"
+
 	"bytes"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/servebench/servebench/client"
 )
 
-// TestSampleResultsFile writes samples beside request records with the
-// results-file writer and reads them back with its reader: every field
-// survives.
+// TestSampleResultsFile writes parsed samples beside request records with
+// the results-file writer and reads them back: every field of a real
+// reading survives.
 func TestSampleResultsFile(t *testing.T) {
 	t.Parallel()
 	rd := parseFile(t, "vllm_v1_dp2.prom", "")
-	samples := []Sample{
-		{Kind: client.KindScrape, Index: 0, Target: "http://127.0.0.1:8000/metrics", Start: 5 * time.Millisecond,
+	samples := []results.Sample{
+		{Index: 0, Target: "http://127.0.0.1:8000/metrics", Start: 5 * time.Millisecond,
 			At: 7 * time.Millisecond, Duration: 9 * time.Millisecond, OK: true, Status: 200, Reading: rd},
-		{Kind: client.KindScrape, Index: 1, Target: "http://127.0.0.1:8000/metrics", Start: time.Second,
+		{Index: 1, Target: "http://127.0.0.1:8000/metrics", Start: time.Second,
 			At: time.Second + time.Millisecond, Duration: 2 * time.Millisecond, Status: 503, Error: "scrape x: HTTP 503"},
 	}
 	var buf bytes.Buffer
-	w := client.NewWriter(&buf)
-	if err := w.Write(client.Header{Kind: client.KindHeader, Schema: client.Schema, Tool: "servebench"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(samples[0]); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(client.Result{Kind: client.KindRequest, Seq: 7, Outcome: client.OK}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(samples[1]); err != nil {
-		t.Fatal(err)
+	w := results.NewWriter(&buf)
+	for _, rec := range []results.Record{
+		results.HeaderRecord(&results.Header{Schema: results.Schema, Tool: "servebench"}),
+		results.SampleRecord(&samples[0]),
+		results.ResultRecord(&results.Result{Seq: 7, Outcome: results.OK}),
+		results.SampleRecord(&samples[1]),
+	} {
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-
-	r := client.NewReader(&buf, "results.ndjson")
-	var got []Sample
-	kinds := []string{}
+	r := results.NewReader(&buf, "results.ndjson")
+	var got []results.Sample
+	var kinds []results.Kind
 	for r.Scan() {
-		kinds = append(kinds, r.Kind())
-		if r.Kind() == client.KindScrape {
-			s, err := DecodeSample(r.Raw())
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, s)
+		rec := r.Record()
+		kinds = append(kinds, rec.Kind)
+		if rec.Sample != nil {
+			got = append(got, *rec.Sample)
 		}
 	}
 	if err := r.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"header", "scrape", "request", "scrape"}; !reflect.DeepEqual(kinds, want) {
+	if want := []results.Kind{"header", "scrape", "request", "scrape"}; !reflect.DeepEqual(kinds, want) {
 		t.Errorf("kinds = %v, want %v", kinds, want)
 	}
 	if !reflect.DeepEqual(got, samples) {
 		t.Errorf("round trip changed the samples:\n%+v\nwant\n%+v", got, samples)
-	}
-	if _, err := DecodeSample([]byte(`{"kind":"request","seq":1}`)); err == nil || !strings.Contains(err.Error(), `kind is "request"`) {
-		t.Errorf("DecodeSample(request) error = %v", err)
 	}
 }
 

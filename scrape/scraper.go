@@ -1,20 +1,20 @@
 package scrape
 
 import (
+	"github.com/servebench/servebench/internal/loopback"
+	"github.com/servebench/servebench/results"
+
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/servebench/servebench/client"
 )
 
 // Scraper limits and defaults.
@@ -96,7 +96,7 @@ type Scraper struct {
 
 // New validates cfg, applies its defaults and returns a Scraper.
 func New(cfg Config) (*Scraper, error) {
-	if err := checkLoopbackURL(cfg.URL); err != nil {
+	if err := loopback.CheckURL(cfg.URL); err != nil {
 		return nil, fmt.Errorf("scrape: %w", err)
 	}
 	switch {
@@ -139,7 +139,7 @@ func New(cfg Config) (*Scraper, error) {
 		if len(via) >= 5 {
 			return errors.New("stopped after 5 redirects")
 		}
-		return checkLoopbackURL(req.URL.String())
+		return loopback.CheckURL(req.URL.String())
 	}
 	return s, nil
 }
@@ -151,7 +151,7 @@ func New(cfg Config) (*Scraper, error) {
 // and counted, never returned; a scrape cut short by the end of ctx is
 // dropped in favour of the final one. Run returns an error only when it is
 // called twice.
-func (s *Scraper) Run(ctx context.Context, emit func(Sample)) error {
+func (s *Scraper) Run(ctx context.Context, emit func(results.Sample)) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("scrape: Run called twice")
 	}
@@ -207,14 +207,14 @@ func (s *Scraper) since() time.Duration { return time.Since(s.cfg.Epoch) }
 
 // scrape makes one request and emits its Sample, unless the run's context
 // ended during it.
-func (s *Scraper) scrape(ctx context.Context, emit func(Sample)) {
+func (s *Scraper) scrape(ctx context.Context, emit func(results.Sample)) {
 	smp, class, err := s.fetch(ctx)
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			return // cut short by the end of the run; the final scrape follows
 		}
 		smp.OK, smp.Error = false, err.Error()
-		smp.Reading = Reading{}
+		smp.Reading = results.Reading{}
 		s.failed.Add(1)
 		s.warn(class, err)
 	} else {
@@ -228,8 +228,8 @@ func (s *Scraper) scrape(ctx context.Context, emit func(Sample)) {
 
 // fetch requests and parses one page. On failure it also returns a short
 // class naming the kind of failure, so each kind is warned about once.
-func (s *Scraper) fetch(ctx context.Context) (Sample, string, error) {
-	smp := Sample{Kind: client.KindScrape, Target: s.cfg.URL}
+func (s *Scraper) fetch(ctx context.Context) (results.Sample, string, error) {
+	smp := results.Sample{Target: s.cfg.URL}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.cfg.URL, nil)
@@ -313,22 +313,19 @@ func excerpt(b []byte) string {
 	return ": " + strings.Join(strings.Fields(t), " ")
 }
 
-// checkLoopbackURL accepts http and https URLs whose host is a loopback IP
-// address or "localhost": servebench only ever loads its own machine.
-func checkLoopbackURL(raw string) error {
-	u, err := url.Parse(raw)
+// MetricsURL returns the default metrics page of an OpenAI-compatible
+// target: its base URL with any trailing "/v1" replaced by "/metrics"
+// ("http://127.0.0.1:8000/v1" → "http://127.0.0.1:8000/metrics").
+func MetricsURL(base string) (string, error) {
+	u, err := url.Parse(base)
 	if err != nil {
-		return fmt.Errorf("target %q: %w", raw, err)
+		return "", fmt.Errorf("metrics URL of %q: %w", base, err)
 	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("target %q: scheme must be http or https", raw)
+	if u.Scheme == "" || u.Host == "" {
+		return "", fmt.Errorf("metrics URL of %q: not an absolute URL", base)
 	}
-	host := u.Hostname()
-	if strings.EqualFold(host, "localhost") {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return nil
-	}
-	return fmt.Errorf("target %q is not a loopback address", raw)
+	p := strings.TrimRight(u.Path, "/")
+	p = strings.TrimSuffix(p, "/v1")
+	u.Path, u.RawPath, u.RawQuery, u.Fragment = p+"/metrics", "", "", ""
+	return u.String(), nil
 }

@@ -1,6 +1,10 @@
 package scrape
 
 import (
+	"bytes"
+
+	"github.com/servebench/servebench/results"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,8 +16,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/servebench/servebench/client"
 )
 
 // vllmPage renders a small two-engine vLLM page whose values depend on n,
@@ -65,12 +67,12 @@ func newMetricsServer(t *testing.T, handle func(n int, w http.ResponseWriter) bo
 
 // runUntil runs s until emit has been called stop times, then lets Run make
 // its final scrape, and returns every sample.
-func runUntil(t *testing.T, s *Scraper, stop int) []Sample {
+func runUntil(t *testing.T, s *Scraper, stop int) []results.Sample {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var got []Sample
-	err := s.Run(ctx, func(smp Sample) {
+	var got []results.Sample
+	err := s.Run(ctx, func(smp results.Sample) {
 		got = append(got, smp)
 		if len(got) == stop {
 			cancel()
@@ -110,8 +112,8 @@ func TestScraperValuesChange(t *testing.T) {
 		if !smp.OK || smp.Error != "" || smp.Status != 200 {
 			t.Errorf("sample %d: ok %v, status %d, error %q", i, smp.OK, smp.Status, smp.Error)
 		}
-		if smp.Kind != client.KindScrape || smp.Index != uint64(i) || smp.Profile != ProfileVLLM || smp.Target != ms.URL+"/metrics" {
-			t.Errorf("sample %d: kind %q index %d profile %q target %q", i, smp.Kind, smp.Index, smp.Profile, smp.Target)
+		if smp.Index != uint64(i) || smp.Profile != ProfileVLLM || smp.Target != ms.URL+"/metrics" {
+			t.Errorf("sample %d: index %d profile %q target %q", i, smp.Index, smp.Profile, smp.Target)
 		}
 		if smp.Start <= 0 || smp.At < smp.Start || smp.Duration < smp.At-smp.Start {
 			t.Errorf("sample %d: start %v at %v duration %v out of order", i, smp.Start, smp.At, smp.Duration)
@@ -120,21 +122,21 @@ func TestScraperValuesChange(t *testing.T) {
 			t.Errorf("sample %d at %v, not after sample %d at %v", i, smp.At, i-1, got[i-1].At)
 		}
 		n := float64(i + 1)
-		if v := smp.Values[GenerationTokens]; v != 150*n {
+		if v := smp.Values[results.GenerationTokens]; v != 150*n {
 			t.Errorf("sample %d: generation_tokens %v, want %v", i, v, 150*n)
 		}
-		if v := smp.Values[Running]; v != 2*n {
+		if v := smp.Values[results.Running]; v != 2*n {
 			t.Errorf("sample %d: running %v, want %v (summed over engines)", i, v, 2*n)
 		}
-		if v := smp.Values[KVUsage]; !near(v, 0.075*n) {
+		if v := smp.Values[results.KVUsage]; !near(v, 0.075*n) {
 			t.Errorf("sample %d: kv_usage %v, want %v (averaged over engines)", i, v, 0.075*n)
 		}
 		if len(smp.Engines) != 2 {
 			t.Errorf("sample %d: %d engines, want 2", i, len(smp.Engines))
 		}
 	}
-	for _, iv := range Rates(got) {
-		if iv.Deltas[GenerationTokens] != 150 || iv.Rates[GenerationTokens] <= 0 || len(iv.Resets) != 0 {
+	for _, iv := range results.Rates(got) {
+		if iv.Deltas[results.GenerationTokens] != 150 || iv.Rates[results.GenerationTokens] <= 0 || len(iv.Resets) != 0 {
 			t.Errorf("interval %+v: want 150 tokens, a positive rate, no reset", iv)
 		}
 	}
@@ -161,10 +163,11 @@ func TestScraperSampleJSON(t *testing.T) {
 	t.Parallel()
 	ms := newMetricsServer(t, nil)
 	got := runUntil(t, newScraper(t, Config{URL: ms.URL + "/metrics", Profile: ProfileVLLM}), 1)
-	line, err := json.Marshal(got[0])
-	if err != nil {
+	var buf bytes.Buffer
+	if err := results.NewWriter(&buf).Write(results.SampleRecord(&got[0])); err != nil {
 		t.Fatal(err)
 	}
+	line := buf.Bytes()
 	var m map[string]any
 	if err := json.Unmarshal(line, &m); err != nil {
 		t.Fatal(err)
@@ -177,11 +180,11 @@ func TestScraperSampleJSON(t *testing.T) {
 	if m["kind"] != "scrape" {
 		t.Errorf("kind = %v", m["kind"])
 	}
-	var back Sample
+	var back results.Sample
 	if err := json.Unmarshal(line, &back); err != nil {
 		t.Fatal(err)
 	}
-	if back.Values[GenerationTokens] != got[0].Values[GenerationTokens] || back.At != got[0].At || back.Engines["1"].Values[Running] != 1 {
+	if back.Values[results.GenerationTokens] != got[0].Values[results.GenerationTokens] || back.At != got[0].At || back.Engines["1"].Values[results.Running] != 1 {
 		t.Errorf("round trip lost data: %+v", back)
 	}
 }
@@ -320,14 +323,14 @@ func TestScraperFinalScrape(t *testing.T) {
 	s := newScraper(t, Config{URL: ms.URL + "/metrics"})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	var got []Sample
-	if err := s.Run(ctx, func(smp Sample) { got = append(got, smp) }); err != nil {
+	var got []results.Sample
+	if err := s.Run(ctx, func(smp results.Sample) { got = append(got, smp) }); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 1 || !got[0].OK {
 		t.Fatalf("samples = %+v, want one successful final scrape", got)
 	}
-	if err := s.Run(context.Background(), func(Sample) {}); err == nil {
+	if err := s.Run(context.Background(), func(results.Sample) {}); err == nil {
 		t.Error("second Run succeeded, want an error")
 	}
 }
@@ -355,7 +358,7 @@ func TestNewValidates(t *testing.T) {
 	}{
 		{"not loopback", Config{URL: "http://10.0.0.8:8000/metrics", Epoch: epoch}, "not a loopback address"},
 		{"public name", Config{URL: "http://example.com/metrics", Epoch: epoch}, "not a loopback address"},
-		{"scheme", Config{URL: "ftp://127.0.0.1/metrics", Epoch: epoch}, "scheme must be http or https"},
+		{"scheme", Config{URL: "ftp://127.0.0.1/metrics", Epoch: epoch}, "want an http or https URL"},
 		{"interval too short", Config{URL: "http://127.0.0.1:8000/metrics", Interval: 50 * time.Millisecond, Epoch: epoch}, "shorter than 100ms"},
 		{"no epoch", Config{URL: "http://127.0.0.1:8000/metrics"}, "Epoch is required"},
 		{"unknown profile", Config{URL: "http://127.0.0.1:8000/metrics", Epoch: epoch, Profile: "ollama"}, `unknown profile "ollama"`},

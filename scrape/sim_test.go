@@ -1,6 +1,8 @@
 package scrape
 
 import (
+	"github.com/servebench/servebench/results"
+
 	"context"
 	"fmt"
 	"io"
@@ -40,9 +42,9 @@ func TestScrapeSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	sctx, stop := context.WithCancel(ctx)
-	var samples []Sample
+	var samples []results.Sample
 	done := make(chan error, 1)
-	go func() { done <- sc.Run(sctx, func(s Sample) { samples = append(samples, s) }) }()
+	go func() { done <- sc.Run(sctx, func(s results.Sample) { samples = append(samples, s) }) }()
 
 	// More streams than max_num_seqs, and more tokens than the KV cache
 	// holds, so requests queue and get preempted.
@@ -81,9 +83,9 @@ func TestScrapeSimulator(t *testing.T) {
 		if !s.OK {
 			t.Fatalf("sample %d failed: %s", i, s.Error)
 		}
-		maxKV = max(maxKV, s.Values[KVUsage])
-		maxRunning = max(maxRunning, s.Values[Running])
-		maxWaiting = max(maxWaiting, s.Values[Waiting])
+		maxKV = max(maxKV, s.Values[results.KVUsage])
+		maxRunning = max(maxRunning, s.Values[results.Running])
+		maxWaiting = max(maxWaiting, s.Values[results.Waiting])
 	}
 	last := samples[len(samples)-1]
 	if missing := last.Missing(); len(missing) != 0 {
@@ -94,25 +96,25 @@ func TestScrapeSimulator(t *testing.T) {
 	}
 	// Eight running streams of about 700 tokens cannot share 3,072 KV
 	// tokens: vLLM's scheduler must preempt.
-	if last.Values[Preemptions] <= 0 {
+	if last.Values[results.Preemptions] <= 0 {
 		t.Errorf("no preemptions counted; want some")
 	}
-	if got := last.Values[GenerationTokens]; got != streams*maxTokens {
+	if got := last.Values[results.GenerationTokens]; got != streams*maxTokens {
 		t.Errorf("final generation_tokens = %v, want %d", got, streams*maxTokens)
 	}
-	if got := last.Histograms[E2E].Count; got != streams {
+	if got := last.Histograms[results.E2E].Count; got != streams {
 		t.Errorf("final e2e count = %v, want %d", got, streams)
 	}
 	var gen float64
-	for _, iv := range Rates(samples) {
-		gen += iv.Deltas[GenerationTokens]
+	for _, iv := range results.Rates(samples) {
+		gen += iv.Deltas[results.GenerationTokens]
 		if len(iv.Resets) > 0 {
 			t.Errorf("interval %v–%v: resets %v on a server that never restarted", iv.From, iv.To, iv.Resets)
 		}
 	}
-	if want := last.Values[GenerationTokens] - samples[0].Values[GenerationTokens]; gen != want {
+	if want := last.Values[results.GenerationTokens] - samples[0].Values[results.GenerationTokens]; gen != want {
 		t.Errorf("interval deltas sum to %v, want %v", gen, want)
 	}
 	t.Logf("%d samples; peaks kv_usage %.2f running %v waiting %v; preemptions %v",
-		len(samples), maxKV, maxRunning, maxWaiting, last.Values[Preemptions])
+		len(samples), maxKV, maxRunning, maxWaiting, last.Values[results.Preemptions])
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/servebench/servebench/internal/simurl"
 )
 
 //go:embed presets/*.yaml
@@ -137,6 +139,26 @@ func Defaults() Config {
 		MeanOutputTokens:     256,
 		LogStatsInterval:     10 * time.Second,
 	}
+}
+
+// ConfigFromURL resolves a target URL of the form sim://PRESET?name=value&…
+// (package internal/simurl owns the form) into a configuration: the preset
+// with each setting applied.
+func ConfigFromURL(raw string) (Config, error) {
+	u, err := simurl.Parse(raw)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg, err := Preset(u.Preset)
+	if err != nil {
+		return Config{}, err
+	}
+	for _, s := range u.Settings {
+		if err := cfg.Set(s.Name, s.Value); err != nil {
+			return Config{}, err
+		}
+	}
+	return cfg, nil
 }
 
 // PresetNames lists the embedded presets, sorted.

@@ -110,9 +110,6 @@ func (p *blockPool) commit(b int32, key uint64) {
 // usable is the number of blocks requests can hold (all but the null block).
 func (p *blockPool) usable() int { return len(p.ref) - 1 }
 
-// used is the number of blocks referenced by requests.
-func (p *blockPool) used() int { return p.usable() - p.numFree }
-
 // kvState is one request's hold on the cache.
 type kvState struct {
 	tables    [][]int32 // per group, block per block index; nullBlock where a window skipped it

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"github.com/servebench/servebench/internal/vllmmetric"
+
 	"bufio"
 	"fmt"
 	"io"
@@ -9,36 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
-
-// vLLM V1 metric names as scraped from /metrics (counters carry their
-// _total suffix), spelled exactly as vLLM spells them. The scraper's vLLM
-// profile imports these so the simulator and the scraper cannot drift.
-const (
-	MetricNumRequestsRunning      = "vllm:num_requests_running"       // gauge
-	MetricNumRequestsWaiting      = "vllm:num_requests_waiting"       // gauge
-	MetricKVCacheUsagePerc        = "vllm:kv_cache_usage_perc"        // gauge, 0–1
-	MetricNumPreemptionsTotal     = "vllm:num_preemptions_total"      // counter
-	MetricPromptTokensTotal       = "vllm:prompt_tokens_total"        // counter
-	MetricGenerationTokensTotal   = "vllm:generation_tokens_total"    // counter
-	MetricPrefixCacheQueries      = "vllm:prefix_cache_queries_total" // counter, tokens
-	MetricPrefixCacheHits         = "vllm:prefix_cache_hits_total"    // counter, tokens
-	MetricRequestSuccessTotal     = "vllm:request_success_total"      // counter, label finished_reason
-	MetricTimeToFirstToken        = "vllm:time_to_first_token_seconds"
-	MetricInterTokenLatency       = "vllm:inter_token_latency_seconds"
-	MetricE2ERequestLatency       = "vllm:e2e_request_latency_seconds"
-	MetricRequestQueueTime        = "vllm:request_queue_time_seconds"
-	MetricIterationTokensTotal    = "vllm:iteration_tokens_total" // histogram despite the name
-	MetricRequestPromptTokens     = "vllm:request_prompt_tokens"
-	MetricRequestGenerationTokens = "vllm:request_generation_tokens"
-	MetricCacheConfigInfo         = "vllm:cache_config_info" // gauge = 1, labels describe the cache
-)
-
-// Label names vLLM puts on engine metrics.
-const (
-	LabelModelName      = "model_name"
-	LabelEngine         = "engine"
-	LabelFinishedReason = "finished_reason"
 )
 
 // Histogram bucket upper bounds, as vLLM (v0.9 onward) declares them.
@@ -219,27 +191,27 @@ func WriteMetrics(w io.Writer, s Stats, cfg Config) error {
 		sample(name+"_sum", "", h.Sum)
 	}
 
-	gauge(MetricNumRequestsRunning, "Number of requests in model execution batches.", float64(s.Running))
-	gauge(MetricNumRequestsWaiting, "Number of requests waiting to be processed.", float64(s.Waiting))
-	gauge(MetricKVCacheUsagePerc, "KV-cache usage. 1 means 100 percent usage.", s.KVUsage)
-	counter(MetricPrefixCacheQueries, "Prefix cache queries, in terms of number of queried tokens.", float64(s.PrefixQueries))
-	counter(MetricPrefixCacheHits, "Prefix cache hits, in terms of number of cached tokens.", float64(s.PrefixHits))
-	counter(MetricNumPreemptionsTotal, "Cumulative number of preemption from the engine.", float64(s.Preemptions))
-	counter(MetricPromptTokensTotal, "Number of prefill tokens processed.", float64(s.PromptTokens))
-	counter(MetricGenerationTokensTotal, "Number of generation tokens processed.", float64(s.GenerationTokens))
-	family(MetricRequestSuccessTotal, "counter", "Count of successfully processed requests.")
+	gauge(vllmmetric.NumRequestsRunning, "Number of requests in model execution batches.", float64(s.Running))
+	gauge(vllmmetric.NumRequestsWaiting, "Number of requests waiting to be processed.", float64(s.Waiting))
+	gauge(vllmmetric.KVCacheUsagePerc, "KV-cache usage. 1 means 100 percent usage.", s.KVUsage)
+	counter(vllmmetric.PrefixCacheQueries, "Prefix cache queries, in terms of number of queried tokens.", float64(s.PrefixQueries))
+	counter(vllmmetric.PrefixCacheHits, "Prefix cache hits, in terms of number of cached tokens.", float64(s.PrefixHits))
+	counter(vllmmetric.NumPreemptionsTotal, "Cumulative number of preemption from the engine.", float64(s.Preemptions))
+	counter(vllmmetric.PromptTokensTotal, "Number of prefill tokens processed.", float64(s.PromptTokens))
+	counter(vllmmetric.GenerationTokensTotal, "Number of generation tokens processed.", float64(s.GenerationTokens))
+	family(vllmmetric.RequestSuccessTotal, "counter", "Count of successfully processed requests.")
 	for _, reason := range []string{FinishStop, FinishLength, FinishAbort} {
-		sample(MetricRequestSuccessTotal, fmt.Sprintf(`%s=%q`, LabelFinishedReason, reason), float64(s.Success[reason]))
+		sample(vllmmetric.RequestSuccessTotal, fmt.Sprintf(`%s=%q`, vllmmetric.LabelFinishedReason, reason), float64(s.Success[reason]))
 	}
-	histogram(MetricRequestPromptTokens, "Number of prefill tokens processed.", s.RequestPromptTokens)
-	histogram(MetricRequestGenerationTokens, "Number of generation tokens processed.", s.RequestGenerationTokens)
-	histogram(MetricIterationTokensTotal, "Histogram of number of tokens per engine_step.", s.IterationTokens)
-	histogram(MetricTimeToFirstToken, "Histogram of time to first token in seconds.", s.TTFT)
-	histogram(MetricInterTokenLatency, "Histogram of inter-token latency in seconds.", s.ITL)
-	histogram(MetricE2ERequestLatency, "Histogram of e2e request latency in seconds.", s.E2E)
-	histogram(MetricRequestQueueTime, "Histogram of time spent in WAITING phase for request.", s.QueueTime)
+	histogram(vllmmetric.RequestPromptTokens, "Number of prefill tokens processed.", s.RequestPromptTokens)
+	histogram(vllmmetric.RequestGenerationTokens, "Number of generation tokens processed.", s.RequestGenerationTokens)
+	histogram(vllmmetric.IterationTokensTotal, "Histogram of number of tokens per engine_step.", s.IterationTokens)
+	histogram(vllmmetric.TimeToFirstToken, "Histogram of time to first token in seconds.", s.TTFT)
+	histogram(vllmmetric.InterTokenLatency, "Histogram of inter-token latency in seconds.", s.ITL)
+	histogram(vllmmetric.E2ERequestLatency, "Histogram of e2e request latency in seconds.", s.E2E)
+	histogram(vllmmetric.RequestQueueTime, "Histogram of time spent in WAITING phase for request.", s.QueueTime)
 
-	family(MetricCacheConfigInfo, "gauge", "Information of the LLMEngine CacheConfig")
+	family(vllmmetric.CacheConfigInfo, "gauge", "Information of the LLMEngine CacheConfig")
 	k, _ := cfg.Capacity()
 	info := []string{
 		fmt.Sprintf(`block_size=%q`, strconv.Itoa(cfg.BlockSize)),
@@ -250,7 +222,7 @@ func WriteMetrics(w io.Writer, s Stats, cfg Config) error {
 		fmt.Sprintf(`num_gpu_blocks_override=%q`, pyOptInt(cfg.NumGPUBlocksOverride)),
 		`prefix_caching_hash_algo="sha256"`,
 	}
-	fmt.Fprintf(bw, "%s{%s,engine=\"0\"} 1.0\n", MetricCacheConfigInfo, strings.Join(info, ","))
+	fmt.Fprintf(bw, "%s{%s,engine=\"0\"} 1.0\n", vllmmetric.CacheConfigInfo, strings.Join(info, ","))
 	return bw.Flush()
 }
 

@@ -3,6 +3,8 @@
 package sim_test
 
 import (
+	"github.com/servebench/servebench/internal/vllmmetric"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -53,11 +55,11 @@ func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels 
 		for _, l := range m.GetLabel() {
 			lv[l.GetName()] = l.GetValue()
 		}
-		if lv[sim.LabelModelName] != "tiny" && name != sim.MetricCacheConfigInfo {
-			t.Errorf("%s: model_name %q", name, lv[sim.LabelModelName])
+		if lv[vllmmetric.LabelModelName] != "tiny" && name != vllmmetric.CacheConfigInfo {
+			t.Errorf("%s: model_name %q", name, lv[vllmmetric.LabelModelName])
 		}
-		if lv[sim.LabelEngine] != "0" {
-			t.Errorf("%s: engine %q", name, lv[sim.LabelEngine])
+		if lv[vllmmetric.LabelEngine] != "0" {
+			t.Errorf("%s: engine %q", name, lv[vllmmetric.LabelEngine])
 		}
 		match := true
 		for i := 0; i+1 < len(labels); i += 2 {
@@ -99,21 +101,21 @@ func TestMetricsMove(t *testing.T) {
 	defer s.Close()
 
 	types := map[string]dto.MetricType{
-		sim.MetricNumRequestsRunning:    dto.MetricType_GAUGE,
-		sim.MetricNumRequestsWaiting:    dto.MetricType_GAUGE,
-		sim.MetricKVCacheUsagePerc:      dto.MetricType_GAUGE,
-		sim.MetricNumPreemptionsTotal:   dto.MetricType_COUNTER,
-		sim.MetricPromptTokensTotal:     dto.MetricType_COUNTER,
-		sim.MetricGenerationTokensTotal: dto.MetricType_COUNTER,
-		sim.MetricPrefixCacheQueries:    dto.MetricType_COUNTER,
-		sim.MetricPrefixCacheHits:       dto.MetricType_COUNTER,
-		sim.MetricRequestSuccessTotal:   dto.MetricType_COUNTER,
-		sim.MetricTimeToFirstToken:      dto.MetricType_HISTOGRAM,
-		sim.MetricInterTokenLatency:     dto.MetricType_HISTOGRAM,
-		sim.MetricE2ERequestLatency:     dto.MetricType_HISTOGRAM,
-		sim.MetricRequestQueueTime:      dto.MetricType_HISTOGRAM,
-		sim.MetricIterationTokensTotal:  dto.MetricType_HISTOGRAM,
-		sim.MetricCacheConfigInfo:       dto.MetricType_GAUGE,
+		vllmmetric.NumRequestsRunning:    dto.MetricType_GAUGE,
+		vllmmetric.NumRequestsWaiting:    dto.MetricType_GAUGE,
+		vllmmetric.KVCacheUsagePerc:      dto.MetricType_GAUGE,
+		vllmmetric.NumPreemptionsTotal:   dto.MetricType_COUNTER,
+		vllmmetric.PromptTokensTotal:     dto.MetricType_COUNTER,
+		vllmmetric.GenerationTokensTotal: dto.MetricType_COUNTER,
+		vllmmetric.PrefixCacheQueries:    dto.MetricType_COUNTER,
+		vllmmetric.PrefixCacheHits:       dto.MetricType_COUNTER,
+		vllmmetric.RequestSuccessTotal:   dto.MetricType_COUNTER,
+		vllmmetric.TimeToFirstToken:      dto.MetricType_HISTOGRAM,
+		vllmmetric.InterTokenLatency:     dto.MetricType_HISTOGRAM,
+		vllmmetric.E2ERequestLatency:     dto.MetricType_HISTOGRAM,
+		vllmmetric.RequestQueueTime:      dto.MetricType_HISTOGRAM,
+		vllmmetric.IterationTokensTotal:  dto.MetricType_HISTOGRAM,
+		vllmmetric.CacheConfigInfo:       dto.MetricType_GAUGE,
 	}
 	before := scrape(t, s.URL())
 	for name, typ := range types {
@@ -129,11 +131,11 @@ func TestMetricsMove(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	if v := value(t, before, sim.MetricCacheConfigInfo); v != 1 {
+	if v := value(t, before, vllmmetric.CacheConfigInfo); v != 1 {
 		t.Errorf("cache_config_info = %v, want 1", v)
 	}
 	for _, reason := range []string{"stop", "length", "abort"} {
-		if _, ok := before[sim.MetricRequestSuccessTotal]; !ok || value(t, before, sim.MetricRequestSuccessTotal, sim.LabelFinishedReason, reason) != 0 {
+		if _, ok := before[vllmmetric.RequestSuccessTotal]; !ok || value(t, before, vllmmetric.RequestSuccessTotal, vllmmetric.LabelFinishedReason, reason) != 0 {
 			t.Errorf("request_success_total{finished_reason=%q} not pre-created at 0", reason)
 		}
 	}
@@ -174,9 +176,9 @@ func TestMetricsMove(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) && !(seen["running"] && seen["waiting"] && seen["usage"]) {
 		during = scrape(t, s.URL())
-		seen["running"] = seen["running"] || value(t, during, sim.MetricNumRequestsRunning) > 0
-		seen["waiting"] = seen["waiting"] || value(t, during, sim.MetricNumRequestsWaiting) > 0
-		seen["usage"] = seen["usage"] || value(t, during, sim.MetricKVCacheUsagePerc) > 0.5
+		seen["running"] = seen["running"] || value(t, during, vllmmetric.NumRequestsRunning) > 0
+		seen["waiting"] = seen["waiting"] || value(t, during, vllmmetric.NumRequestsWaiting) > 0
+		seen["usage"] = seen["usage"] || value(t, during, vllmmetric.KVCacheUsagePerc) > 0.5
 		time.Sleep(20 * time.Millisecond)
 	}
 	for _, k := range []string{"running", "waiting", "usage"} {
@@ -187,28 +189,28 @@ func TestMetricsMove(t *testing.T) {
 	wg.Wait()
 
 	after := scrape(t, s.URL())
-	for _, name := range []string{sim.MetricNumPreemptionsTotal, sim.MetricPromptTokensTotal, sim.MetricGenerationTokensTotal,
-		sim.MetricPrefixCacheQueries, sim.MetricPrefixCacheHits, sim.MetricTimeToFirstToken, sim.MetricInterTokenLatency,
-		sim.MetricE2ERequestLatency, sim.MetricRequestQueueTime, sim.MetricIterationTokensTotal} {
+	for _, name := range []string{vllmmetric.NumPreemptionsTotal, vllmmetric.PromptTokensTotal, vllmmetric.GenerationTokensTotal,
+		vllmmetric.PrefixCacheQueries, vllmmetric.PrefixCacheHits, vllmmetric.TimeToFirstToken, vllmmetric.InterTokenLatency,
+		vllmmetric.E2ERequestLatency, vllmmetric.RequestQueueTime, vllmmetric.IterationTokensTotal} {
 		if b, a := value(t, before, name), value(t, after, name); a <= b {
 			t.Errorf("%s did not move: %v → %v", name, b, a)
 		}
 	}
-	if v := value(t, after, sim.MetricRequestSuccessTotal, sim.LabelFinishedReason, "length"); v != 12 {
+	if v := value(t, after, vllmmetric.RequestSuccessTotal, vllmmetric.LabelFinishedReason, "length"); v != 12 {
 		t.Errorf("request_success_total{length} = %v, want 12", v)
 	}
 	deadline = time.Now().Add(5 * time.Second)
-	for value(t, after, sim.MetricRequestSuccessTotal, sim.LabelFinishedReason, "abort") != 1 && time.Now().Before(deadline) {
+	for value(t, after, vllmmetric.RequestSuccessTotal, vllmmetric.LabelFinishedReason, "abort") != 1 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 		after = scrape(t, s.URL())
 	}
-	if v := value(t, after, sim.MetricRequestSuccessTotal, sim.LabelFinishedReason, "abort"); v != 1 {
+	if v := value(t, after, vllmmetric.RequestSuccessTotal, vllmmetric.LabelFinishedReason, "abort"); v != 1 {
 		t.Errorf("request_success_total{abort} = %v, want 1", v)
 	}
-	if v := value(t, after, sim.MetricGenerationTokensTotal); v < 12*400 {
+	if v := value(t, after, vllmmetric.GenerationTokensTotal); v < 12*400 {
 		t.Errorf("generation_tokens_total = %v, want ≥ %d", v, 12*400)
 	}
-	if v := value(t, after, sim.MetricKVCacheUsagePerc); v != 0 {
+	if v := value(t, after, vllmmetric.KVCacheUsagePerc); v != 0 {
 		t.Errorf("kv_cache_usage_perc = %v after the load, want 0", v)
 	}
 }

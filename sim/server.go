@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/servebench/servebench/internal/loopback"
 	"github.com/servebench/servebench/internal/tokenizer"
 )
 
@@ -47,27 +48,13 @@ type stream struct {
 	notify  chan struct{} // capacity 1: "something new"
 }
 
-// IsLoopback reports whether addr's host is a loopback address
-// (127.0.0.0/8, ::1) or "localhost".
-func IsLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // Listen starts the simulator on addr ("127.0.0.1:0" picks a free loopback
 // port) and returns once it accepts connections. It refuses non-loopback
 // addresses. logs receives vLLM-format log lines (start-up, access log,
 // periodic stats); it may be io.Discard. The server stops when ctx ends or
 // Close is called.
 func Listen(ctx context.Context, addr string, cfg Config, logs io.Writer) (*Server, error) {
-	if !IsLoopback(addr) {
+	if !loopback.Addr(addr) {
 		return nil, fmt.Errorf("sim listen %s: refusing a non-loopback address (use 127.0.0.1 or ::1)", addr)
 	}
 	if err := cfg.Validate(); err != nil {

@@ -150,27 +150,15 @@ func meanMetrics(ms []*Metrics) *Metrics {
 	return &out
 }
 
-// verdictOf reads the budget verdict a run's summary.json may hold
-// ("verdict": {"pass": …, "checks": [{"name": …, "pass": …}]}).
-func verdictOf(raw []byte) (pass *bool, missed []string) {
-	var doc struct {
-		Verdict *struct {
-			Pass   bool `json:"pass"`
-			Checks []struct {
-				Name string `json:"name"`
-				Pass bool   `json:"pass"`
-			} `json:"checks"`
-		} `json:"verdict"`
-	}
-	if json.Unmarshal(raw, &doc) != nil || doc.Verdict == nil {
+// verdictOf reads a run's budget verdict: nil without budgets (no
+// verdict, or one without checks), else whether it passed and the checks
+// it missed.
+func verdictOf(v *report.Verdict) (pass *bool, missed []string) {
+	if v == nil || len(v.Checks) == 0 {
 		return nil, nil
 	}
-	// A verdict without checks means the scenario had no budgets.
-	if len(doc.Verdict.Checks) == 0 {
-		return nil, nil
-	}
-	p := doc.Verdict.Pass
-	for _, c := range doc.Verdict.Checks {
+	p := v.Pass
+	for _, c := range v.Checks {
 		if !c.Pass {
 			missed = append(missed, c.Name)
 		}

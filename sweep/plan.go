@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/servebench/servebench/run"
 	"github.com/servebench/servebench/scenario"
 	"github.com/servebench/servebench/sim"
 )
@@ -186,9 +187,10 @@ func (j *Job) Vars(port string) map[string]string {
 }
 
 // Done reports whether the job's directory under dir already holds a
-// summary.json (what --resume skips).
+// summary.json, the last file a run writes (what --resume skips; the
+// summary is then rebuilt from results.jsonl).
 func (j *Job) Done(dir string) bool {
-	fi, err := os.Stat(filepath.Join(dir, j.Dir, "summary.json"))
+	fi, err := os.Stat(filepath.Join(dir, j.Dir, run.FileSummary))
 	return err == nil && fi.Mode().IsRegular()
 }
 

@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/run"
 	"github.com/servebench/servebench/scenario"
 )
 
@@ -24,17 +24,17 @@ const (
 	FileSVG  = "sweep.svg"
 )
 
-// RunFunc runs one derived scenario and writes its results into dir, which
-// exists: at least summary.json (as `bench run` does). A missed budget is
-// not an error: the verdict is read from summary.json. The CLI provides it,
-// so this package does not depend on the command.
-type RunFunc func(ctx context.Context, sc *scenario.Scenario, dir string) error
+// RunFunc runs one derived scenario with its outputs in dir, which exists,
+// and returns its summary, judged when the scenario has budgets; a missed
+// budget is not an error. run.Run is one (see Options.Run).
+type RunFunc func(ctx context.Context, sc *scenario.Scenario, dir string) (*report.Summary, error)
 
 // Options configure Execute.
 type Options struct {
-	Dir    string  // the sweep's output directory (created if needed)
-	Run    RunFunc // runs one scenario
-	Resume bool    // skip runs whose directory already holds a summary.json
+	Dir string // the sweep's output directory (created if needed)
+	// Run runs one scenario; nil runs it with run.Run and default options.
+	Run    RunFunc
+	Resume bool // skip runs whose directory already holds a summary.json
 	// Log receives one line per step (launch, ready, result); nil discards.
 	Log io.Writer
 	// Environ is the base environment of launched servers (KEY=VALUE);
@@ -51,7 +51,9 @@ type Options struct {
 // failures to write the outputs.
 func (p *Plan) Execute(ctx context.Context, opts Options) (*Summary, error) {
 	if opts.Run == nil {
-		return nil, errors.New("sweep: no run function")
+		opts.Run = func(ctx context.Context, sc *scenario.Scenario, dir string) (*report.Summary, error) {
+			return run.Run(ctx, sc, run.Options{Dir: dir})
+		}
 	}
 	log := opts.Log
 	if log == nil {
@@ -118,14 +120,34 @@ func (p *Plan) record(j *Job, status string) RunRecord {
 	return RunRecord{Label: j.Label, Values: valueMap(j.Values), Repeat: j.Repeat, Dir: j.Dir, Status: status}
 }
 
-// resumed reads a finished run's summary instead of running it again.
+// resumed rebuilds a finished run's summary from its results file instead
+// of running it again, judged by the budgets recorded in it.
 func (p *Plan) resumed(dir string, j *Job) RunRecord {
 	rec := p.record(j, StatusResumed)
-	p.readSummary(filepath.Join(dir, j.Dir), &rec)
+	sum, err := rebuild(filepath.Join(dir, j.Dir, run.FileResults))
+	if err != nil {
+		rec.Status, rec.Error = StatusFailed, "resumed: "+err.Error()
+		return rec
+	}
+	p.takeSummary(sum, &rec)
 	if rec.Status == StatusFailed {
 		rec.Error = "resumed: " + rec.Error
 	}
 	return rec
+}
+
+// rebuild computes the summary of a results file, judged by the budgets
+// its header records, as `bench report` does.
+func rebuild(path string) (*report.Summary, error) {
+	agg, err := report.FromFiles(path)
+	if err != nil {
+		return nil, err
+	}
+	sum := agg.Summary()
+	if spec := agg.Spec(); spec != nil && spec.Budgets != nil {
+		sum.Verdict = agg.Evaluate(sum, spec.Budgets, spec.SLO)
+	}
+	return sum, nil
 }
 
 // runJob makes one run: launch the server if any, wait for it, run the
@@ -146,7 +168,7 @@ func (p *Plan) runJob(ctx context.Context, opts Options, j *Job, logf func(strin
 		return fail("%v", err)
 	}
 	// A summary left by an earlier attempt must not pass for this run's.
-	if err := os.Remove(filepath.Join(dir, "summary.json")); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(filepath.Join(dir, run.FileSummary)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fail("%v", err)
 	}
 	sc := j.Scenario
@@ -194,7 +216,7 @@ func (p *Plan) runJob(ctx context.Context, opts Options, j *Job, logf func(strin
 		logf("server ready in %s; running the load against %s", time.Since(waited).Round(time.Millisecond), l.BaseURL)
 		defer stop()
 	}
-	runErr := opts.Run(ctx, sc, dir)
+	sum, runErr := opts.Run(ctx, sc, dir)
 	if proc != nil {
 		if exited, err := proc.Exited(); exited {
 			rec.Status = StatusFailed
@@ -204,28 +226,22 @@ func (p *Plan) runJob(ctx context.Context, opts Options, j *Job, logf func(strin
 	if runErr != nil {
 		rec.Status, rec.Error = StatusFailed, joinMsg(rec.Error, runErr.Error())
 	}
-	p.readSummary(dir, &rec)
+	if sum == nil {
+		rec.Status = StatusFailed
+		if rec.Error == "" {
+			rec.Error = "the run wrote no summary"
+		}
+		return rec
+	}
+	p.takeSummary(sum, &rec)
 	return rec
 }
 
-// readSummary reads dir/summary.json into rec's figures and verdict, and
-// marks rec failed when it is missing or no request succeeded.
-func (p *Plan) readSummary(dir string, rec *RunRecord) {
-	raw, err := os.ReadFile(filepath.Join(dir, "summary.json"))
-	if err != nil {
-		rec.Status = StatusFailed
-		if rec.Error == "" {
-			rec.Error = "no summary: " + err.Error()
-		}
-		return
-	}
-	var sum report.Summary
-	if err := json.Unmarshal(raw, &sum); err != nil {
-		rec.Status, rec.Error = StatusFailed, joinMsg(rec.Error, fmt.Sprintf("read %s: %v", filepath.Join(dir, "summary.json"), err))
-		return
-	}
-	rec.Metrics = metricsOf(&sum)
-	rec.BudgetsPass, rec.Missed = verdictOf(raw)
+// takeSummary records a run's figures and verdict, and marks rec failed
+// when no request succeeded.
+func (p *Plan) takeSummary(sum *report.Summary, rec *RunRecord) {
+	rec.Metrics = metricsOf(sum)
+	rec.BudgetsPass, rec.Missed = verdictOf(sum.Verdict)
 	if sum.Overall.Requests.OK == 0 && rec.Status != StatusFailed {
 		rec.Status = StatusFailed
 		rec.Error = joinMsg(rec.Error, fmt.Sprintf("no request succeeded (%d failed, errors %v)", sum.Overall.Requests.Failed, sum.Overall.Errors))

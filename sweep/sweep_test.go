@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/internal/golden"
+	"github.com/servebench/servebench/run"
 
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/scenario"
@@ -100,45 +101,44 @@ func fakeServer(mode string, args []string) int {
 	return 0
 }
 
-// fakeRun stands in for `bench run` at the process boundary: it checks the
+// fakeRun stands in for run.Run at the process boundary: it checks the
 // target answers (a real HTTP request to the launched server, or nothing
-// for sim://) and writes a summary.json whose figures follow the swept
-// value x: throughput x, TTFT 1000/x, ITL x/100 (ms). verdict, when set,
-// decides the budget verdict written.
+// for sim://), writes the summary.json a run leaves, and returns a summary
+// whose figures follow the swept value x: throughput x, TTFT 1000/x, ITL
+// x/100 (ms). verdict, when set, decides the budget verdict.
 type fakeRun struct {
 	param   string
 	calls   atomic.Int64
 	verdict func(x float64) *bool
 }
 
-func (f *fakeRun) run(ctx context.Context, sc *scenario.Scenario, dir string) error {
+func (f *fakeRun) run(ctx context.Context, sc *scenario.Scenario, dir string) (*report.Summary, error) {
 	f.calls.Add(1)
 	if strings.HasPrefix(sc.Target.URL, "http") {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, sc.Target.URL+"/v1/models", nil)
 		resp, err := http.DefaultTransport.RoundTrip(req)
 		if err != nil {
-			return fmt.Errorf("target: %w", err)
+			return nil, fmt.Errorf("target: %w", err)
 		}
 		resp.Body.Close()
 	}
 	if sc.Sweep != nil {
-		return errors.New("the derived scenario still has a sweep block")
+		return nil, errors.New("the derived scenario still has a sweep block")
 	}
 	x, _ := strconv.ParseFloat(valueIn(sc, f.param), 64)
 	if x == 0 {
 		x = 1
 	}
 	d := func(ms float64) report.Dist { return report.Dist{Count: 10, P50: ms, P99: 2 * ms} }
-	sum := map[string]any{"schema": 1, "scenario": sc.Name, "target": sc.Target.URL,
-		"overall": report.Stage{Index: -1, Name: "overall", Requests: report.Requests{Scheduled: 10, OK: 10},
+	sum := &report.Summary{Schema: 1, Scenario: sc.Name, Target: sc.Target.URL,
+		Overall: report.Stage{Index: -1, Name: "overall", Requests: report.Requests{Scheduled: 10, OK: 10},
 			TTFT: d(1000 / x), ITL: d(x / 100), TPOT: d(x / 100), E2E: d(1000), OutputTokensPerSec: x, RequestsPerSec: x / 100}}
 	if f.verdict != nil {
 		if pass := f.verdict(x); pass != nil {
-			sum["verdict"] = map[string]any{"pass": *pass, "checks": []map[string]any{{"name": "overall.ttft_ms.p99", "pass": *pass}}}
+			sum.Verdict = &report.Verdict{Pass: *pass, Checks: []report.Check{{Name: "overall.ttft_ms.p99", Pass: *pass}}}
 		}
 	}
-	b, _ := json.Marshal(sum)
-	return os.WriteFile(filepath.Join(dir, "summary.json"), b, 0o644)
+	return sum, run.WriteSummaryFiles(dir, sum)
 }
 
 // valueIn finds the swept value in the derived scenario: in the sim URL's
@@ -372,7 +372,7 @@ func TestStopKillsTheGroup(t *testing.T) {
 	}
 }
 
-func TestExecuteSimResumeAndRecommend(t *testing.T) {
+func TestExecuteSimRecommend(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	doc := `name: mnbt
@@ -397,34 +397,60 @@ sweep:
 		!strings.Contains(got.Reason, "max_num_batched_tokens=2048: missed overall.ttft_ms.p99") {
 		t.Errorf("recommendation = %+v", got)
 	}
-	// Resume: nothing runs again and the figures are read back.
-	f2 := &fakeRun{param: "max_num_batched_tokens"}
-	s2, err := p.Execute(context.Background(), Options{Dir: dir, Run: f2.run, Resume: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f2.calls.Load() != 0 {
-		t.Errorf("resume ran %d runs again", f2.calls.Load())
-	}
-	for i, r := range s2.Runs {
-		if r.Status != StatusResumed || *r.Metrics != *s.Runs[i].Metrics {
-			t.Errorf("run %d: %s, %+v; want resumed with the same figures", i, r.Status, r.Metrics)
-		}
-	}
-	// A failed run's directory has no summary: resume runs it again.
-	if err := os.Remove(filepath.Join(dir, p.Jobs[1].Dir, "summary.json")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Execute(context.Background(), Options{Dir: dir, Run: f2.run, Resume: true}); err != nil {
-		t.Fatal(err)
-	}
-	if f2.calls.Load() != 1 {
-		t.Errorf("resume ran %d runs, want the one without a summary", f2.calls.Load())
-	}
 	csvData, _ := os.ReadFile(filepath.Join(dir, FileCSV))
 	if !strings.HasPrefix(string(csvData), "max_num_batched_tokens,repeat,status,ok,failed,dropped,ttft_p50_ms") ||
 		!strings.Contains(string(csvData), "\n512,1,ok,10,0,0,1.953125,3.90625,5.12,10.24,") {
 		t.Errorf("sweep.csv:\n%s", csvData)
+	}
+}
+
+// TestExecuteResume runs a two-value sweep with the real run library on the
+// simulator, then resumes it: nothing runs again, and the summaries rebuilt
+// from the results files give the same figures and verdicts. A run whose
+// summary.json is missing runs again.
+func TestExecuteResume(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p, err := NewPlan(parse(t, `name: resume
+target: {url: "sim://tiny?seed=3"}
+load: {stages: [{concurrency: 2, requests: 6}]}
+budgets: {overall: {error_rate: {max: 0}}}
+sweep: {parameters: {max_num_seqs: [2, 4]}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := p.Execute(context.Background(), Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	counting := func(ctx context.Context, sc *scenario.Scenario, dir string) (*report.Summary, error) {
+		calls++
+		return run.Run(ctx, sc, run.Options{Dir: dir})
+	}
+	s2, err := p.Execute(context.Background(), Options{Dir: dir, Run: counting, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 0 {
+		t.Errorf("resume ran %d runs again", calls)
+	}
+	for i, r := range s2.Runs {
+		want := s.Runs[i]
+		if r.Status != StatusResumed || r.Metrics == nil || *r.Metrics != *want.Metrics ||
+			r.BudgetsPass == nil || *r.BudgetsPass != *want.BudgetsPass {
+			t.Errorf("run %d: %s %+v %v; want resumed with %+v %v", i, r.Status, r.Metrics, r.BudgetsPass, want.Metrics, want.BudgetsPass)
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, p.Jobs[1].Dir, run.FileSummary)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Execute(context.Background(), Options{Dir: dir, Run: counting, Resume: true}); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Errorf("resume ran %d runs, want the one without a summary", calls)
 	}
 }
 
@@ -438,10 +464,10 @@ func TestExecuteInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f := &fakeRun{param: "max_num_seqs"}
-	run := func(ctx context.Context, sc *scenario.Scenario, dir string) error {
+	run := func(ctx context.Context, sc *scenario.Scenario, dir string) (*report.Summary, error) {
 		if f.calls.Load() == 1 {
 			cancel() // Ctrl-C during the second run
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 		return f.run(ctx, sc, dir)
 	}

@@ -2,15 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
-	"github.com/servebench/servebench/client"
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/run"
 	"github.com/servebench/servebench/scenario"
 )
 
@@ -65,13 +64,19 @@ func checkCmd(ctx context.Context, e env, args []string) error {
 	for i, p := range paths {
 		paths[i] = resultsPath(p)
 	}
-	g, err := checkGate(paths[0], *budgetsFile)
+	// A bad budgets file is the user's to fix before any results are read.
+	g, err := budgetsGate(*budgetsFile)
 	if err != nil {
 		return err
 	}
-	agg, err := report.FromFiles(paths, nil)
+	agg, err := report.FromFiles(paths...)
 	if err != nil {
 		return fmt.Errorf("check: %w", err)
+	}
+	if g.budgets == nil {
+		if g, err = headerGate(agg); err != nil {
+			return err
+		}
 	}
 	sum := agg.Summary()
 	sum.Verdict = agg.Evaluate(sum, g.budgets, g.slo)
@@ -80,7 +85,7 @@ func checkCmd(ctx context.Context, e env, args []string) error {
 		if err := os.MkdirAll(*outDir, 0o755); err != nil {
 			return fmt.Errorf("check: %w", err)
 		}
-		if err := writeVerdictFiles(*outDir, sum); err != nil {
+		if err := run.WriteSummaryFiles(*outDir, sum); err != nil {
 			return fmt.Errorf("check: %w", err)
 		}
 	}
@@ -102,105 +107,44 @@ func checkCmd(ctx context.Context, e env, args []string) error {
 
 // gate is what results are judged against.
 type gate struct {
-	budgets *scenario.Budgets
-	slo     *scenario.SLO
+	budgets *results.Budgets
+	slo     *results.SLO
 	source  string // the budgets file, for Verdict.Source; "" for the run's own scenario
 }
 
-// checkGate reads the budgets from a scenario file, or from the resolved
-// scenario in the header of the results file at path.
-func checkGate(path, file string) (gate, error) {
-	if file != "" {
-		sc, err := scenario.Load(file)
-		if err != nil {
-			return gate{}, usageError{err}
-		}
-		if sc.Budgets == nil {
-			return gate{}, usagef("check: %s has no budgets block", file)
-		}
-		return gate{sc.Budgets, sc.SLO, file}, nil
+// budgetsGate reads the budgets of a scenario file; an empty file name
+// gives an empty gate.
+func budgetsGate(file string) (gate, error) {
+	if file == "" {
+		return gate{}, nil
 	}
-	r, err := client.Open(path)
+	sc, err := scenario.Load(file)
 	if err != nil {
-		return gate{}, fmt.Errorf("check: %w", err)
-	}
-	defer r.Close()
-	if !r.Scan() || r.Kind() != client.KindHeader {
-		if r.Err() != nil {
-			return gate{}, fmt.Errorf("check: %w", r.Err())
-		}
-		return gate{}, fmt.Errorf("check: %s: no header record", path)
-	}
-	var sc struct {
-		SLO     *scenario.SLO     `json:"slo"`
-		Budgets *scenario.Budgets `json:"budgets"`
-	}
-	if err := json.Unmarshal(r.Header().Scenario, &sc); err != nil {
-		return gate{}, fmt.Errorf("check: %s: scenario in the header: %w", path, err)
+		return gate{}, usageError{err}
 	}
 	if sc.Budgets == nil {
-		return gate{}, usagef("check: the scenario recorded in %s has no budgets: pass --budgets SCENARIO", path)
+		return gate{}, usagef("check: %s has no budgets block", file)
 	}
-	return gate{sc.Budgets, sc.SLO, ""}, nil
+	return gate{sc.Budgets, sc.SLO, file}, nil
 }
 
-// judgeByHeader judges sum by the budgets recorded in the header of the
-// results file at path, when it has any, so that 'bench report' rebuilds a
-// gated run's summary.json byte for byte.
-func judgeByHeader(agg *report.Aggregate, sum *report.Summary, path string) {
-	g, err := checkGate(path, "")
-	if err != nil {
-		return
+// headerGate reads the budgets of the resolved scenario recorded in the
+// results' header.
+func headerGate(agg *report.Aggregate) (gate, error) {
+	spec := agg.Spec()
+	if spec == nil || spec.Budgets == nil {
+		return gate{}, usagef("check: the scenario recorded in the results has no budgets: pass --budgets SCENARIO")
 	}
-	sum.Verdict = agg.Evaluate(sum, g.budgets, g.slo)
-	sum.Verdict.Source = g.source
+	return gate{spec.Budgets, spec.SLO, ""}, nil
 }
 
-// summarize rebuilds the summary from a run's results file, exactly as
-// 'bench report' does, judges it when g has budgets, and writes
-// summary.json into dir; with a verdict, also junit.xml and verdict.md.
-func summarize(results, dir string, g gate) (*report.Summary, error) {
-	agg, err := report.FromFiles([]string{results}, nil)
-	if err != nil {
-		return nil, err
+// judgeByHeader judges sum by the budgets recorded in the results header,
+// when it has any, so that 'bench report' rebuilds a gated run's
+// summary.json byte for byte.
+func judgeByHeader(agg *report.Aggregate, sum *report.Summary) {
+	if spec := agg.Spec(); spec != nil && spec.Budgets != nil {
+		sum.Verdict = agg.Evaluate(sum, spec.Budgets, spec.SLO)
 	}
-	sum := agg.Summary()
-	if g.budgets != nil {
-		sum.Verdict = agg.Evaluate(sum, g.budgets, g.slo)
-		sum.Verdict.Source = g.source
-	}
-	return sum, writeVerdictFiles(dir, sum)
-}
-
-// writeVerdictFiles writes summary.json into dir and, when the summary has
-// a verdict, junit.xml and verdict.md.
-func writeVerdictFiles(dir string, sum *report.Summary) error {
-	type output struct {
-		name  string
-		write func(io.Writer, *report.Summary) error
-	}
-	files := []output{{"summary.json", report.WriteJSON}}
-	if sum.Verdict != nil {
-		files = append(files, output{"junit.xml", report.WriteJUnit}, output{"verdict.md", report.WriteVerdictMarkdown})
-	}
-	for _, f := range files {
-		if err := writeFile(filepath.Join(dir, f.name), func(w io.Writer) error { return f.write(w, sum) }); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Close()
 }
 
 // printVerdict prints a run's verdict under its summary table and returns
@@ -212,7 +156,7 @@ func printVerdict(e env, sum *report.Summary, dir string) error {
 	if err := report.WriteVerdictText(e.stdout, sum.Verdict); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "verdict: %s, %s\n", filepath.Join(dir, "junit.xml"), filepath.Join(dir, "verdict.md"))
+	fmt.Fprintf(e.stdout, "verdict: %s, %s\n", filepath.Join(dir, run.FileJUnit), filepath.Join(dir, run.FileVerdict))
 	return budgetErr(sum.Verdict)
 }
 

@@ -20,7 +20,7 @@ func runGate(t *testing.T, dir string, budgets ...string) (int, string) {
 	for _, b := range budgets {
 		args = append(args, "--set", b)
 	}
-	err := run(context.Background(), e, args)
+	err := bench(context.Background(), e, args)
 	code := exitCode(err)
 	if code != exitOK && code != exitBudget {
 		t.Fatalf("run: exit %d: %v\nstderr: %s", code, err, errb)
@@ -150,7 +150,7 @@ func TestGateImpossibleTTFT(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, rout, _ := testEnv()
-	if err := run(context.Background(), e, []string{"report", dir, "--format", "json"}); err != nil {
+	if err := bench(context.Background(), e, []string{"report", dir, "--format", "json"}); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(rout.Bytes(), want) {
@@ -159,7 +159,7 @@ func TestGateImpossibleTTFT(t *testing.T) {
 
 	// bench check with the budgets recorded in the results header.
 	e, cout, _ := testEnv()
-	if code := exitCode(run(context.Background(), e, []string{"check", dir})); code != exitBudget {
+	if code := exitCode(bench(context.Background(), e, []string{"check", dir})); code != exitBudget {
 		t.Errorf("check with the run's own budgets: exit %d, want %d\n%s", code, exitBudget, cout)
 	}
 	// … and with a scenario file's (looser) budgets, writing the files elsewhere.
@@ -174,7 +174,7 @@ func TestGateImpossibleTTFT(t *testing.T) {
 	}
 	out2 := t.TempDir()
 	e, cout, _ = testEnv()
-	err = run(context.Background(), e, []string{"check", filepath.Join(dir, "results.jsonl"), "--budgets", loose, "--format", "junit", "--out", out2})
+	err = bench(context.Background(), e, []string{"check", filepath.Join(dir, "results.jsonl"), "--budgets", loose, "--format", "junit", "--out", out2})
 	if code := exitCode(err); code != exitOK {
 		t.Errorf("check with loose budgets: exit %d (%v), want 0", code, err)
 	}

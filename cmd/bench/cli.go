@@ -108,8 +108,9 @@ func printMainUsage(w io.Writer) {
 	fmt.Fprintf(w, mainUsage, b.String())
 }
 
-// run dispatches to a subcommand.
-func run(ctx context.Context, e env, args []string) error {
+// bench dispatches to a subcommand: the whole command line, minus the
+// program name, as main hands it over.
+func bench(ctx context.Context, e env, args []string) error {
 	if len(args) == 0 {
 		printMainUsage(e.stderr)
 		return usagef("no command given")

@@ -77,11 +77,11 @@ func compareCmd(ctx context.Context, e env, args []string) error {
 		}
 		opts.MaxRegression[k] = v
 	}
-	base, err := report.FromFiles([]string{resultsPath(pos[0])}, nil)
+	base, err := report.FromFiles(resultsPath(pos[0]))
 	if err != nil {
 		return fmt.Errorf("compare: base: %w", err)
 	}
-	cand, err := report.FromFiles([]string{resultsPath(pos[1])}, nil)
+	cand, err := report.FromFiles(resultsPath(pos[1]))
 	if err != nil {
 		return fmt.Errorf("compare: new: %w", err)
 	}

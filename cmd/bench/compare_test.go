@@ -55,7 +55,7 @@ func compareRuns(t *testing.T) (base, same, slow string) {
 		wg.Go(func() {
 			e, _, errb := testEnv()
 			out := filepath.Join(dir, r.name)
-			if err := run(context.Background(), e, []string{"run", file, "--target", r.target, "--out", out, "--quiet"}); err != nil {
+			if err := bench(context.Background(), e, []string{"run", file, "--target", r.target, "--out", out, "--quiet"}); err != nil {
 				errs[i] = fmt.Sprintf("%s: %v\n%s", r.name, err, errb)
 			}
 		})
@@ -88,7 +88,7 @@ type comparisonJSON struct {
 func compareJSON(t *testing.T, args ...string) (comparisonJSON, int) {
 	t.Helper()
 	e, out, errb := testEnv()
-	err := run(context.Background(), e, append([]string{"compare", "--format", "json"}, args...))
+	err := bench(context.Background(), e, append([]string{"compare", "--format", "json"}, args...))
 	var c comparisonJSON
 	if jerr := json.Unmarshal(out.Bytes(), &c); jerr != nil {
 		t.Fatalf("compare %v: %v (err %v)\n%s%s", args, jerr, err, out, errb)
@@ -147,7 +147,7 @@ func TestCompareFlagsDecodeRegression(t *testing.T) {
 
 	// The text table, benchstat-style.
 	e, out, _ := testEnv()
-	if err := run(context.Background(), e, []string{"compare", base, slow}); err != nil {
+	if err := bench(context.Background(), e, []string{"compare", base, slow}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"itl_ms p50", "regression", "Mann-Whitney", "load: base closed, concurrency 8"} {
@@ -161,7 +161,7 @@ func TestCompareFlagsDecodeRegression(t *testing.T) {
 func compareText(t *testing.T, args ...string) string {
 	t.Helper()
 	e, out, errb := testEnv()
-	err := run(context.Background(), e, append([]string{"compare"}, args...))
+	err := bench(context.Background(), e, append([]string{"compare"}, args...))
 	return fmt.Sprintf("%s%s(err %v)", out, errb, err)
 }
 

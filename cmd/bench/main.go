@@ -35,7 +35,7 @@ func main() {
 		getenv:     os.Getenv,
 		isTerminal: term.IsTerminal(int(os.Stderr.Fd())),
 	}
-	err := run(ctx, e, os.Args[1:])
+	err := bench(ctx, e, os.Args[1:])
 	if err != nil && !isReported(err) {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 	}

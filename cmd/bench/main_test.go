@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servebench/servebench/client"
+	"github.com/servebench/servebench/results"
 )
 
 // testEnv returns an env writing into buffers, with an empty environment.
@@ -41,7 +41,7 @@ func checkCLI(t *testing.T, tc cliCase) {
 	t.Run(tc.name, func(t *testing.T) {
 		t.Parallel()
 		e, out, errb := testEnv()
-		err := run(context.Background(), e, tc.args)
+		err := bench(context.Background(), e, tc.args)
 		if got := exitCode(err); got != tc.code {
 			t.Fatalf("exit code = %d (err %v), want %d", got, err, tc.code)
 		}
@@ -60,7 +60,7 @@ func TestRunThenReportReproducesSummary(t *testing.T) {
 	dir := t.TempDir()
 	e, out, errb := testEnv()
 	args := append([]string{"run", "../../scenarios/quickstart.yaml", "--out", dir, "--quiet"}, quickArgs...)
-	if err := run(context.Background(), e, args); err != nil {
+	if err := bench(context.Background(), e, args); err != nil {
 		t.Fatalf("run: %v\nstderr: %s", err, errb)
 	}
 	if !strings.Contains(out.String(), "closed-8") || !strings.Contains(out.String(), "summary:") {
@@ -71,21 +71,21 @@ func TestRunThenReportReproducesSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	e2, out2, _ := testEnv()
-	if err := run(context.Background(), e2, []string{"report", dir, "--format", "json"}); err != nil {
+	if err := bench(context.Background(), e2, []string{"report", dir, "--format", "json"}); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(out2.Bytes(), want) {
 		t.Fatalf("bench report differs from summary.json\nreport:\n%s\nsummary.json:\n%s", out2, want)
 	}
 	// Every scheduled request ended as exactly one record.
-	r, err := client.Open(filepath.Join(dir, "results.jsonl"))
+	r, err := results.Open(filepath.Join(dir, "results.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	seen := map[uint64]bool{}
 	for r.Scan() {
-		if res := r.Result(); res != nil {
+		if res := r.Record().Result; res != nil {
 			if seen[res.Seq] {
 				t.Errorf("seq %d recorded twice", res.Seq)
 			}
@@ -114,7 +114,7 @@ func TestRunInterruptedWritesSummary(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()
-	err := run(ctx, e, []string{"run", "../../scenarios/quickstart.yaml", "--out", dir, "--quiet"})
+	err := bench(ctx, e, []string{"run", "../../scenarios/quickstart.yaml", "--out", dir, "--quiet"})
 	if exitCode(err) != exitInterrupted {
 		t.Fatalf("exit code = %d (err %v), want %d; stderr: %s", exitCode(err), err, exitInterrupted, errb)
 	}
@@ -164,7 +164,7 @@ func TestHelpTeaches(t *testing.T) {
 	t.Parallel()
 	for _, cmd := range []string{"run", "report"} {
 		e, out, _ := testEnv()
-		if err := run(context.Background(), e, []string{"help", cmd}); err != nil && !errors.Is(err, errInterrupted) {
+		if err := bench(context.Background(), e, []string{"help", cmd}); err != nil && !errors.Is(err, errInterrupted) {
 			if exitCode(err) != exitOK {
 				t.Fatal(err)
 			}

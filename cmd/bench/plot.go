@@ -65,11 +65,13 @@ func plotCmd(ctx context.Context, e env, args []string) error {
 // writeReport rebuilds everything from the results files and writes the
 // plots (PNG and SVG) and report.html into dir, returning the paths written.
 func writeReport(results []string, dir string) ([]string, error) {
-	agg, err := report.FromFiles(results, nil)
+	agg, err := report.FromFiles(results...)
 	if err != nil {
 		return nil, fmt.Errorf("plot: %w", err)
 	}
-	paths, err := agg.WriteFiles(dir)
+	sum := agg.Summary()
+	judgeByHeader(agg, sum)
+	paths, err := agg.WriteFiles(dir, sum)
 	if err != nil {
 		return paths, fmt.Errorf("plot: %w", err)
 	}

@@ -16,7 +16,7 @@ func TestPlotRebuildsFromResults(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	e, out, errb := testEnv()
-	if err := run(context.Background(), e, []string{"plot", "../../report/testdata/preempt.jsonl.gz", "--out", dir}); err != nil {
+	if err := bench(context.Background(), e, []string{"plot", "../../report/testdata/preempt.jsonl.gz", "--out", dir}); err != nil {
 		t.Fatalf("plot: %v\nstderr: %s", err, errb)
 	}
 	for _, name := range []string{"timeline", "decay", "latency", "stages"} {
@@ -54,7 +54,7 @@ func TestPlotUsage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e, _, _ := testEnv()
-			if got := exitCode(run(context.Background(), e, tc.args)); got != tc.code {
+			if got := exitCode(bench(context.Background(), e, tc.args)); got != tc.code {
 				t.Errorf("exit code = %d, want %d", got, tc.code)
 			}
 		})

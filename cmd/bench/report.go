@@ -39,12 +39,12 @@ func reportCmd(ctx context.Context, e env, args []string) error {
 	for i, p := range paths {
 		paths[i] = resultsPath(p)
 	}
-	agg, err := report.FromFiles(paths, nil)
+	agg, err := report.FromFiles(paths...)
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	s := agg.Summary()
-	judgeByHeader(agg, s, paths[0])
+	judgeByHeader(agg, s)
 	if *format == "json" {
 		return report.WriteJSON(e.stdout, s)
 	}

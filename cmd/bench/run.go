@@ -4,22 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
-	"github.com/servebench/servebench/client"
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/run"
 	"github.com/servebench/servebench/scenario"
-	"github.com/servebench/servebench/scrape"
-	"github.com/servebench/servebench/sim"
 )
 
 const runUsage = `Usage: bench run SCENARIO [--target URL] [--out DIR] [--set path=value ...]
@@ -85,32 +77,41 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	res, runErr := execute(ctx, e, sc, dir, !*quiet)
+	sum, runErr := run.Run(ctx, sc, runOptions(e, sc, dir, *quiet))
 	if ctx.Err() != nil && !errors.Is(runErr, errInterrupted) {
 		runErr = errors.Join(runErr, errInterrupted)
 	}
-	if res == "" {
-		return runErr
+	var cfgErr *run.ConfigError
+	if errors.As(runErr, &cfgErr) {
+		runErr = usageError{runErr}
 	}
-	sum, err := summarize(res, dir, gate{sc.Budgets, sc.SLO, ""})
-	if err != nil {
-		return errors.Join(runErr, err)
+	if sum == nil {
+		return runErr
 	}
 	if err := report.WriteText(e.stdout, sum); err != nil {
 		return errors.Join(runErr, err)
 	}
-	// The plots and report.html are redrawn from the results file, as
-	// 'bench plot' does.
-	if _, err := writeReport([]string{res}, dir); err != nil {
-		return errors.Join(runErr, err)
-	}
-	fmt.Fprintf(e.stdout, "results: %s\nsummary: %s\nreport:  %s\n", res, filepath.Join(dir, "summary.json"), filepath.Join(dir, "report.html"))
+	fmt.Fprintf(e.stdout, "results: %s\nsummary: %s\nreport:  %s\n", filepath.Join(dir, run.FileResults),
+		filepath.Join(dir, run.FileSummary), filepath.Join(dir, report.HTMLName))
 	// A missed budget decides the exit code only when the run itself
 	// completed: a failed or interrupted run keeps its own code.
 	if err := printVerdict(e, sum, dir); runErr == nil {
 		runErr = err
 	}
 	return runErr
+}
+
+// runOptions are the run library's options for a run from the command
+// line: the API key from the environment, progress on stderr.
+func runOptions(e env, sc *scenario.Scenario, dir string, quiet bool) run.Options {
+	o := run.Options{Dir: dir, Terminal: e.isTerminal}
+	if sc.Target.APIKeyEnv != "" {
+		o.APIKey = e.getenv(sc.Target.APIKeyEnv)
+	}
+	if !quiet {
+		o.Progress = e.stderr
+	}
+	return o
 }
 
 // loadScenario loads the file and applies command-line overrides.
@@ -144,219 +145,4 @@ func safeName(s string) string {
 		}
 		return r
 	}, s)
-}
-
-// execute runs the scenario and returns the results file's path. The path
-// is empty when nothing was written (the run could not start).
-func execute(ctx context.Context, e env, sc *scenario.Scenario, dir string, showProgress bool) (string, error) {
-	// The epoch: every offset in the results counts from here, monotonic.
-	epoch := time.Now()
-
-	baseURL, stopTarget, err := startTarget(ctx, sc, dir)
-	if err != nil {
-		return "", err
-	}
-	defer stopTarget()
-
-	cl, err := client.New(client.Config{
-		BaseURL:   baseURL,
-		APIKey:    apiKey(e, sc),
-		Epoch:     epoch,
-		MaxConns:  sc.MaxConcurrency(),
-		Connect:   sc.Target.Timeouts.Connect.D(),
-		FirstByte: sc.Target.Timeouts.FirstByte.D(),
-		Idle:      sc.Target.Timeouts.Idle.D(),
-		Total:     sc.Target.Timeouts.Total.D(),
-	})
-	if err != nil {
-		return "", usageError{fmt.Errorf("target: %w", err)}
-	}
-	if sc.Target.Model == "" {
-		models, err := cl.Models(ctx)
-		if err != nil {
-			return "", fmt.Errorf("detect model from %s/v1/models: %w (set target.model to skip detection)", baseURL, err)
-		}
-		if len(models) == 0 {
-			return "", fmt.Errorf("detect model: %s/v1/models lists no model (set target.model)", baseURL)
-		}
-		if err := sc.Set("target.model", models[0]); err != nil {
-			return "", fmt.Errorf("detected model %q: %w", models[0], err)
-		}
-	}
-	defer cl.Close()
-	// Open the connections the run will need before the load, so the first
-	// requests' TTFT does not include a burst of dials.
-	if _, err := cl.Warm(ctx, sc.MaxConcurrency()); err != nil && ctx.Err() == nil {
-		return "", fmt.Errorf("connect to %s: %w", baseURL, err)
-	}
-	runner, err := scenario.NewRunner(sc, cl, scenario.WithEpoch(epoch))
-	if err != nil {
-		return "", usageError{err}
-	}
-	resolved, err := sc.Resolved()
-	if err != nil {
-		return "", err
-	}
-	host, _ := os.Hostname()
-	path := filepath.Join(dir, "results.jsonl")
-	w, err := client.Create(path)
-	if err != nil {
-		return "", err
-	}
-	hdr := client.Header{Kind: client.KindHeader, Schema: client.Schema, Tool: "servebench", Version: version(),
-		Started: epoch, Host: host, Target: baseURL, Model: sc.Target.Model, Scenario: resolved}
-	if err := w.Write(hdr); err != nil {
-		w.Close()
-		return "", err
-	}
-
-	prog := newProgress(epoch, func() int64 { return runner.Progress().InFlight }, cl.Chunks)
-	health := startHealth(epoch, strings.HasPrefix(sc.Target.URL, "sim:"))
-	records := make(chan any, 4096)
-	// runCtx ends the load when the user interrupts or when the results
-	// writer fails (a run whose records cannot be kept is not worth going on).
-	runCtx, stopRun := context.WithCancelCause(ctx)
-	defer stopRun(nil)
-	g := new(errgroup.Group)
-	g.Go(func() error { // the single writer of the results file
-		var werr error
-		for rec := range records {
-			if r, ok := rec.(client.Result); ok {
-				prog.add(&r)
-			}
-			if werr == nil {
-				if werr = w.Write(rec); werr != nil {
-					stopRun(werr)
-				}
-			}
-		}
-		return errors.Join(werr, w.Close())
-	})
-	// The runner never drops a record: a full channel blocks the emitter
-	// (backpressure), and the time spent blocked is reported as harness lag.
-	emit := func(r client.Result) { health.send(records, r) }
-
-	drawCtx, stopDraw := context.WithCancel(context.Background())
-	if showProgress {
-		fmt.Fprintf(e.stderr, "running %q against %s (model %s); results → %s\n", sc.Name, baseURL, sc.Target.Model, path)
-		g.Go(func() error { prog.draw(drawCtx, e.stderr, e.isTerminal, 5*time.Second); return nil })
-	}
-	g.Go(func() error {
-		defer stopDraw()
-		scrapeDone := startScraper(sc, baseURL, epoch, records)
-		err := runner.Run(runCtx, emit)
-		scrapeDone()
-		for _, msg := range health.finish() {
-			records <- client.Warning{Kind: client.KindWarning, At: time.Since(epoch), Source: "harness", Message: msg}
-		}
-		close(records)
-		return err
-	})
-	err = g.Wait()
-	if ctx.Err() != nil {
-		err = errors.Join(err, errInterrupted)
-	}
-	return path, err
-}
-
-// startScraper scrapes the target's /metrics into the results stream while
-// the load runs (once before it, periodically, and once after). It returns
-// a function that stops the scraper, waits for its final scrape and records
-// its warnings. A failed or missing scrape is never fatal.
-func startScraper(sc *scenario.Scenario, baseURL string, epoch time.Time, records chan<- any) (stop func()) {
-	if sc.Scrape.Enabled != nil && !*sc.Scrape.Enabled {
-		return func() {}
-	}
-	warn := func(msg string) {
-		records <- client.Warning{Kind: client.KindWarning, At: time.Since(epoch), Source: "scrape", Message: msg}
-	}
-	u := sc.Scrape.URL
-	if u == "" {
-		var err error
-		if u, err = scrape.MetricsURL(baseURL); err != nil {
-			warn(err.Error())
-			return func() {}
-		}
-	}
-	s, err := scrape.New(scrape.Config{URL: u, Interval: sc.Scrape.Interval.D(), Profile: sc.Scrape.Profile, Epoch: epoch})
-	if err != nil {
-		warn(err.Error())
-		return func() {}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	first := make(chan struct{})
-	var once sync.Once
-	go func() {
-		done <- s.Run(ctx, func(x scrape.Sample) {
-			records <- x
-			once.Do(func() { close(first) })
-		})
-	}()
-	// Wait for the scrape before the load (bounded: a hung /metrics must
-	// not hold the run back).
-	select {
-	case <-first:
-	case <-time.After(2 * time.Second):
-	}
-	return func() {
-		cancel()
-		if err := <-done; err != nil {
-			warn(err.Error())
-		}
-		for _, w := range s.Warnings() {
-			warn(w.Error())
-		}
-	}
-}
-
-// apiKey reads the key from the environment variable the scenario names.
-func apiKey(e env, sc *scenario.Scenario) string {
-	if sc.Target.APIKeyEnv == "" {
-		return ""
-	}
-	return e.getenv(sc.Target.APIKeyEnv)
-}
-
-// startTarget resolves the scenario's target URL, starting the built-in
-// simulator for sim://PRESET. It refuses non-loopback targets.
-func startTarget(ctx context.Context, sc *scenario.Scenario, dir string) (string, func(), error) {
-	u, err := url.Parse(sc.Target.URL)
-	if err != nil {
-		return "", nil, usagef("target.url %q: %v", sc.Target.URL, err)
-	}
-	if u.Scheme == "sim" {
-		cfg, err := simConfig(u)
-		if err != nil {
-			return "", nil, usageError{fmt.Errorf("target.url %s: %w", sc.Target.URL, err)}
-		}
-		logf, err := os.Create(filepath.Join(dir, "sim.log"))
-		if err != nil {
-			return "", nil, err
-		}
-		srv, err := sim.Listen(ctx, "127.0.0.1:0", cfg, logf)
-		if err != nil {
-			logf.Close()
-			return "", nil, fmt.Errorf("start simulator: %w", err)
-		}
-		return srv.URL(), func() { srv.Close(); logf.Close() }, nil
-	}
-	if err := checkLoopback(u); err != nil {
-		return "", nil, usageError{err}
-	}
-	return sc.Target.URL, func() {}, nil
-}
-
-// checkLoopback refuses targets that are not on this machine: servebench
-// generates load, and load is only ever sent to loopback addresses.
-func checkLoopback(u *url.URL) error {
-	host := u.Hostname()
-	if host == "localhost" {
-		return nil
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("target.url %s: servebench only sends load to loopback addresses (127.0.0.0/8, ::1, localhost)", u.Redacted())
-	}
-	return nil
 }

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"strings"
 
+	"github.com/servebench/servebench/internal/loopback"
 	"github.com/servebench/servebench/sim"
 )
 
@@ -63,7 +63,7 @@ func simCmd(ctx context.Context, e env, args []string) error {
 			return usageError{fmt.Errorf("sim: %w", err)}
 		}
 	}
-	if !sim.IsLoopback(*addr) {
+	if !loopback.Addr(*addr) {
 		return usagef("sim: --addr %s: the simulator listens on loopback addresses only", *addr)
 	}
 	srv, err := sim.Listen(ctx, *addr, cfg, e.stderr)
@@ -74,20 +74,4 @@ func simCmd(ctx context.Context, e env, args []string) error {
 	fmt.Fprintf(e.stderr, "simulator %q serving at %s (Ctrl-C to stop)\n", cfg.ServedModelName, srv.URL())
 	<-ctx.Done()
 	return nil
-}
-
-// simConfig resolves a sim://PRESET?key=value URL into a simulator config.
-func simConfig(u *url.URL) (sim.Config, error) {
-	cfg, err := sim.Preset(u.Host + u.Path)
-	if err != nil {
-		return sim.Config{}, err
-	}
-	for k, vs := range u.Query() {
-		for _, v := range vs {
-			if err := cfg.Set(k, v); err != nil {
-				return sim.Config{}, err
-			}
-		}
-	}
-	return cfg, nil
 }

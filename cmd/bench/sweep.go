@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/run"
 	"github.com/servebench/servebench/scenario"
 	"github.com/servebench/servebench/sweep"
 )
@@ -97,27 +99,12 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 	if *dryRun {
 		return plan.DryRun(e.stdout, dir, *resume)
 	}
-	run := func(ctx context.Context, sc *scenario.Scenario, dir string) error {
-		res, runErr := execute(ctx, e, sc, dir, !*quiet)
-		if res == "" {
-			return runErr
-		}
-		// The verdict goes into summary.json, where the sweep reads it; a
-		// missed budget is not a failed run.
-		_, err := summarize(res, dir, gate{sc.Budgets, sc.SLO, pos[0]})
-		if err != nil {
-			return errors.Join(runErr, err)
-		}
-		// Each value's plots and report.html, as 'bench run' draws them; a
-		// drawing problem does not make the value's run a failure.
-		if _, err := writeReport([]string{res}, dir); err != nil {
-			fmt.Fprintf(e.stderr, "sweep: %s: %v\n", dir, err)
-		}
-		return runErr
+	runOne := func(ctx context.Context, sc *scenario.Scenario, dir string) (*report.Summary, error) {
+		return run.Run(ctx, sc, runOptions(e, sc, dir, *quiet))
 	}
 	log := e.stderr
 	fmt.Fprintf(log, "sweep %q: %d runs → %s\n", sc.Name, len(plan.Jobs), dir)
-	s, execErr := plan.Execute(ctx, sweep.Options{Dir: dir, Run: run, Resume: *resume, Log: log, Environ: os.Environ()})
+	s, execErr := plan.Execute(ctx, sweep.Options{Dir: dir, Run: runOne, Resume: *resume, Log: log, Environ: os.Environ()})
 	if s == nil {
 		return execErr
 	}

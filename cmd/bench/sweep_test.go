@@ -74,7 +74,7 @@ sweep:
 `, os.Args[0], benchEnv))
 	dir := t.TempDir()
 	e, out, errb := testEnv()
-	err := run(context.Background(), e, []string{"sweep", path, "--out", dir, "--quiet"})
+	err := bench(context.Background(), e, []string{"sweep", path, "--out", dir, "--quiet"})
 	if code := exitCode(err); code != exitOK {
 		t.Fatalf("exit code %d (%v)\nstdout:\n%s\nstderr:\n%s", code, err, out, errb)
 	}
@@ -129,7 +129,7 @@ func TestSweepMnbtTradeoff(t *testing.T) {
 	}
 	dir := t.TempDir()
 	e, out, errb := testEnv()
-	err := run(context.Background(), e, []string{"sweep", "../../scenarios/mnbt-sweep.yaml", "--out", dir, "--quiet",
+	err := bench(context.Background(), e, []string{"sweep", "../../scenarios/mnbt-sweep.yaml", "--out", dir, "--quiet",
 		"--set", "sweep.parameters.max_num_batched_tokens=[2048, 8192]", "--set", "load.stages[0].duration=12s"})
 	// Budgets may or may not be met on a loaded machine; the trade-off is
 	// what this test judges.

@@ -1,6 +1,9 @@
-package scenario
+package run
 
 import (
+	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scenario"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -91,29 +94,29 @@ func (s *streamServer) serve(w http.ResponseWriter, r *http.Request) {
 // collector is a concurrency-safe emit function.
 type collector struct {
 	mu   sync.Mutex
-	recs []client.Result
+	recs []results.Result
 }
 
-func (c *collector) emit(r client.Result) {
+func (c *collector) emit(r results.Result) {
 	c.mu.Lock()
 	c.recs = append(c.recs, r)
 	c.mu.Unlock()
 }
 
 // sorted returns the records in Seq order.
-func (c *collector) sorted() []client.Result {
+func (c *collector) sorted() []results.Result {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := slices.Clone(c.recs)
-	slices.SortFunc(out, func(a, b client.Result) int { return int(a.Seq) - int(b.Seq) })
+	slices.SortFunc(out, func(a, b results.Result) int { return int(a.Seq) - int(b.Seq) })
 	return out
 }
 
 // runScenario loads doc, points it at srv with the real client and runs it
 // with ctx.
-func runScenario(t *testing.T, ctx context.Context, srv *streamServer, doc string, opts ...Option) (*Runner, []client.Result, error) {
+func runScenario(t *testing.T, ctx context.Context, srv *streamServer, doc string, opts ...option) (*scheduler, []results.Result, error) {
 	t.Helper()
-	sc, err := Parse("run.yaml", []byte(doc))
+	sc, err := scenario.Parse("run.yaml", []byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +129,7 @@ func runScenario(t *testing.T, ctx context.Context, srv *streamServer, doc strin
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	r, err := NewRunner(sc, cl, append([]Option{WithEpoch(epoch)}, opts...)...)
+	r, err := newScheduler(sc, cl, append([]option{withEpoch(epoch)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,9 +141,9 @@ func runScenario(t *testing.T, ctx context.Context, srv *streamServer, doc strin
 // checkRecords asserts the invariants every run keeps: one record per
 // scheduled request, Seq 0..n-1 each once, Scheduled non-decreasing in Seq
 // order, and Sent never before Scheduled.
-func checkRecords(t *testing.T, r *Runner, recs []client.Result) {
+func checkRecords(t *testing.T, r *scheduler, recs []results.Result) {
 	t.Helper()
-	p := r.Progress()
+	p := r.counters()
 	if uint64(len(recs)) != p.Scheduled || p.Done != p.Scheduled || p.InFlight != 0 {
 		t.Errorf("%d records; progress %+v", len(recs), p)
 	}
@@ -151,19 +154,19 @@ func checkRecords(t *testing.T, r *Runner, recs []client.Result) {
 		if rec.Seq != uint64(i) {
 			t.Fatalf("record %d has Seq %d: sequence numbers are not 0..n-1 once each", i, rec.Seq)
 		}
-		if rec.Kind != client.KindRequest || rec.Scheduled <= 0 {
-			t.Errorf("seq %d: kind %q, scheduled %v", rec.Seq, rec.Kind, rec.Scheduled)
+		if rec.Scheduled <= 0 {
+			t.Errorf("seq %d: scheduled %v", rec.Seq, rec.Scheduled)
 		}
 		if i > 0 && rec.Scheduled < recs[i-1].Scheduled {
 			t.Errorf("seq %d scheduled at %v, before seq %d at %v", rec.Seq, rec.Scheduled, i-1, recs[i-1].Scheduled)
 		}
-		if rec.Outcome != client.Dropped && rec.Sent < rec.Scheduled {
+		if rec.Outcome != results.Dropped && rec.Sent < rec.Scheduled {
 			t.Errorf("seq %d sent at %v, before its schedule %v", rec.Seq, rec.Sent, rec.Scheduled)
 		}
 	}
 }
 
-func count(recs []client.Result, o client.Outcome) int {
+func count(recs []results.Result, o results.Outcome) int {
 	n := 0
 	for _, r := range recs {
 		if r.Outcome == o {
@@ -192,8 +195,8 @@ load:
 		t.Fatal(err)
 	}
 	checkRecords(t, r, recs)
-	if len(recs) != 40 || count(recs, client.OK) != 40 {
-		t.Fatalf("%d records, %d ok; want 40 ok", len(recs), count(recs, client.OK))
+	if len(recs) != 40 || count(recs, results.OK) != 40 {
+		t.Fatalf("%d records, %d ok; want 40 ok", len(recs), count(recs, results.OK))
 	}
 	if m := srv.maxInFlight.Load(); m != 4 {
 		t.Errorf("at most %d requests in flight at the server, want exactly 4", m)
@@ -210,7 +213,7 @@ load:
 	if body["temperature"] != 0.0 || body["top_k"] != 3.0 || body["ignore_eos"] != true || body["max_tokens"] != 5.0 {
 		t.Errorf("request body %v", body)
 	}
-	if p := r.Progress(); p.OK != 40 || p.OutputTokens != 200 || p.Stage != 1 {
+	if p := r.counters(); p.OK != 40 || p.OutputTokens != 200 || p.Stage != 1 {
 		t.Errorf("progress %+v", p)
 	}
 }
@@ -238,7 +241,7 @@ load:
 		t.Fatal(err)
 	}
 	checkRecords(t, r, recs)
-	dropped, ok := count(recs, client.Dropped), count(recs, client.OK)
+	dropped, ok := count(recs, results.Dropped), count(recs, results.OK)
 	t.Logf("%d arrivals in %v: %d ok, %d dropped", len(recs), time.Since(start).Round(time.Millisecond), ok, dropped)
 	if len(recs) < 60 || len(recs) > 150 {
 		t.Errorf("%d arrivals in 2 s at 50/s Poisson", len(recs))
@@ -246,15 +249,15 @@ load:
 	if dropped == 0 || ok == 0 || ok+dropped != len(recs) {
 		t.Errorf("%d ok, %d dropped of %d", ok, dropped, len(recs))
 	}
-	if uint64(dropped) != r.Progress().Dropped {
-		t.Errorf("progress counts %d dropped, records %d", r.Progress().Dropped, dropped)
+	if uint64(dropped) != r.counters().Dropped {
+		t.Errorf("progress counts %d dropped, records %d", r.counters().Dropped, dropped)
 	}
 	if m := srv.maxInFlight.Load(); m > 4 {
 		t.Errorf("%d requests in flight at the server, max_concurrency is 4", m)
 	}
 	var fromSchedule, fromSend time.Duration
 	for _, rec := range recs {
-		if rec.Outcome == client.Dropped {
+		if rec.Outcome == results.Dropped {
 			if rec.Sent != 0 || rec.End != 0 {
 				t.Errorf("dropped seq %d has send times", rec.Seq)
 			}
@@ -306,7 +309,7 @@ func TestCancelMidRun(t *testing.T) {
 			srv := newStreamServer(t, 10*time.Millisecond, 100*time.Millisecond, 100)
 			ctx, cancel := context.WithCancel(t.Context())
 			canceled := cancelWhenStarted(srv, 4, 300*time.Millisecond, cancel)
-			r, recs, err := runScenario(t, ctx, srv, "name: cancel\nload: {stages: ["+tc.stage+"]}\n", WithGrace(100*time.Millisecond))
+			r, recs, err := runScenario(t, ctx, srv, "name: cancel\nload: {stages: ["+tc.stage+"]}\n", withGrace(100*time.Millisecond))
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("Run returned %v, want context.Canceled", err)
 			}
@@ -317,11 +320,11 @@ func TestCancelMidRun(t *testing.T) {
 			if len(recs) == 0 || int64(len(recs)) != srv.started.Load() {
 				t.Errorf("%d records for %d requests the server started", len(recs), srv.started.Load())
 			}
-			if c := count(recs, client.Canceled); c != len(recs) {
+			if c := count(recs, results.Canceled); c != len(recs) {
 				t.Errorf("%d of %d records canceled", c, len(recs))
 			}
 			for _, rec := range recs {
-				if rec.ErrorClass != client.ErrCanceled {
+				if rec.ErrorClass != results.ErrCanceled {
 					t.Errorf("seq %d: class %q (%s)", rec.Seq, rec.ErrorClass, rec.Error)
 				}
 			}
@@ -336,13 +339,13 @@ func TestGraceLetsRequestsFinish(t *testing.T) {
 	srv := newStreamServer(t, 50*time.Millisecond, 10*time.Millisecond, 20) // 250 ms each
 	ctx, cancel := context.WithCancel(t.Context())
 	cancelWhenStarted(srv, 3, 0, cancel)
-	r, recs, err := runScenario(t, ctx, srv, "name: grace\nload: {stages: [{concurrency: 3, requests: 100}]}\n", WithGrace(3*time.Second))
+	r, recs, err := runScenario(t, ctx, srv, "name: grace\nload: {stages: [{concurrency: 3, requests: 100}]}\n", withGrace(3*time.Second))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run returned %v", err)
 	}
 	checkRecords(t, r, recs)
-	if len(recs) != 3 || count(recs, client.OK) != 3 {
-		t.Errorf("%d records, %d ok; want the 3 in flight to finish", len(recs), count(recs, client.OK))
+	if len(recs) != 3 || count(recs, results.OK) != 3 {
+		t.Errorf("%d records, %d ok; want the 3 in flight to finish", len(recs), count(recs, results.OK))
 	}
 }
 
@@ -360,12 +363,12 @@ load:
     - {concurrency: 2, requests: 6}
     - {rate: 40, arrival: constant, requests: 8, warmup: {duration: 60ms}}
     - {concurrency: 1, duration: 1h}
-`, WithGrace(0))
+`, withGrace(0))
 	if !errors.Is(err, ErrMaxDuration) {
 		t.Fatalf("Run returned %v, want ErrMaxDuration", err)
 	}
 	checkRecords(t, r, recs)
-	byStage := map[int][]client.Result{}
+	byStage := map[int][]results.Result{}
 	for _, rec := range recs {
 		byStage[rec.Stage] = append(byStage[rec.Stage], rec)
 	}
@@ -388,7 +391,7 @@ load:
 		}
 	}
 	last := byStage[2][len(byStage[2])-1]
-	if last.Outcome != client.Canceled && last.Outcome != client.OK {
+	if last.Outcome != results.Canceled && last.Outcome != results.OK {
 		t.Errorf("last record %+v", last)
 	}
 }
@@ -400,16 +403,16 @@ func TestRunTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Run(t.Context(), func(client.Result) {}); err == nil {
+	if err := r.Run(t.Context(), func(results.Result) {}); err == nil {
 		t.Error("a second Run succeeded")
 	}
 }
 
 func TestNewRunnerRefusesInvalid(t *testing.T) {
 	t.Parallel()
-	sc := &Scenario{Name: "raw"} // no Defaults, no stages
-	if _, err := NewRunner(sc, &client.Client{}); err == nil {
-		t.Error("NewRunner accepted a scenario that does not validate")
+	sc := &scenario.Scenario{Name: "raw"} // no Defaults, no stages
+	if _, err := newScheduler(sc, &client.Client{}); err == nil {
+		t.Error("newScheduler accepted a scenario that does not validate")
 	}
 }
 
@@ -425,14 +428,14 @@ func BenchmarkRunner(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			srv := newStreamServer(b, 0, 0, 1)
-			sc, err := Parse("bench.yaml", []byte("name: bench\nprompts: {input_tokens: {dist: uniform, min: 256, max: 1024}, shared_prefix_tokens: 128, output_tokens: 1}\nload: {stages: [{concurrency: 1, requests: 1}]}\n"))
+			sc, err := scenario.Parse("bench.yaml", []byte("name: bench\nprompts: {input_tokens: {dist: uniform, min: 256, max: 1024}, shared_prefix_tokens: 128, output_tokens: 1}\nload: {stages: [{concurrency: 1, requests: 1}]}\n"))
 			if err != nil {
 				b.Fatal(err)
 			}
 			if err := sc.Override("target.url="+srv.URL, "load.stages[0]="+fmt.Sprintf(bc.stage, max(b.N, 1))); err != nil {
 				b.Fatal(err)
 			}
-			prompts, err := NewPrompts(sc)
+			prompts, err := scenario.NewPrompts(sc)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -442,7 +445,7 @@ func BenchmarkRunner(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer cl.Close()
-			r, err := NewRunner(sc, cl, WithEpoch(epoch), WithPrompts(prompts))
+			r, err := newScheduler(sc, cl, withEpoch(epoch), withPrompts(prompts))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -451,9 +454,9 @@ func BenchmarkRunner(b *testing.B) {
 			var mu sync.Mutex
 			b.ResetTimer()
 			start := time.Now()
-			if err := r.Run(context.Background(), func(res client.Result) {
+			if err := r.Run(context.Background(), func(res results.Result) {
 				mu.Lock()
-				if res.Outcome != client.Dropped {
+				if res.Outcome != results.Dropped {
 					lag += res.Sent - res.Scheduled
 					sent++
 				}
@@ -463,19 +466,19 @@ func BenchmarkRunner(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
 			b.ReportMetric(float64(lag.Microseconds())/float64(max(sent, 1)), "lag-µs/req")
-			b.ReportMetric(float64(r.Progress().Dropped), "dropped")
+			b.ReportMetric(float64(r.counters().Dropped), "dropped")
 		})
 	}
 }
 
 func TestNewRunnerNeedsDefaults(t *testing.T) {
 	t.Parallel()
-	sc := &Scenario{Name: "hand", Load: LoadSpec{Stages: []Stage{{Concurrency: 1, Requests: 1}}}}
-	if _, err := NewRunner(sc, &client.Client{}); err == nil || !strings.Contains(err.Error(), "apply Defaults") {
-		t.Errorf("NewRunner without Defaults: err = %v", err)
+	sc := &scenario.Scenario{Name: "hand", Load: scenario.LoadSpec{Stages: []scenario.Stage{{Concurrency: 1, Requests: 1}}}}
+	if _, err := newScheduler(sc, &client.Client{}); err == nil || !strings.Contains(err.Error(), "apply Defaults") {
+		t.Errorf("newScheduler without Defaults: err = %v", err)
 	}
 	sc.Defaults()
-	if _, err := NewRunner(sc, &client.Client{}); err != nil {
-		t.Errorf("NewRunner after Defaults: %v", err)
+	if _, err := newScheduler(sc, &client.Client{}); err != nil {
+		t.Errorf("newScheduler after Defaults: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package scrape
+package results
 
 import (
 	"math"
@@ -117,9 +117,9 @@ func (h Histogram) Sub(prev Histogram) (delta Histogram, reset bool) {
 	return d, false
 }
 
-// add returns the sum of two histograms. Buckets are kept only when both
+// Plus returns the sum of two histograms. Buckets are kept only when both
 // have the same bounds; otherwise the sum has Count and Sum only.
-func (h Histogram) add(o Histogram) Histogram {
+func (h Histogram) Plus(o Histogram) Histogram {
 	s := Histogram{Count: h.Count + o.Count, Sum: h.Sum + o.Sum}
 	if len(h.Upper) == 0 || !slices.Equal(h.Upper, o.Upper) || len(h.Cumulative) != len(o.Cumulative) || len(h.Upper) != len(h.Cumulative) {
 		return s
@@ -132,7 +132,8 @@ func (h Histogram) add(o Histogram) Histogram {
 	return s
 }
 
-func (h Histogram) finite() bool {
+// Finite reports whether every number of h is finite.
+func (h Histogram) Finite() bool {
 	if !finite(h.Count) || !finite(h.Sum) {
 		return false
 	}
@@ -155,3 +156,5 @@ func (h Histogram) clone() Histogram {
 	h.Cumulative = slices.Clone(h.Cumulative)
 	return h
 }
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

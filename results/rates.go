@@ -1,6 +1,7 @@
-package scrape
+package results
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -74,8 +75,8 @@ func interval(prev, cur *Sample) Interval {
 	}
 
 	for _, m := range Meanings() {
-		switch m.Kind() {
-		case KindCounter:
+		switch m.Behaviour() {
+		case Counter:
 			d, r, ok := counterDelta(m, prev, cur, engines)
 			if !ok {
 				continue
@@ -87,7 +88,7 @@ func interval(prev, cur *Sample) Interval {
 			if r {
 				reset[m] = true
 			}
-		case KindHistogram:
+		case Histogrammed:
 			h, r, ok := histogramDelta(m, prev, cur, engines)
 			if !ok {
 				continue
@@ -160,7 +161,7 @@ func histogramDelta(m Meaning, prev, cur *Sample, engines []string) (delta Histo
 		if len(parts) > 0 && near(pn, prev.Histograms[m].Count) && near(cn, cur.Histograms[m].Count) {
 			delta = parts[0]
 			for _, d := range parts[1:] {
-				delta = delta.add(d)
+				delta = delta.Plus(d)
 			}
 			return delta, reset, true
 		}
@@ -193,8 +194,7 @@ func sameKeys[V any](a, b map[string]V) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	ka, kb := sortedKeys(a), sortedKeys(b)
-	sort.Strings(ka)
-	sort.Strings(kb)
-	return slices.Equal(ka, kb)
+	return slices.Equal(sortedKeys(a), sortedKeys(b))
 }
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -1,4 +1,4 @@
-package client
+package results
 
 import (
 	"bufio"
@@ -12,15 +12,58 @@ import (
 	"strings"
 )
 
-// Writer writes records (Header, Result, and other kinds such as scrape
-// samples) as NDJSON, one line per record, flushing each record to the
-// underlying file so that an interrupted run loses nothing already written.
-// A name ending in ".gz" is gzip-compressed. Writer is not safe for
-// concurrent use: the run has a single writer goroutine that owns it.
+// Record is one record of a results file: exactly one of Header, Result,
+// Sample and Warning is set, as Kind says. A Record of an unknown kind
+// (written by a newer tool) has none set and its line in Raw.
+type Record struct {
+	Kind    Kind
+	Header  *Header
+	Result  *Result
+	Sample  *Sample
+	Warning *Warning
+	// Raw is the line of a record of an unknown kind; nil otherwise.
+	Raw []byte
+}
+
+// HeaderRecord, ResultRecord, SampleRecord and WarningRecord wrap one
+// record for a Writer.
+func HeaderRecord(h *Header) Record   { return Record{Kind: KindHeader, Header: h} }
+func ResultRecord(r *Result) Record   { return Record{Kind: KindRequest, Result: r} }
+func SampleRecord(s *Sample) Record   { return Record{Kind: KindScrape, Sample: s} }
+func WarningRecord(w *Warning) Record { return Record{Kind: KindWarning, Warning: w} }
+
+// value returns the struct the record carries.
+func (r Record) value() (any, error) {
+	var v any
+	ok := false
+	switch r.Kind {
+	case KindHeader:
+		v, ok = r.Header, r.Header != nil
+	case KindRequest:
+		v, ok = r.Result, r.Result != nil
+	case KindScrape:
+		v, ok = r.Sample, r.Sample != nil
+	case KindWarning:
+		v, ok = r.Warning, r.Warning != nil
+	default:
+		return nil, fmt.Errorf("record kind %q: unknown", r.Kind)
+	}
+	if !ok {
+		return nil, fmt.Errorf("%s record: no value", r.Kind)
+	}
+	return v, nil
+}
+
+// Writer writes records as NDJSON, one line per record whose first key is
+// "kind", flushing each record to the underlying file so that an
+// interrupted run loses nothing already written. A name ending in ".gz" is
+// gzip-compressed. Writer is not safe for concurrent use: a run has a
+// single writer goroutine that owns it.
 type Writer struct {
 	buf  *bufio.Writer
 	gz   *gzip.Writer
 	file io.Closer
+	line bytes.Buffer
 	enc  *json.Encoder
 	n    int
 }
@@ -47,16 +90,30 @@ func newWriter(w io.Writer, compress bool) *Writer {
 		sink = out.gz
 	}
 	out.buf = bufio.NewWriterSize(sink, 64<<10)
-	out.enc = json.NewEncoder(out.buf)
+	out.enc = json.NewEncoder(&out.line)
 	out.enc.SetEscapeHTML(false)
 	return out
 }
 
 // Write encodes one record and flushes it to the file.
-func (w *Writer) Write(record any) error {
-	if err := w.enc.Encode(record); err != nil {
+func (w *Writer) Write(rec Record) error {
+	v, err := rec.value()
+	if err != nil {
 		return fmt.Errorf("write record %d: %w", w.n+1, err)
 	}
+	w.line.Reset()
+	if err := w.enc.Encode(v); err != nil {
+		return fmt.Errorf("write record %d: %w", w.n+1, err)
+	}
+	// The encoder wrote {…}\n; the kind goes first.
+	body := w.line.Bytes()
+	w.buf.WriteString(`{"kind":"`)
+	w.buf.WriteString(string(rec.Kind))
+	w.buf.WriteByte('"')
+	if len(body) > 3 { // not "{}\n"
+		w.buf.WriteByte(',')
+	}
+	w.buf.Write(body[1:])
 	w.n++
 	if err := w.buf.Flush(); err != nil {
 		return fmt.Errorf("write record %d: %w", w.n, err)
@@ -96,21 +153,19 @@ type SyntaxError struct {
 
 func (e *SyntaxError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
 
-// Reader reads a results file record by record, in the style of
+// Reader reads one results file record by record, in the style of
 // bufio.Scanner. A last line cut short (a run killed mid-write) is skipped
 // with a warning; a bad line anywhere else is an error.
 //
-// Header and Result return freshly allocated values the caller may retain;
-// Raw returns the reader's buffer, valid only until the next Scan.
+// Every Record holds freshly allocated values the caller may retain, except
+// Raw, which is valid only until the next Scan.
 type Reader struct {
 	name     string
 	sc       *bufio.Scanner
 	closer   io.Closer
 	line     int
-	kind     string
 	raw      []byte
-	header   *Header
-	result   *Result
+	rec      Record
 	err      error
 	warnings []error
 	pending  []byte // the next line, read ahead to know whether the current one is the last
@@ -206,11 +261,11 @@ func (r *Reader) Scan() bool {
 }
 
 func (r *Reader) decode() error {
-	r.header, r.result = nil, nil
+	r.rec = Record{}
 	kind := kindOf(r.raw)
 	if kind == "" {
 		var probe struct {
-			Kind string `json:"kind"`
+			Kind Kind `json:"kind"`
 		}
 		if err := json.Unmarshal(r.raw, &probe); err != nil {
 			return err
@@ -220,31 +275,39 @@ func (r *Reader) decode() error {
 		}
 		kind = probe.Kind
 	}
-	r.kind = kind
+	r.rec.Kind = kind
+	var err error
 	switch kind {
 	case KindHeader:
 		h := new(Header)
-		if err := json.Unmarshal(r.raw, h); err != nil {
-			return err
+		if err = json.Unmarshal(r.raw, h); err == nil {
+			h.Spec, err = DecodeSpec(h.Scenario)
 		}
-		r.header = h
+		r.rec.Header = h
 	case KindRequest:
-		res := new(Result)
-		if err := json.Unmarshal(r.raw, res); err != nil {
-			return err
-		}
-		r.result = res
+		r.rec.Result = new(Result)
+		err = json.Unmarshal(r.raw, r.rec.Result)
+	case KindScrape:
+		r.rec.Sample = new(Sample)
+		err = json.Unmarshal(r.raw, r.rec.Sample)
+	case KindWarning:
+		r.rec.Warning = new(Warning)
+		err = json.Unmarshal(r.raw, r.rec.Warning)
 	default:
 		if !json.Valid(r.raw) {
-			return fmt.Errorf("%s record is not valid JSON", r.kind)
+			return fmt.Errorf("%s record is not valid JSON", kind)
 		}
+		r.rec.Raw = r.raw
+	}
+	if err != nil {
+		return fmt.Errorf("%s record: %w", kind, err)
 	}
 	return nil
 }
 
 // kindOf reads the kind from a line that starts with {"kind":"…", as the
 // Writer always writes it; it returns "" otherwise.
-func kindOf(line []byte) string {
+func kindOf(line []byte) Kind {
 	const prefix = `{"kind":"`
 	if !bytes.HasPrefix(line, []byte(prefix)) {
 		return ""
@@ -254,20 +317,11 @@ func kindOf(line []byte) string {
 	if end < 0 {
 		return ""
 	}
-	return string(rest[:end])
+	return Kind(rest[:end])
 }
 
-// Kind is the current record's kind.
-func (r *Reader) Kind() string { return r.kind }
-
-// Header is the current record when Kind is KindHeader, else nil.
-func (r *Reader) Header() *Header { return r.header }
-
-// Result is the current record when Kind is KindRequest, else nil.
-func (r *Reader) Result() *Result { return r.result }
-
-// Raw is the current line; valid until the next Scan.
-func (r *Reader) Raw() []byte { return r.raw }
+// Record is the current record.
+func (r *Reader) Record() Record { return r.rec }
 
 // Line is the current line number (1-based).
 func (r *Reader) Line() int { return r.line }

@@ -1,4 +1,4 @@
-package client
+package results
 
 import (
 	"encoding/json"
@@ -9,19 +9,28 @@ import (
 // scrape records). It changes only when a field changes meaning or is removed.
 const Schema = 1
 
-// Record kinds: the "kind" field of every line in a results file.
+// Kind is the kind of a record: the "kind" field of every line in a
+// results file, written by the codec.
+type Kind string
+
+// Record kinds.
 const (
-	KindHeader  = "header"
-	KindRequest = "request"
-	KindScrape  = "scrape"
-	KindWarning = "warning"
+	KindHeader  Kind = "header"
+	KindRequest Kind = "request"
+	KindScrape  Kind = "scrape"
+	KindWarning Kind = "warning"
+)
+
+// API names the OpenAI endpoint a request went to (Result.API).
+const (
+	APIChat        = "chat"        // POST /v1/chat/completions
+	APICompletions = "completions" // POST /v1/completions
 )
 
 // Warning is a non-fatal problem met during a run (a server without
 // /metrics, a harness that fell behind, …), kept in the results file so
 // that a report rebuilt from the file shows it.
 type Warning struct {
-	Kind    string        `json:"kind"` // always KindWarning
 	At      time.Duration `json:"at_ns"`
 	Source  string        `json:"source"` // the component that warned: "scrape", "runner", "harness"
 	Message string        `json:"message"`
@@ -57,7 +66,6 @@ const (
 
 // Header is the first record of a results file.
 type Header struct {
-	Kind     string          `json:"kind"`   // always KindHeader
 	Schema   int             `json:"schema"` // Schema
 	Tool     string          `json:"tool"`   // "servebench"
 	Version  string          `json:"version"`
@@ -66,18 +74,23 @@ type Header struct {
 	Target   string          `json:"target"` // base URL requests went to (sim://PRESET is resolved to its loopback URL)
 	Model    string          `json:"model"`
 	Scenario json.RawMessage `json:"scenario"` // the resolved scenario, defaults applied; never holds secrets
+
+	// Spec is the part of Scenario that reports read, decoded once by the
+	// Reader (nil when the header has no scenario). It is not written:
+	// Scenario is the record of what ran.
+	Spec *Spec `json:"-"`
 }
 
 // Result is the record of one scheduled request. It holds raw observations
 // only; every derived figure (TTFT, ITL, TPOT, …) is a method, so the
-// definitions live in one place (see the package documentation).
+// definitions live in one place (figures.go). The client fills the
+// observations; the run's scheduler owns Seq, Stage, Warmup and Scheduled.
 //
 // Times are offsets from the run's epoch (Header.Started) taken with the
 // monotonic clock, encoded in nanoseconds. A zero offset means the event did
 // not happen: the epoch precedes every send, so no real event is at zero.
 type Result struct {
-	Kind    string  `json:"kind"` // always KindRequest
-	Seq     uint64  `json:"seq"`  // unique within a run, in scheduling order
+	Seq     uint64  `json:"seq"` // unique within a run, in scheduling order
 	Stage   int     `json:"stage"`
 	Warmup  bool    `json:"warmup,omitempty"` // excluded from statistics
 	Outcome Outcome `json:"outcome"`

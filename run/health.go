@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/servebench/servebench/client"
+	"github.com/servebench/servebench/results"
 )
 
 // health watches the load generator itself, so that a harness bottleneck
@@ -27,15 +27,16 @@ func startHealth(start time.Time, simHere bool) *health {
 }
 
 // send hands a record to the writer, timing only the slow path.
-func (h *health) send(ch chan<- any, r client.Result) {
+func (h *health) send(ch chan<- results.Record, r *results.Result) {
 	h.records.Add(1)
+	rec := results.ResultRecord(r)
 	select {
-	case ch <- r:
+	case ch <- rec:
 		return
 	default:
 	}
 	t0 := time.Now()
-	ch <- r
+	ch <- rec
 	h.blocked.Add(int64(time.Since(t0)))
 }
 

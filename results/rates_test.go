@@ -1,4 +1,4 @@
-package scrape
+package results
 
 import (
 	"reflect"
@@ -7,7 +7,7 @@ import (
 )
 
 func okSample(at time.Duration, v Values) Sample {
-	return Sample{Kind: "scrape", At: at, OK: true, Reading: Reading{Profile: ProfileVLLM, Snapshot: Snapshot{Values: v}}}
+	return Sample{At: at, OK: true, Reading: Reading{Profile: "vllm", Snapshot: Snapshot{Values: v}}}
 }
 
 func engineSample(at time.Duration, engines map[string]Values) Sample {
@@ -45,7 +45,7 @@ func TestRates(t *testing.T) {
 			name: "failed samples skipped, input order ignored",
 			samples: []Sample{
 				okSample(3*sec, Values{Preemptions: 7}),
-				{Kind: "scrape", At: 2 * sec, Error: "HTTP 500"},
+				{At: 2 * sec, Error: "HTTP 500"},
 				okSample(sec, Values{Preemptions: 5}),
 			},
 			want: []Interval{{From: sec, To: 3 * sec, Deltas: Values{Preemptions: 2}, Rates: Values{Preemptions: 1}}},

@@ -1,11 +1,12 @@
-package client
+package results
 
 import "time"
 
-// The derived figures of a Result. Their definitions are stated once, in
-// the package documentation (doc.go). Each is defined only for a request
-// whose Outcome is OK; the ok result is false otherwise, and wherever the
-// figure is undefined (no first token, a single token, not sent).
+// The derived figures of a Result, defined once here. Each is defined only
+// for a request whose Outcome is OK; the ok result is false otherwise, and
+// wherever the figure is undefined (no first token, a single token, not
+// sent). The client package's documentation states how the observations
+// they are computed from are taken.
 
 // TTFT is the time to first token, FirstToken − Sent.
 func (r *Result) TTFT() (d time.Duration, ok bool) {
@@ -70,35 +71,47 @@ func (r *Result) TPOT() (d time.Duration, ok bool) {
 	return (r.LastToken - r.FirstToken) / time.Duration(r.OutputTokens-1), true
 }
 
+// ChunkTokens returns how many output tokens the i-th token-bearing chunk
+// of r carried, 0 ≤ i < len(r.ChunkTimes). It is the one rule that splits
+// a request's tokens over its chunks, shared by ITL and the correlation
+// timeline: the recorded count when ChunkTokens holds one per chunk
+// (continuous usage stats); else, when the server reported OutputTokens,
+// the first chunk holds the first token and the OutputTokens − 1 others
+// are spread over the later chunks as evenly as integers allow (some may
+// get none when there are fewer tokens than chunks); else one token per
+// chunk. It costs O(1) and allocates nothing.
+func (r *Result) ChunkTokensAt(i int) int {
+	n := len(r.ChunkTimes)
+	switch {
+	case len(r.ChunkTokens) == n:
+		return int(r.ChunkTokens[i])
+	case r.OutputTokens <= 0:
+		return 1
+	case n == 1:
+		return r.OutputTokens
+	case i == 0:
+		return 1
+	}
+	rest := r.OutputTokens - 1
+	return i*rest/(n-1) - (i-1)*rest/(n-1)
+}
+
 // AppendITLs appends the per-token inter-token latencies of r to dst and
 // returns the extended slice; it allocates only when dst must grow. A chunk
-// carrying k tokens, arriving Δ after the previous token-bearing chunk,
-// contributes k latencies of Δ/k. k comes from ChunkTokens when they are
-// recorded; otherwise the first chunk holds the first token and the other
-// OutputTokens − 1 are spread over the later chunks as evenly as integers
-// allow, so that the latencies sum to LastToken − FirstToken and their mean
-// is TPOT. A chunk with zero tokens contributes nothing and its gap is
-// counted in the next chunk's Δ. The first chunk's tokens contribute
-// nothing: ITL excludes the first token. Nothing is appended unless the
-// Outcome is OK.
+// carrying k tokens (ChunkTokensAt), arriving Δ after the previous
+// token-bearing chunk, contributes k latencies of Δ/k, so that the
+// latencies sum to LastToken − FirstToken and their mean is TPOT. A chunk
+// with zero tokens contributes nothing and its gap is counted in the next
+// chunk's Δ. The first chunk's tokens contribute nothing: ITL excludes the
+// first token. Nothing is appended unless the Outcome is OK.
 func (r *Result) AppendITLs(dst []time.Duration) []time.Duration {
 	n := len(r.ChunkTimes)
 	if r.Outcome != OK || n < 2 {
 		return dst
 	}
-	perChunk := len(r.ChunkTokens) == n
-	rest := r.OutputTokens - 1 // tokens after the first
-	if rest < 1 {
-		rest = n - 1
-	}
 	prev := r.ChunkTimes[0]
 	for i := 1; i < n; i++ {
-		var k int
-		if perChunk {
-			k = int(r.ChunkTokens[i])
-		} else {
-			k = i*rest/(n-1) - (i-1)*rest/(n-1)
-		}
+		k := r.ChunkTokensAt(i)
 		if k <= 0 {
 			continue
 		}

@@ -1,6 +1,9 @@
-package scenario
+package run
 
 import (
+	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scenario"
+
 	"context"
 	"errors"
 	"fmt"
@@ -15,7 +18,7 @@ import (
 // it. Do must be safe for concurrent use, must never panic, and must return
 // (with Outcome Canceled) soon after ctx is canceled.
 type Doer interface {
-	Do(ctx context.Context, req *client.Request) client.Result
+	Do(ctx context.Context, req *client.Request) results.Result
 }
 
 // DefaultGrace is how long in-flight requests may still finish after the run
@@ -27,28 +30,28 @@ const DefaultGrace = 5 * time.Second
 // the run.
 var ErrMaxDuration = errors.New("load.max_duration reached")
 
-// Option configures a Runner.
-type Option func(*Runner)
+// option configures a scheduler.
+type option func(*scheduler)
 
-// WithEpoch sets the run's epoch: Scheduled offsets count from it. Give the
+// withEpoch sets the run's epoch: Scheduled offsets count from it. Give the
 // same time.Now() value as client.Config.Epoch. The default is the time
-// NewRunner was called.
-func WithEpoch(t time.Time) Option { return func(r *Runner) { r.epoch = t } }
+// newScheduler was called.
+func withEpoch(t time.Time) option { return func(r *scheduler) { r.epoch = t } }
 
-// WithGrace sets how long in-flight requests may finish after a stop
+// withGrace sets how long in-flight requests may finish after a stop
 // before they are canceled (default DefaultGrace; 0 cancels at once).
-func WithGrace(d time.Duration) Option { return func(r *Runner) { r.grace = max(d, 0) } }
+func withGrace(d time.Duration) option { return func(r *scheduler) { r.grace = max(d, 0) } }
 
-// WithPrompts supplies prebuilt prompts (for example to share them between
-// runs of one scenario); by default NewRunner builds them.
-func WithPrompts(p *Prompts) Option { return func(r *Runner) { r.prompts = p } }
+// withPrompts supplies prebuilt prompts (for example to share them between
+// runs of one scenario); by default newScheduler builds them.
+func withPrompts(p *scenario.Prompts) option { return func(r *scheduler) { r.prompts = p } }
 
-// Runner executes a scenario's stages against a Doer. Create it with
-// NewRunner, call Run once, and read Progress from any goroutine meanwhile.
-type Runner struct {
-	sc      *Scenario
+// scheduler executes a scenario's stages against a Doer. Create it with
+// newScheduler, call Run once, and read counters from any goroutine meanwhile.
+type scheduler struct {
+	sc      *scenario.Scenario
 	d       Doer
-	prompts *Prompts
+	prompts *scenario.Prompts
 	epoch   time.Time
 	grace   time.Duration
 	tmpl    client.Request // the fields every request shares
@@ -63,8 +66,8 @@ type Runner struct {
 	inFlight                               atomic.Int64
 }
 
-// Progress is a snapshot of a run's live counters.
-type Progress struct {
+// counters is a snapshot of a run's live counters.
+type counters struct {
 	Stage        int           // index of the running stage: -1 before Run, the number of stages once it ended
 	Elapsed      time.Duration // since the epoch
 	Scheduled    uint64        // requests scheduled so far, dropped arrivals included
@@ -77,22 +80,22 @@ type Progress struct {
 	OutputTokens uint64 // sum of OutputTokens over OK records
 }
 
-// NewRunner prepares a run of sc (which must have passed Validate) against
-// d: it builds the prompts unless WithPrompts supplies them. It reads the
+// newScheduler prepares a run of sc (which must have passed Validate) against
+// d: it builds the prompts unless withPrompts supplies them. It reads the
 // scenario now: later changes to sc do not affect the runner.
-func NewRunner(sc *Scenario, d Doer, opts ...Option) (*Runner, error) {
+func newScheduler(sc *scenario.Scenario, d Doer, opts ...option) (*scheduler, error) {
 	if sc == nil || d == nil {
 		return nil, errors.New("scenario runner: nil scenario or Doer")
 	}
 	if err := sc.Validate(); err != nil {
 		return nil, fmt.Errorf("scenario runner: %w", err)
 	}
-	r := &Runner{sc: clone(sc), d: d, epoch: time.Now(), grace: DefaultGrace}
+	r := &scheduler{sc: sc.Clone(), d: d, epoch: time.Now(), grace: DefaultGrace}
 	for _, o := range opts {
 		o(r)
 	}
 	if r.prompts == nil {
-		p, err := NewPrompts(r.sc)
+		p, err := scenario.NewPrompts(r.sc)
 		if err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
@@ -116,11 +119,11 @@ func NewRunner(sc *Scenario, d Doer, opts ...Option) (*Runner, error) {
 	return r, nil
 }
 
-// Progress returns the live counters. It is safe to call concurrently with
+// counters returns the live counters. It is safe to call concurrently with
 // Run; the fields are read one by one, so they may be a few requests
 // apart.
-func (r *Runner) Progress() Progress {
-	return Progress{
+func (r *scheduler) counters() counters {
+	return counters{
 		Stage:        int(r.stage.Load()),
 		Elapsed:      time.Since(r.epoch),
 		Scheduled:    r.scheduled.Load(),
@@ -144,7 +147,7 @@ func (r *Runner) Progress() Progress {
 // canceled and the Doer returns them as Canceled records. Arrivals that were
 // never started are not emitted. Run then returns an error wrapping
 // ctx's cause or ErrMaxDuration; it returns nil when all stages completed.
-func (r *Runner) Run(ctx context.Context, emit func(client.Result)) error {
+func (r *scheduler) Run(ctx context.Context, emit func(results.Result)) error {
 	if !r.started.CompareAndSwap(false, true) {
 		return errors.New("scenario runner: Run called twice")
 	}
@@ -199,12 +202,12 @@ func (r *Runner) Run(ctx context.Context, emit func(client.Result)) error {
 }
 
 // since is the offset of now from the epoch.
-func (r *Runner) since() time.Duration { return time.Since(r.epoch) }
+func (r *scheduler) since() time.Duration { return time.Since(r.epoch) }
 
 // closed runs a closed-loop stage: st.Concurrency workers, each sending its
 // next request as soon as its previous one finished. It reports whether
 // the stage ended by its own bounds (not by stop).
-func (r *Runner) closed(stop, reqCtx context.Context, idx int, st *Stage, emit func(client.Result)) bool {
+func (r *scheduler) closed(stop, reqCtx context.Context, idx int, st *scenario.Stage, emit func(results.Result)) bool {
 	start := r.since()
 	var issued int // guarded by r.mu
 	claim := func() (seq uint64, at time.Duration, warm, ok bool) {
@@ -242,8 +245,8 @@ func (r *Runner) closed(stop, reqCtx context.Context, idx int, st *Stage, emit f
 // sent in its own goroutine if fewer than st.MaxConcurrency requests are in
 // flight, else recorded as dropped. The scheduler never waits for a
 // response. It reports whether the stage ended by its own bounds.
-func (r *Runner) open(stop, reqCtx context.Context, idx int, st *Stage, emit func(client.Result)) bool {
-	sched := NewSchedule(st, mix(r.sc.Prompts.Seed^mix(uint64(idx))))
+func (r *scheduler) open(stop, reqCtx context.Context, idx int, st *scenario.Stage, emit func(results.Result)) bool {
+	sched := scenario.NewSchedule(st, r.sc.ArrivalSeed(idx))
 	start := r.since()
 	slots := make(chan struct{}, st.MaxConcurrency)
 	timer := time.NewTimer(time.Hour)
@@ -287,7 +290,7 @@ func (r *Runner) open(stop, reqCtx context.Context, idx int, st *Stage, emit fun
 }
 
 // request builds the request of seq.
-func (r *Runner) request(seq uint64, stage int, warm bool, at time.Duration) client.Request {
+func (r *scheduler) request(seq uint64, stage int, warm bool, at time.Duration) client.Request {
 	p := r.prompts.At(seq)
 	req := r.tmpl
 	req.Seq, req.Stage, req.Warmup, req.Scheduled = seq, stage, warm, at
@@ -297,16 +300,16 @@ func (r *Runner) request(seq uint64, stage int, warm bool, at time.Duration) cli
 
 // send runs one request and emits its record; the caller has counted it in
 // flight.
-func (r *Runner) send(ctx context.Context, seq uint64, stage int, warm bool, at time.Duration, emit func(client.Result)) {
+func (r *scheduler) send(ctx context.Context, seq uint64, stage int, warm bool, at time.Duration, emit func(results.Result)) {
 	req := r.request(seq, stage, warm, at)
 	res := r.d.Do(ctx, &req)
 	// The runner owns the scheduling fields, whatever the Doer returned.
-	res.Kind, res.Seq, res.Stage, res.Warmup, res.Scheduled = client.KindRequest, seq, stage, warm, at
+	res.Seq, res.Stage, res.Warmup, res.Scheduled = seq, stage, warm, at
 	switch res.Outcome {
-	case client.OK:
+	case results.OK:
 		r.ok.Add(1)
 		r.outToks.Add(uint64(max(res.OutputTokens, 0)))
-	case client.Canceled:
+	case results.Canceled:
 		r.canceled.Add(1)
 	default:
 		r.failed.Add(1)
@@ -317,11 +320,11 @@ func (r *Runner) send(ctx context.Context, seq uint64, stage int, warm bool, at 
 }
 
 // drop emits the record of an arrival that found no free slot.
-func (r *Runner) drop(seq uint64, stage int, warm bool, at time.Duration, emit func(client.Result)) {
+func (r *scheduler) drop(seq uint64, stage int, warm bool, at time.Duration, emit func(results.Result)) {
 	req := r.request(seq, stage, warm, at)
 	r.dropped.Add(1)
-	emit(client.Result{
-		Kind: client.KindRequest, Seq: seq, Stage: stage, Warmup: warm, Outcome: client.Dropped,
+	emit(results.Result{
+		Seq: seq, Stage: stage, Warmup: warm, Outcome: results.Dropped,
 		API: req.API, Stream: req.Stream, Scheduled: at, InputTokens: req.InputTokens, MaxTokens: req.MaxTokens,
 	})
 	r.done.Add(1)

@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/servebench/servebench/client"
+	"github.com/servebench/servebench/results"
 )
 
 // progress tracks a run for the live status line. It is fed by the results
@@ -34,16 +34,16 @@ func newProgress(start time.Time, inFlight, chunks func() int64) *progress {
 		inFlight: inFlight, chunks: chunks, lastAt: start}
 }
 
-func (p *progress) add(r *client.Result) {
+func (p *progress) add(r *results.Result) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.done++
 	switch r.Outcome {
-	case client.Failed:
+	case results.Failed:
 		p.failed++
-	case client.Dropped:
+	case results.Dropped:
 		p.dropped++
-	case client.OK:
+	case results.OK:
 		p.outTokens += int64(r.OutputTokens)
 		if d, ok := r.TTFT(); ok {
 			_ = p.ttft.RecordValue(max(1, d.Microseconds()))

@@ -1,0 +1,147 @@
+package results
+
+import (
+	"fmt"
+	"iter"
+	"time"
+)
+
+// Files reads one or more results files as one stream of records, in the
+// manner of benchfmt.Files: several files from several machines (or
+// several runs) merge into one report. Every file's offsets count from its
+// own epoch; Files shifts them onto the earliest epoch of all the files
+// (by the headers' wall-clock start times), so that merged records share
+// one timeline.
+//
+// Create it with OpenFiles, which reads every header first; All then reads
+// each file once. A Files is not safe for concurrent use.
+type Files struct {
+	paths    []string
+	headers  []*Header
+	epoch    time.Time
+	warnings []error
+}
+
+// OpenFiles reads the header of every file. It fails when a file cannot be
+// read, does not start with a header, or has a newer schema than this
+// package reads.
+func OpenFiles(paths ...string) (*Files, error) {
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no results files")
+	}
+	f := &Files{paths: paths, headers: make([]*Header, len(paths))}
+	for i, p := range paths {
+		h, err := ReadHeader(p)
+		if err != nil {
+			return nil, err
+		}
+		f.headers[i] = h
+		if i == 0 || h.Started.Before(f.epoch) {
+			f.epoch = h.Started
+		}
+	}
+	return f, nil
+}
+
+// ReadHeader reads the header of the results file at path.
+func ReadHeader(path string) (*Header, error) {
+	r, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if !r.Scan() {
+		if r.Err() != nil {
+			return nil, r.Err()
+		}
+		return nil, fmt.Errorf("%s: empty results file", path)
+	}
+	rec := r.Record()
+	if rec.Kind != KindHeader {
+		return nil, fmt.Errorf("%s:%d: first record is %q, want a %q record", path, r.Line(), rec.Kind, KindHeader)
+	}
+	if rec.Header.Schema > Schema {
+		return nil, fmt.Errorf("%s: results schema %d is newer than this tool's (%d): upgrade servebench", path, rec.Header.Schema, Schema)
+	}
+	return rec.Header, nil
+}
+
+// Paths returns the files, in the order given.
+func (f *Files) Paths() []string { return f.paths }
+
+// Headers returns the files' headers, in the order of Paths. The caller
+// must not modify them.
+func (f *Files) Headers() []*Header { return f.headers }
+
+// Epoch is the earliest start time of the files: every offset All yields
+// counts from it.
+func (f *Files) Epoch() time.Time { return f.epoch }
+
+// Warnings returns the non-fatal problems met by All so far (a truncated
+// last line).
+func (f *Files) Warnings() []error { return f.warnings }
+
+// FileRecord is a Record and the index, in Paths, of the file it came from.
+type FileRecord struct {
+	File int
+	Record
+}
+
+// All yields every record of every file, file after file, with its
+// offsets shifted onto Epoch. A read error ends the iteration: it is
+// yielded with a zero FileRecord as the last pair.
+func (f *Files) All() iter.Seq2[FileRecord, error] {
+	return func(yield func(FileRecord, error) bool) {
+		for i, p := range f.paths {
+			shift := f.headers[i].Started.Sub(f.epoch)
+			r, err := Open(p)
+			if err != nil {
+				yield(FileRecord{}, err)
+				return
+			}
+			ok := true
+			for ok && r.Scan() {
+				rec := r.Record()
+				rec.Shift(shift)
+				ok = yield(FileRecord{File: i, Record: rec}, nil)
+			}
+			f.warnings = append(f.warnings, r.Warnings()...)
+			err = r.Err()
+			r.Close()
+			if !ok {
+				return
+			}
+			if err != nil {
+				yield(FileRecord{}, err)
+				return
+			}
+		}
+	}
+}
+
+// Shift moves the record's epoch-relative offsets later by d. Chunk times
+// count from Sent and do not move; a zero offset (an event that did not
+// happen) stays zero.
+func (r Record) Shift(d time.Duration) {
+	if d == 0 {
+		return
+	}
+	move := func(t *time.Duration) {
+		if *t != 0 {
+			*t += d
+		}
+	}
+	switch {
+	case r.Result != nil:
+		x := r.Result
+		for _, t := range []*time.Duration{&x.Scheduled, &x.Sent, &x.Headers, &x.FirstToken,
+			&x.FirstContent, &x.LastToken, &x.End} {
+			move(t)
+		}
+	case r.Sample != nil:
+		r.Sample.Start += d
+		r.Sample.At += d
+	case r.Warning != nil:
+		r.Warning.At += d
+	}
+}

@@ -1,0 +1,22 @@
+// Package run owns one benchmark run: it turns a scenario into a results
+// file and a judged summary, the way `bench run` and each value of
+// `bench sweep` do.
+//
+// It consumes a validated scenario.Scenario and Options (output directory,
+// API key, progress writer) and produces, in the output directory,
+// results.jsonl (written record by record as requests finish), summary.json,
+// the plots, report.html and, for a scenario with budgets, junit.xml and
+// verdict.md; Run returns the same summary. Data flows one way: the
+// scheduler (schedule.go) paces the scenario's stages and hands requests to
+// the client, the client's results.Result records and the scraper's
+// results.Sample records go to a single writer goroutine, which writes each
+// to the file and adds it to a report.Aggregate, so the summary is exactly
+// what `bench report` rebuilds from the file.
+//
+// Run fixes the epoch every offset counts from, starts the target (the
+// built-in simulator in-process for sim://PRESET), detects the model,
+// opens the connection pool before the load, and watches the harness
+// itself (health.go), so that a client-side bottleneck is reported rather
+// than measured as server latency. It never touches signals or process
+// state: canceling its context is the graceful stop.
+package run
