@@ -1,6 +1,8 @@
 package report
 
 import (
+	"github.com/servebench/servebench/report/correlate"
+
 	"github.com/servebench/servebench/results"
 
 	"fmt"
@@ -67,14 +69,14 @@ type Aggregate struct {
 	files    int
 	warnings []string
 	itlBuf   []time.Duration
-	corr     *Correlator
+	corr     *correlate.Correlator
 	spec     *results.Spec
 	log      requestLog // per-request figures and server points for verdicts and comparisons (verdict_log.go)
 }
 
 // New returns an empty Aggregate.
 func New() *Aggregate {
-	return &Aggregate{overall: newStageAgg(), stages: map[int]*stageAgg{}, names: map[int]string{}, corr: NewCorrelator()}
+	return &Aggregate{overall: newStageAgg(), stages: map[int]*stageAgg{}, names: map[int]string{}, corr: correlate.New()}
 }
 
 // AddHeader records a results file's header: run metadata and stage names.
@@ -82,7 +84,7 @@ func New() *Aggregate {
 // start time wins.
 func (a *Aggregate) AddHeader(h *results.Header) {
 	if h.Spec == nil && len(h.Scenario) > 0 {
-		// A header built by hand rather than read by results.Reader.
+		// A header built by hand rather than read by Reader.
 		hc := *h
 		hc.Spec, _ = results.DecodeSpec(h.Scenario)
 		h = &hc
@@ -238,6 +240,7 @@ func (a *Aggregate) Summary() *Summary {
 		out.Stages = append(out.Stages, a.stages[i].summary(i, name))
 	}
 	out.Correlation = a.corr.Correlation(a.names)
+	explain(out.Correlation)
 	out.Warnings = append([]string(nil), a.warnings...)
 	for _, st := range out.Stages {
 		if lag := st.ScheduleLag; lag.Count > 0 && lag.P99 > scheduleLagWarnMS {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"github.com/servebench/servebench/report/correlate"
 	"github.com/servebench/servebench/results"
 
 	"bytes"
@@ -21,7 +22,7 @@ import (
 // median; every other request's is under 3 times).
 const preemptFixture = "testdata/preempt.jsonl.gz"
 
-func correlationOf(t *testing.T, paths ...string) *Correlation {
+func correlationOf(t *testing.T, paths ...string) *correlate.Correlation {
 	t.Helper()
 	a, err := FromFiles(paths...)
 	if err != nil {
@@ -191,7 +192,7 @@ func (l lawRun) records() ([]results.Result, []results.Sample) {
 	return rs, ss
 }
 
-func correlate(rs []results.Result, ss []results.Sample) *Correlation {
+func correlateRecords(rs []results.Result, ss []results.Sample) *correlate.Correlation {
 	a := New()
 	a.AddHeader(&results.Header{Schema: results.Schema,
 		Scenario: json.RawMessage(`{"name":"law","scrape":{"interval":"1s"},"load":{"stages":[{"name":"only"}]}}`)})
@@ -230,7 +231,7 @@ func TestCorrelationLaw(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c := correlate(tc.run.records())
+			c := correlateRecords(tc.run.records())
 			if c == nil || len(c.Stages) != 1 {
 				t.Fatalf("correlation = %+v", c)
 			}
@@ -242,7 +243,7 @@ func TestCorrelationLaw(t *testing.T) {
 			if st.Start == nil || st.End == nil {
 				t.Fatalf("no start/end: %+v", st)
 			}
-			for _, p := range []*Point{st.Start, st.End} {
+			for _, p := range []*correlate.Point{st.Start, st.End} {
 				want := float64(l.streams) * perStream(p.ContextTokens)
 				if rel := math.Abs(p.TokensPerSec/want - 1); rel > 0.02 {
 					t.Errorf("throughput at context %.0f = %.1f tok/s, want %.1f (%.1f%% off)", p.ContextTokens, p.TokensPerSec, want, 100*rel)
@@ -287,7 +288,7 @@ func TestCorrelationLaw(t *testing.T) {
 func TestCorrelationWithoutScrapes(t *testing.T) {
 	t.Parallel()
 	rs, _ := lawRun{streams: 2, prompt: 100, output: 2000, a: 0.005, b: 1e-6, serverScale: 1}.records()
-	c := correlate(rs, nil)
+	c := correlateRecords(rs, nil)
 	if c.Aligned || c.CrossCheck != nil || c.RKVUsage != nil || c.Preemptions != nil {
 		t.Errorf("server figures without scrapes: %+v", c)
 	}
@@ -342,7 +343,7 @@ func FuzzCorrelate(f *testing.F) {
 			ss = append(ss, results.Sample{Index: uint64(i), Target: []string{"a", "b"}[rng.IntN(2)],
 				At: d(10e9), OK: rng.IntN(5) > 0, Reading: results.Reading{Snapshot: results.Snapshot{Values: v}}})
 		}
-		c := correlate(rs, ss)
+		c := correlateRecords(rs, ss)
 		if _, err := json.Marshal(c); err != nil {
 			t.Fatalf("marshal: %v", err)
 		}

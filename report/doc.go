@@ -4,8 +4,8 @@
 // timeline, budget verdicts, baseline comparisons, plots, and writers for
 // the terminal, JSON, JUnit, Markdown and a self-contained HTML report.
 //
-// It consumes the records of one or more results files (results.Header,
-// results.Result and results.Sample, in any order, from any number of
+// It consumes the records of one or more results files (Header,
+// Result and Sample, in any order, from any number of
 // machines) through Aggregate.AddHeader, Add and AddSample, and produces a
 // Summary, the documented, versioned contract written to summary.json,
 // with its Correlation and Verdict sections. `bench run` builds its summary

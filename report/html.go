@@ -1,6 +1,8 @@
 package report
 
 import (
+	"github.com/servebench/servebench/report/correlate"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -107,7 +109,7 @@ type htmlData struct {
 	Rows     []htmlRow
 	Errors   []htmlError
 	Findings []string
-	Corr     *Correlation
+	Corr     *correlate.Correlation
 	Figures  []htmlFigure
 	Scenario string
 }

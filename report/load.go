@@ -7,7 +7,7 @@ import (
 )
 
 // FromFiles reads one or more results files into a new Aggregate, each
-// file once, with offsets on the files' common epoch (results.Files).
+// file once, with offsets on the files' common epoch (Files).
 // Reader warnings (a truncated last line) become summary warnings.
 func FromFiles(paths ...string) (*Aggregate, error) {
 	files, err := results.OpenFiles(paths...)

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"github.com/servebench/servebench/report/correlate"
+
 	"bytes"
 	"fmt"
 	"image/color"
@@ -67,9 +69,9 @@ func (a *Aggregate) Figures(s *Summary) ([]Figure, error) {
 		w, h        vg.Length
 		draw        func(draw.Canvas)
 	}
-	var fit map[int]*DecodeFit
+	var fit map[int]*correlate.DecodeFit
 	if c := s.Correlation; c != nil {
-		fit = map[int]*DecodeFit{}
+		fit = map[int]*correlate.DecodeFit{}
 		for _, st := range c.Stages {
 			if st.Fit != nil {
 				fit[st.Index] = st.Fit
@@ -153,10 +155,10 @@ func newPlot(title, xLabel, yLabel string) *plot.Plot {
 }
 
 // seconds returns the window's midpoint in seconds.
-func midS(w *Window) float64 { return (w.From + w.To).Seconds() / 2 }
+func midS(w *correlate.Window) float64 { return (w.From + w.To).Seconds() / 2 }
 
 // series builds the points (x, f(w)) over the windows where f is known.
-func series(ws []Window, x, f func(*Window) float64) plotter.XYs {
+func series(ws []correlate.Window, x, f func(*correlate.Window) float64) plotter.XYs {
 	var out plotter.XYs
 	for i := range ws {
 		xv, yv := x(&ws[i]), f(&ws[i])
@@ -209,8 +211,8 @@ func maxY(sets ...plotter.XYs) float64 {
 }
 
 // drawTimeline draws four stacked panels on one time axis.
-func drawTimeline(c draw.Canvas, ws []Window, names map[int]string) {
-	t := func(w *Window) float64 { return midS(w) }
+func drawTimeline(c draw.Canvas, ws []correlate.Window, names map[int]string) {
+	t := func(w *correlate.Window) float64 { return midS(w) }
 	var x0, x1 float64
 	if len(ws) > 0 {
 		x0, x1 = ws[0].From.Seconds(), ws[len(ws)-1].To.Seconds()
@@ -218,15 +220,15 @@ func drawTimeline(c draw.Canvas, ws []Window, names map[int]string) {
 	stages := stageTitle(ws, names)
 
 	tok := newPlot("Timeline"+stages, "", "output tok/s")
-	client := series(ws, t, func(w *Window) float64 { return w.OutputTokensPerSec })
-	server := series(ws, t, func(w *Window) float64 { return w.ServerTokensPerSec })
+	client := series(ws, t, func(w *correlate.Window) float64 { return w.OutputTokensPerSec })
+	server := series(ws, t, func(w *correlate.Window) float64 { return w.ServerTokensPerSec })
 	addLine(tok, "client (chunks received)", client, colour(0), false)
 	addLine(tok, "server (generation counter)", server, colour(1), true)
 	headroom(tok, maxY(client, server), 2)
 	tok.Y.Tick.Marker = niceTicks{}
 
 	kv := newPlot("", "", "KV cache usage (%)")
-	kvs := series(ws, t, func(w *Window) float64 { return w.KVUsagePerc })
+	kvs := series(ws, t, func(w *correlate.Window) float64 { return w.KVUsagePerc })
 	addLine(kv, "", kvs, colour(2), false)
 	kv.Y.Min, kv.Y.Max = 0, max(100, maxY(kvs))
 	if len(kvs) == 0 {
@@ -234,9 +236,9 @@ func drawTimeline(c draw.Canvas, ws []Window, names map[int]string) {
 	}
 
 	rq := newPlot("", "", "requests")
-	run := series(ws, t, func(w *Window) float64 { return w.Running })
-	wait := series(ws, t, func(w *Window) float64 { return w.Waiting })
-	fl := series(ws, t, func(w *Window) float64 { return w.InFlight })
+	run := series(ws, t, func(w *correlate.Window) float64 { return w.Running })
+	wait := series(ws, t, func(w *correlate.Window) float64 { return w.Waiting })
+	fl := series(ws, t, func(w *correlate.Window) float64 { return w.InFlight })
 	addLine(rq, "running (server)", run, colour(0), false)
 	addLine(rq, "waiting (server)", wait, colour(1), false)
 	addLine(rq, "in flight (client)", fl, grey(), true)
@@ -278,8 +280,8 @@ func drawTimeline(c draw.Canvas, ws []Window, names map[int]string) {
 
 // stageTitle names the stages and their spans for the timeline's title, so
 // no text has to fit between the stage boundary lines.
-func stageTitle(ws []Window, names map[int]string) string {
-	spans := stageSpans(ws)
+func stageTitle(ws []correlate.Window, names map[int]string) string {
+	spans := correlate.StageSpans(ws)
 	if len(spans) == 0 {
 		return ""
 	}
@@ -297,8 +299,8 @@ func stageTitle(ws []Window, names map[int]string) string {
 
 // stageLines draws a dotted vertical line where each stage after the
 // first begins.
-func stageLines(p *plot.Plot, ws []Window) {
-	spans := stageSpans(ws)
+func stageLines(p *plot.Plot, ws []correlate.Window) {
+	spans := correlate.StageSpans(ws)
 	keys := sortedKeys(spans)
 	if len(keys) < 2 {
 		return
@@ -318,13 +320,13 @@ func stageLines(p *plot.Plot, ws []Window) {
 // decayPlot scatters each window's output tok/s against its mean in-flight
 // context per stream, steady windows coloured by stage, and draws each
 // stage's fitted law scaled to its stream count.
-func decayPlot(ws []Window, names map[int]string, fits map[int]*DecodeFit) *plot.Plot {
+func decayPlot(ws []correlate.Window, names map[int]string, fits map[int]*correlate.DecodeFit) *plot.Plot {
 	p := newPlot("Throughput decay: output tok/s vs context in flight",
 		"context in flight (tokens: prompt + generated so far, summed over streams)", "output tok/s (client)")
-	ctx := func(w *Window) float64 { return w.ContextSum }
-	tps := func(w *Window) float64 { return w.OutputTokensPerSec }
-	var other []Window
-	byStage := map[int][]Window{}
+	ctx := func(w *correlate.Window) float64 { return w.ContextSum }
+	tps := func(w *correlate.Window) float64 { return w.OutputTokensPerSec }
+	var other []correlate.Window
+	byStage := map[int][]correlate.Window{}
 	for _, w := range ws {
 		if w.InFlight <= 0 {
 			continue
@@ -389,7 +391,7 @@ func decayPlot(ws []Window, names map[int]string, fits map[int]*DecodeFit) *plot
 
 // xRange returns the smallest and largest context in flight over the
 // windows with something in flight.
-func xRange(ws []Window) (lo, hi float64) {
+func xRange(ws []correlate.Window) (lo, hi float64) {
 	lo = math.Inf(1)
 	for _, w := range ws {
 		if w.InFlight > 0 && w.ContextSum > 0 {

@@ -1,6 +1,10 @@
 package report
 
-import "time"
+import (
+	"time"
+
+	"github.com/servebench/servebench/report/correlate"
+)
 
 // SummarySchema is the version of the summary.json contract. It changes only
 // when a field changes meaning or is removed; new fields may appear.
@@ -26,7 +30,7 @@ type Summary struct {
 
 	// Correlation joins the requests with the server's scraped metrics on
 	// one timeline; nil when no request was sent.
-	Correlation *Correlation `json:"correlation,omitempty"`
+	Correlation *correlate.Correlation `json:"correlation,omitempty"`
 }
 
 // Stage summarises the non-warmup requests of one load stage (or of the

@@ -33,10 +33,10 @@ its "verdict", a Markdown snippet for a pull-request comment, or JUnit XML
 junit.xml and verdict.md there.
 
 Examples:
-  bench check results/gate-20261122-030000
-  bench check results/gate-20261122-030000 --budgets scenarios/release-gate.yaml
+  bench check runs/gate-20261122-030000
+  bench check runs/gate-20261122-030000 --budgets scenarios/release-gate.yaml
   bench check hostA/results.jsonl hostB/results.jsonl --budgets gate.yaml --format junit > junit.xml
-  bench check results/nightly --budgets gate.yaml --format markdown > comment.md
+  bench check runs/nightly --budgets gate.yaml --format markdown > comment.md
 `
 
 // errBudget marks a run or check that completed but missed a budget

@@ -93,7 +93,7 @@ Commands:
 Examples:
   bench run scenarios/quickstart.yaml             # against the built-in simulator, no server needed
   bench run my.yaml --target http://127.0.0.1:8000 --set load.stages[0].concurrency=32
-  bench report results/quickstart-*/results.jsonl --format json
+  bench report runs/quickstart-*/results.jsonl --format json
   bench sim --preset gpt-oss-120b-h100        # serve the simulator for another client
 
 Exit codes: 0 ok, 1 run failed, 2 usage or scenario error, 3 budget missed, 130 interrupted.

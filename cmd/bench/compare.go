@@ -35,9 +35,9 @@ itl_ms, tpot_ms, e2e_ms (with .p50, .p90, .p95, .p99, .p99_9, .mean or
 .max), output_tokens_per_s, requests_per_s, error_rate.
 
 Examples:
-  bench compare results/v0.11.1 results/v0.11.2
+  bench compare runs/v0.11.1 runs/v0.11.2
   bench compare base/results.jsonl new/results.jsonl --max-regression ttft_ms.p99=10% --max-regression itl_ms.p50=5%
-  bench compare results/main results/pr --max-regression closed-8:tpot_ms.p50=3% --max-regression output_tokens_per_s=5%
+  bench compare runs/main runs/pr --max-regression closed-8:tpot_ms.p50=3% --max-regression output_tokens_per_s=5%
 `
 
 func compareCmd(ctx context.Context, e env, args []string) error {

@@ -26,8 +26,8 @@ It writes into DIR (default: the directory of the first results file):
                      errors and the resolved scenario
 
 Examples:
-  bench plot results/quickstart-20261122-030000
-  bench plot results/decay/results.jsonl --out /tmp/decay-plots
+  bench plot runs/quickstart-20261122-030000
+  bench plot runs/decay/results.jsonl --out /tmp/decay-plots
   bench plot hostA/results.jsonl hostB/results.jsonl --out merged
 `
 

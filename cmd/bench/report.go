@@ -17,8 +17,8 @@ load-generating machines, are merged into one summary. The JSON output is
 byte for byte the summary.json that 'bench run' wrote.
 
 Examples:
-  bench report results/quickstart-20261122-030000/results.jsonl
-  bench report results/quickstart-20261122-030000 --format json > summary.json
+  bench report runs/quickstart-20261122-030000/results.jsonl
+  bench report runs/quickstart-20261122-030000 --format json > summary.json
   bench report hostA/results.jsonl hostB/results.jsonl
 `
 

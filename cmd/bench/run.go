@@ -42,7 +42,7 @@ summary from them.
 
 Examples:
   bench run scenarios/quickstart.yaml
-  bench run scenarios/quickstart.yaml --out results/try1
+  bench run scenarios/quickstart.yaml --out runs/try1
   bench run my.yaml --target http://127.0.0.1:8000 --set load.stages[0].concurrency=64
   bench run my.yaml --set prompts.input_tokens.value=4096 --set request.max_tokens=256
   bench run scenarios/release-gate.yaml --target http://127.0.0.1:8000   # exit 3 if a budget is missed
@@ -51,7 +51,7 @@ Examples:
 func runCmd(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "run", runUsage)
 	target := fs.String("target", "", "override target.url (http://HOST:PORT or sim://PRESET)")
-	outDir := fs.String("out", "", "output directory (default results/NAME-YYYYMMDD-HHMMSS)")
+	outDir := fs.String("out", "", "output directory (default runs/NAME-YYYYMMDD-HHMMSS)")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	var sets multiFlag
 	fs.Var(&sets, "set", "override a scenario field, `path=value` (repeatable), e.g. load.stages[0].rate=20")
@@ -72,7 +72,7 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	}
 	dir := *outDir
 	if dir == "" {
-		dir = filepath.Join("results", fmt.Sprintf("%s-%s", safeName(sc.Name), time.Now().Format("20060102-150405")))
+		dir = filepath.Join("runs", fmt.Sprintf("%s-%s", safeName(sc.Name), time.Now().Format("20060102-150405")))
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("run: %w", err)

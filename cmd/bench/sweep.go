@@ -51,15 +51,15 @@ failed, 2 bad scenario or flags, 3 no value met the budgets, 130
 interrupted (the outputs so far are written; --resume continues).
 
 Examples:
-  bench sweep scenarios/mnbt-sweep.yaml --out results/mnbt
+  bench sweep scenarios/mnbt-sweep.yaml --out runs/mnbt
   bench sweep scenarios/mnbt-sweep.yaml --dry-run
-  bench sweep scenarios/mnbt-sweep.yaml --out results/mnbt --resume
+  bench sweep scenarios/mnbt-sweep.yaml --out runs/mnbt --resume
   bench sweep vllm-sweep.yaml --set 'sweep.parameters.max_num_batched_tokens=[2048, 8192]'
 `
 
 func sweepCmd(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "sweep", sweepUsage)
-	outDir := fs.String("out", "", "output directory (default results/NAME[-sweep]-YYYYMMDD-HHMMSS)")
+	outDir := fs.String("out", "", "output directory (default runs/NAME[-sweep]-YYYYMMDD-HHMMSS)")
 	dryRun := fs.Bool("dry-run", false, "print each run's directory, target and server command, and run nothing")
 	resume := fs.Bool("resume", false, "skip runs whose directory under --out already holds a summary.json")
 	quiet := fs.Bool("quiet", false, "no per-run progress output")
@@ -94,7 +94,7 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 		if !strings.Contains(name, "sweep") {
 			name += "-sweep"
 		}
-		dir = filepath.Join("results", name+"-"+time.Now().Format("20060102-150405"))
+		dir = filepath.Join("runs", name+"-"+time.Now().Format("20060102-150405"))
 	}
 	if *dryRun {
 		return plan.DryRun(e.stdout, dir, *resume)

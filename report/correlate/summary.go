@@ -1,10 +1,11 @@
-package report
+package correlate
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -132,11 +133,28 @@ type StageCorrelation struct {
 
 	// Verdict is "saturated" (waiting grew by at least one request while
 	// throughput stayed within ±10 %), "queueing" (requests waited, but not
-	// both conditions), "not saturated" (nothing waited) or "unknown" (no
-	// waiting metric); VerdictReason says why with the numbers.
+	// both conditions), "not saturated" (nothing waited, or only briefly)
+	// or "unknown" (no waiting metric); VerdictReason says why with the
+	// numbers (package report writes it).
 	Verdict       string `json:"verdict"`
 	VerdictReason string `json:"verdict_reason"`
+
+	// The figures the verdict rests on, beyond the waiting counts above:
+	// windows that know the waiting count, windows with requests waiting,
+	// and the relative change of output tok/s across the latter (NaN when
+	// unknown).
+	WaitingWindows   int     `json:"-"`
+	QueuedWindows    int     `json:"-"`
+	ThroughputChange float64 `json:"-"`
 }
+
+// Stage verdicts.
+const (
+	VerdictSaturated    = "saturated"
+	VerdictQueueing     = "queueing"
+	VerdictNotSaturated = "not saturated"
+	VerdictUnknown      = "unknown"
+)
 
 // KVPoint is the mean throughput of the windows near one KV-usage level.
 type KVPoint struct {
@@ -213,11 +231,7 @@ func (c *Correlator) Correlation(names map[int]string) *Correlation {
 	}
 	affected := c.affected(ws)
 
-	stageIdx := map[int]bool{}
-	for _, q := range c.reqs {
-		stageIdx[q.stage] = true
-	}
-	for _, i := range sortedKeys(stageIdx) {
+	for _, i := range sortedKeys(c.stages) {
 		name := names[i]
 		if name == "" {
 			name = fmt.Sprintf("stage-%d", i)
@@ -235,7 +249,6 @@ func (c *Correlator) Correlation(names map[int]string) *Correlation {
 		sc.AffectedSeqs = seqs
 		out.Stages = append(out.Stages, sc)
 	}
-	out.Findings = findings(out)
 	return out
 }
 
@@ -501,20 +514,20 @@ func (c *Correlator) ttftWaiting(ws []Window) (ttft, waited map[int]float64) {
 	if !known {
 		return ttft, waited
 	}
-	for _, q := range c.reqs {
-		if q.warmup || !q.ok || q.first <= q.sent {
-			continue
-		}
-		d := (q.first - q.sent).Seconds()
+	for _, st := range sortedKeys(c.stages) {
+		b := c.stages[st]
+		total := b.total()[qTTFT]
+		cur := b.cursor()
 		var in float64
-		for j := windowAt(ws, q.sent); j < len(ws) && ws[j].From < q.first; j++ {
-			if ws[j].Waiting > 0 {
-				in += (min(q.first, ws[j].To) - max(q.sent, ws[j].From)).Seconds()
+		for _, w := range ws {
+			if w.Waiting > 0 {
+				steps, _ := cur.integrals(w.From, w.To)
+				in += steps[qTTFT]
 			}
 		}
-		ttft[q.stage] += d
-		ttft[-1] += d
-		waited[q.stage] += in
+		ttft[st] += total
+		ttft[-1] += total
+		waited[st] += in
 		waited[-1] += in
 	}
 	return ttft, waited
@@ -540,10 +553,7 @@ func (c *Correlator) affected(ws []Window) map[int][]uint64 {
 	if len(pre) == 0 {
 		return out
 	}
-	for _, q := range c.reqs {
-		if q.warmup {
-			continue
-		}
+	for _, q := range c.stalls {
 	spans:
 		for _, s := range q.spans {
 			for j := windowAt(pre, s.from); j < len(pre) && pre[j].From < s.to; j++ {
@@ -564,7 +574,8 @@ func (c *Correlator) affected(ws []Window) map[int][]uint64 {
 // verdict decides whether the stage saturated the server: waiting grew by
 // at least one request from its first N windows to its last N, while the
 // client's output tok/s over the windows with requests waiting stayed
-// within ±10 % (first half against second half).
+// within ±10 % (first half against second half). It records the figures
+// the decision rests on; package report states them in VerdictReason.
 func verdict(sc *StageCorrelation, ws []Window) {
 	var waiting []float64
 	for _, w := range ws {
@@ -572,8 +583,10 @@ func verdict(sc *StageCorrelation, ws []Window) {
 			waiting = append(waiting, w.Waiting)
 		}
 	}
+	sc.WaitingWindows = len(waiting)
+	sc.ThroughputChange = math.NaN()
 	if len(waiting) == 0 {
-		sc.Verdict, sc.VerdictReason = "unknown", "the server exports no waiting-requests metric"
+		sc.Verdict = VerdictUnknown
 		return
 	}
 	n := edgeCount(len(waiting))
@@ -581,7 +594,7 @@ func verdict(sc *StageCorrelation, ws []Window) {
 	peak := slices.Max(waiting)
 	sc.WaitingStart, sc.WaitingEnd, sc.WaitingMax = ptrRound(start, 3), ptrRound(end, 3), ptrRound(peak, 3)
 	if peak == 0 {
-		sc.Verdict, sc.VerdictReason = "not saturated", "no request waited for admission"
+		sc.Verdict = VerdictNotSaturated
 		return
 	}
 	var queued []float64
@@ -590,34 +603,24 @@ func verdict(sc *StageCorrelation, ws []Window) {
 			queued = append(queued, w.OutputTokensPerSec)
 		}
 	}
+	sc.QueuedWindows = len(queued)
 	if 4*len(queued) < len(waiting) {
-		sc.Verdict = "not saturated"
-		sc.VerdictReason = fmt.Sprintf("requests waited only briefly (in %d of %d windows, at most %s)", len(queued), len(waiting), num(peak))
+		sc.Verdict = VerdictNotSaturated
 		return
 	}
-	grows := end-start >= 1
-	change := math.NaN()
 	if len(queued) >= 2 {
 		h := len(queued) / 2
 		if first := mean(queued[:h]); first > 0 {
-			change = mean(queued[h:])/first - 1
+			sc.ThroughputChange = mean(queued[h:])/first - 1
 		}
 	}
-	flat := !math.IsNaN(change) && math.Abs(change) <= 0.10
+	grows := end-start >= 1
+	flat := !math.IsNaN(sc.ThroughputChange) && math.Abs(sc.ThroughputChange) <= 0.10
 	switch {
 	case grows && flat:
-		sc.Verdict = "saturated"
-		sc.VerdictReason = fmt.Sprintf("waiting grew from %s to %s requests while output tok/s changed %s across the windows with requests waiting",
-			num(start), num(end), signedPct(change))
-	case grows:
-		sc.Verdict = "queueing"
-		sc.VerdictReason = fmt.Sprintf("waiting grew from %s to %s requests, but output tok/s was not flat", num(start), num(end))
-		if !math.IsNaN(change) {
-			sc.VerdictReason += " (" + signedPct(change) + ")"
-		}
+		sc.Verdict = VerdictSaturated
 	default:
-		sc.Verdict = "queueing"
-		sc.VerdictReason = fmt.Sprintf("up to %s requests waited, but the queue did not grow (%s at the start, %s at the end)", num(peak), num(start), num(end))
+		sc.Verdict = VerdictQueueing
 	}
 }
 
@@ -634,139 +637,8 @@ func ptrRound(v float64, digits int) *float64 {
 	return &r
 }
 
-// findings states the correlation in sentences, most telling first.
-func findings(c *Correlation) []string {
-	var out []string
-	if !c.Aligned {
-		out = append(out, "No server metrics were scraped: the timeline holds client-side figures only.")
-	}
-	for _, st := range c.Stages {
-		if st.Start == nil || st.End == nil || st.Drop == nil || st.SteadyWindows < 2 {
-			continue
-		}
-		s := fmt.Sprintf("Stage %q: output throughput went from %s to %s tok/s (%s) with %s streams, as the context in flight went from %s to %s tokens",
-			st.Name, num(st.Start.TokensPerSec), num(st.End.TokensPerSec), signedPct(-*st.Drop), num(st.Streams),
-			num(st.Start.ContextTokens), num(st.End.ContextTokens))
-		if st.Start.KVUsagePerc != nil && st.End.KVUsagePerc != nil {
-			s += fmt.Sprintf(" and KV-cache usage from %.1f %% to %.1f %%", *st.Start.KVUsagePerc, *st.End.KVUsagePerc)
-		}
-		out = append(out, s+".")
-		if len(st.ByKVUsage) >= 3 {
-			parts := make([]string, len(st.ByKVUsage))
-			for i, p := range st.ByKVUsage {
-				parts[i] = fmt.Sprintf("%.0f %% → %s", p.KVUsagePerc, num(p.TokensPerSec))
-			}
-			out = append(out, fmt.Sprintf("Stage %q output tok/s by KV-cache usage: %s.", st.Name, strings.Join(parts, ", ")))
-		}
-	}
-	if f := c.Fit; f != nil {
-		s := fmt.Sprintf("Decode time per token per stream ≈ %.2f ms + %.3f ms per 1,000 tokens of context (R² = %.3f over %d windows)",
-			f.InterceptMS, f.SlopeNSPerToken/1e3, f.R2, f.Windows)
-		if f.R2 >= 0.9 && f.SlopeNSPerToken > 0 {
-			s += ": decoding is memory-bound, each token costs more as the context grows."
-		} else {
-			s += ": context length explains little of the throughput here."
-		}
-		out = append(out, s)
-	}
-	if c.RKVUsage != nil || c.RContext != nil {
-		var parts []string
-		if c.RKVUsage != nil {
-			parts = append(parts, fmt.Sprintf("with KV-cache usage at r = %.2f", *c.RKVUsage))
-		}
-		if c.RContext != nil {
-			parts = append(parts, fmt.Sprintf("with in-flight context at r = %.2f", *c.RContext))
-		}
-		out = append(out, "Output tok/s correlates "+strings.Join(parts, " and ")+" (steady windows).")
-	}
-	if x := c.CrossCheck; x != nil {
-		if x.Flagged {
-			out = append(out, fmt.Sprintf("Client and server disagree on the output token rate by %s (client %s tok/s, server %s tok/s): the client may be a bottleneck, or the server is serving other clients.",
-				pct(x.Difference), num(x.ClientTokensPerSec), num(x.ServerTokensPerSec)))
-		} else {
-			out = append(out, fmt.Sprintf("Client and server agree on the output token rate within %s (client %s tok/s, server %s tok/s).",
-				pct(math.Abs(x.Difference)), num(x.ClientTokensPerSec), num(x.ServerTokensPerSec)))
-		}
-	}
-	if c.TTFTWaitingShare != nil && *c.TTFTWaitingShare > 0 {
-		out = append(out, fmt.Sprintf("%s of time to first token was spent while the server had requests waiting for admission.",
-			pct(*c.TTFTWaitingShare)))
-	}
-	if c.Preemptions != nil && *c.Preemptions > 0 {
-		s := fmt.Sprintf("The server preempted %s times", num(*c.Preemptions))
-		var per []string
-		for _, st := range c.Stages {
-			if st.Preemptions != nil && *st.Preemptions > 0 {
-				per = append(per, fmt.Sprintf("%s in %q", num(*st.Preemptions), st.Name))
-			}
-		}
-		if len(per) > 0 {
-			s += " (" + strings.Join(per, ", ") + ")"
-		}
-		s += fmt.Sprintf("; %d requests had their worst inter-token gaps in a window with a preemption", c.PreemptedRequests)
-		var seqs []string
-		for _, st := range c.Stages {
-			for _, q := range st.AffectedSeqs {
-				if len(seqs) < 10 {
-					seqs = append(seqs, fmt.Sprint(q))
-				}
-			}
-		}
-		if len(seqs) > 0 {
-			s += ": seq " + strings.Join(seqs, ", ")
-			if c.PreemptedRequests > len(seqs) {
-				s += ", …"
-			}
-		}
-		out = append(out, s+".")
-	}
-	for _, st := range c.Stages {
-		switch st.Verdict {
-		case "saturated", "queueing":
-			out = append(out, fmt.Sprintf("Stage %q is %s: %s.", st.Name, st.Verdict, st.VerdictReason))
-		}
-	}
-	return out
-}
-
-// num formats a figure for a sentence: thousands separated, one decimal
-// below 100.
-func num(v float64) string {
-	if math.Abs(v) < 100 && v != math.Trunc(v) {
-		return fmt.Sprintf("%.1f", v)
-	}
-	s := fmt.Sprintf("%.0f", math.Abs(v))
-	var b strings.Builder
-	if v < 0 {
-		b.WriteByte('-')
-	}
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// pct formats a fraction as a percentage, with a minus sign when negative.
-func pct(f float64) string {
-	if f < 0 {
-		return fmt.Sprintf("−%.1f %%", -100*f)
-	}
-	return fmt.Sprintf("%.1f %%", 100*f)
-}
-
-// signedPct formats a change as a signed percentage.
-func signedPct(f float64) string {
-	if f > 0 {
-		return "+" + pct(f)
-	}
-	return pct(f)
-}
-
-// stageSpans returns each stage's first and last window bounds, for plots.
-func stageSpans(ws []Window) map[int][2]time.Duration {
+// StageSpans returns each stage's first and last window bounds, for plots.
+func StageSpans(ws []Window) map[int][2]time.Duration {
 	out := map[int][2]time.Duration{}
 	for _, w := range ws {
 		if w.Stage < 0 {
@@ -780,4 +652,13 @@ func stageSpans(ws []Window) map[int][2]time.Duration {
 		out[w.Stage] = s
 	}
 	return out
+}
+
+func round(x float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(x*p) / p
+}
+
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	return slices.Sorted(maps.Keys(m))
 }

@@ -1,4 +1,4 @@
-package report
+package correlate
 
 import (
 	"github.com/servebench/servebench/results"
@@ -33,32 +33,29 @@ const (
 )
 
 // Correlator joins request records and scrape samples on one timeline.
-// It keeps what each request needs for the timeline (send, first and last
-// token, end, chunk arrival times and token counts), so its memory grows
-// with the number of chunks. Add order does not matter: everything is
-// sorted when Correlation or Windows is called. A Correlator is not safe
-// for concurrent use.
+// It bins what each request contributes (in flight, decoding, context,
+// waiting for a first token, tokens received) into fine time bins as the
+// record arrives, and keeps only the few chunk gaps of a request that
+// stalled, so its memory grows with the run's duration and its scrapes,
+// not with its requests or tokens. Add order does not matter. A
+// Correlator is not safe for concurrent use.
 type Correlator struct {
 	interval time.Duration // scrape interval from the first header that states one; 0 if unknown
 	scenario json.RawMessage
-	reqs     []corrRequest
+	stages   map[int]*bins
+	stalls   []stall // measured requests whose chunk gaps include a stall
 	samples  []results.Sample
+	sent     bool          // a request was sent
+	lo, hi   time.Duration // earliest send and latest end of a sent request
+	gaps     []time.Duration
 }
 
-// corrRequest is what the correlator keeps of one sent request.
-type corrRequest struct {
-	seq    uint64
-	stage  int
-	warmup bool
-	ok     bool
-	sent   time.Duration
-	first  time.Duration // 0 when no token arrived
-	last   time.Duration
-	end    time.Duration
-	prompt float64         // prompt tokens (from usage, else the intended input length)
-	chunks []time.Duration // arrival offsets from sent
-	tokens []float32       // tokens per chunk, len(chunks)
-	spans  []span          // absolute chunk gaps at or above the request's p99 gap
+// stall is a measured request's worst chunk gaps, for preemption
+// attribution.
+type stall struct {
+	seq   uint64
+	stage int
+	spans []span
 }
 
 // span is a time interval [from, to] on the run's clock.
@@ -66,12 +63,12 @@ type span struct{ from, to time.Duration }
 
 func (s span) overlaps(from, to time.Duration) bool { return s.from < to && s.to > from }
 
-// NewCorrelator returns an empty Correlator.
-func NewCorrelator() *Correlator { return &Correlator{} }
+// New returns an empty Correlator.
+func New() *Correlator { return &Correlator{stages: map[int]*bins{}} }
 
-// AddHeader reads the scrape interval (scenario.scrape.interval) from a
-// results file's resolved scenario and keeps the first scenario for the
-// HTML report. With several files, the shortest interval wins.
+// AddHeader reads the scrape interval from a results file's resolved
+// scenario and keeps the first scenario for the HTML report. With several
+// files, the shortest interval wins.
 func (c *Correlator) AddHeader(h *results.Header) {
 	if len(h.Scenario) == 0 {
 		return
@@ -94,59 +91,76 @@ func (c *Correlator) Scenario() json.RawMessage { return c.scenario }
 // AddResult records one request. Requests never sent (dropped) are
 // ignored; every other request, warmup included, counts on the timeline,
 // since the server did its work whatever the outcome. r is not retained.
+//
+// A request is in flight from Sent to End. A stream decodes from its first
+// token to its end, and its context is its prompt (from usage, else the
+// intended input length) plus the tokens received so far, each chunk
+// carrying r.ChunkTokensAt(i) tokens. The time to first token of a
+// measured (not warmup) ok request counts for the TTFT-while-waiting
+// share.
 func (c *Correlator) AddResult(r *results.Result) {
 	if r.Sent == 0 || r.Outcome == results.Dropped {
 		return
 	}
-	q := corrRequest{seq: r.Seq, stage: r.Stage, warmup: r.Warmup, ok: r.Outcome == results.OK,
-		sent: r.Sent, first: r.FirstToken, last: r.LastToken, end: r.End,
-		prompt: float64(r.PromptTokens), chunks: slices.Clone(r.ChunkTimes)}
-	if q.prompt == 0 {
-		q.prompt = float64(r.InputTokens)
+	s := c.stages[r.Stage]
+	if s == nil {
+		s = &bins{}
+		c.stages[r.Stage] = s
 	}
-	if len(q.chunks) > 0 {
-		if q.first == 0 {
-			q.first = r.Sent + q.chunks[0]
+	chunks := r.ChunkTimes
+	n := len(chunks)
+	first, last, end := r.FirstToken, r.LastToken, r.End
+	if n > 0 {
+		if first == 0 {
+			first = r.Sent + chunks[0]
 		}
-		if q.last == 0 {
-			q.last = r.Sent + q.chunks[len(q.chunks)-1]
-		}
-	}
-	if q.end == 0 {
-		q.end = max(q.last, q.sent)
-	}
-	q.tokens = chunkTokens(r)
-	q.spans = p99Spans(r.Sent, q.chunks)
-	c.reqs = append(c.reqs, q)
-}
-
-// chunkTokens returns the tokens of each token-bearing chunk: ChunkTokens
-// when recorded, else the split Result.AppendITLs assumes (the first chunk
-// holds the first token, the other OutputTokens − 1 spread evenly over the
-// later chunks). Without a token count each chunk counts as one token.
-func chunkTokens(r *results.Result) []float32 {
-	n := len(r.ChunkTimes)
-	out := make([]float32, n)
-	switch {
-	case n == 0:
-	case len(r.ChunkTokens) == n:
-		for i, k := range r.ChunkTokens {
-			out[i] = float32(k)
-		}
-	case r.OutputTokens <= 0:
-		for i := range out {
-			out[i] = 1
-		}
-	case n == 1:
-		out[0] = float32(r.OutputTokens)
-	default:
-		out[0] = 1
-		rest := max(r.OutputTokens-1, 0)
-		for i := 1; i < n; i++ {
-			out[i] = float32(i*rest/(n-1) - (i-1)*rest/(n-1))
+		if last == 0 {
+			last = r.Sent + chunks[n-1]
 		}
 	}
-	return out
+	if end == 0 {
+		end = max(last, r.Sent)
+	}
+	if !c.sent || r.Sent < c.lo {
+		c.lo = r.Sent
+	}
+	if !c.sent || end > c.hi {
+		c.hi = end
+	}
+	c.sent = true
+	s.step(qFlight, r.Sent, 1)
+	s.step(qFlight, end, -1)
+	if !r.Warmup && r.Outcome == results.OK && first > r.Sent {
+		s.step(qTTFT, r.Sent, 1)
+		s.step(qTTFT, first, -1)
+	}
+	if n == 0 {
+		return // never streamed: no context in the KV cache to count
+	}
+	prompt := float64(r.PromptTokens)
+	if prompt == 0 {
+		prompt = float64(r.InputTokens)
+	}
+	start := min(first, r.Sent+chunks[0])
+	stop := max(end, r.Sent+chunks[n-1])
+	s.step(qDec, start, 1)
+	s.step(qCtx, start, prompt)
+	total := 0.0
+	for i, d := range chunks {
+		k := float64(r.ChunkTokensAt(i))
+		total += k
+		s.step(qCtx, r.Sent+d, k)
+		s.point(r.Sent+d, k)
+	}
+	s.step(qDec, stop, -1)
+	s.step(qCtx, stop, -(prompt + total))
+	if !r.Warmup {
+		var spans []span
+		spans, c.gaps = p99Spans(r.Sent, chunks, c.gaps)
+		if len(spans) > 0 {
+			c.stalls = append(c.stalls, stall{seq: r.Seq, stage: r.Stage, spans: spans})
+		}
+	}
 }
 
 // p99Spans returns the absolute intervals of the request's stalls at its
@@ -156,29 +170,30 @@ func chunkTokens(r *results.Result) []float32 {
 // second or more: without it, every request streaming during a window with
 // a preemption would count as affected, while a preempted request shows a
 // gap of a recompute, many times its usual one.
-func p99Spans(sent time.Duration, chunks []time.Duration) []span {
+//
+// buf is scratch space; the grown buffer is returned for reuse.
+func p99Spans(sent time.Duration, chunks, buf []time.Duration) ([]span, []time.Duration) {
 	if len(chunks) < 2 {
-		return nil
+		return nil, buf
 	}
-	gaps := make([]time.Duration, len(chunks)-1)
+	sorted := buf[:0]
 	for i := 1; i < len(chunks); i++ {
-		gaps[i-1] = chunks[i] - chunks[i-1]
+		sorted = append(sorted, chunks[i]-chunks[i-1])
 	}
-	sorted := slices.Clone(gaps)
 	slices.Sort(sorted)
 	idx := int(math.Ceil(0.99*float64(len(sorted)))) - 1
 	threshold := max(sorted[max(idx, 0)], stallFactor*sorted[len(sorted)/2])
 	var out []span
-	for i, g := range gaps {
-		if g >= threshold && g > 0 {
-			out = append(out, span{sent + chunks[i], sent + chunks[i+1]})
+	for i := 1; i < len(chunks); i++ {
+		if g := chunks[i] - chunks[i-1]; g >= threshold && g > 0 {
+			out = append(out, span{sent + chunks[i-1], sent + chunks[i]})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].to-out[i].from > out[j].to-out[j].from })
 	if len(out) > maxSpans {
 		out = out[:maxSpans]
 	}
-	return out
+	return slices.Clip(out), sorted
 }
 
 // AddSample records one scrape sample (offsets on the run's clock, as the
@@ -232,7 +247,7 @@ func (c *Correlator) Windows() []Window { return c.timeline().windows }
 
 func (c *Correlator) timeline() timeline {
 	var tl timeline
-	if len(c.reqs) == 0 {
+	if !c.sent {
 		return tl
 	}
 	samples := c.serverSamples(&tl)
@@ -247,7 +262,7 @@ func (c *Correlator) timeline() timeline {
 	if !tl.scraped {
 		tl.windows = c.fixedWindows(tl.nominal)
 	}
-	c.sweep(tl.windows)
+	c.fill(tl.windows)
 	markSteady(tl.windows)
 	return tl
 }
@@ -372,10 +387,7 @@ func serverWindow(s []results.Sample, ivs []results.Interval) Window {
 // fixedWindows covers the requests' span with windows of length d aligned
 // on the epoch, with no server figures.
 func (c *Correlator) fixedWindows(d time.Duration) []Window {
-	lo, hi := c.reqs[0].sent, c.reqs[0].end
-	for _, q := range c.reqs {
-		lo, hi = min(lo, q.sent), max(hi, q.end)
-	}
+	lo, hi := c.lo, c.hi
 	nan := math.NaN()
 	var out []Window
 	for t := lo / d * d; t < hi; t += d {
@@ -385,134 +397,47 @@ func (c *Correlator) fixedWindows(d time.Duration) []Window {
 	return out
 }
 
-// event is a change on the client's timeline.
-type event struct {
-	t      time.Duration
-	stage  int
-	flight int8    // +1 sent, −1 ended
-	dec    int8    // +1 first token (the stream becomes active), −1 end
-	ctx    float64 // change of the context in flight, tokens
-	tokens float64 // tokens received
-}
-
-// sweep integrates the client's timeline over the windows (sorted, not
+// fill integrates the client's timeline over the windows (sorted, not
 // overlapping): tokens received, requests in flight, streams decoding and
 // context in flight, and which stage each window belongs to.
-func (c *Correlator) sweep(ws []Window) {
+func (c *Correlator) fill(ws []Window) {
 	if len(ws) == 0 {
 		return
 	}
-	var ev []event
-	for _, q := range c.reqs {
-		ev = append(ev, event{t: q.sent, stage: q.stage, flight: 1}, event{t: q.end, stage: q.stage, flight: -1})
-		if len(q.chunks) == 0 {
-			continue // never streamed: no context in the KV cache to count
-		}
-		// A stream is active from its first token to its end; its context
-		// is its prompt plus the tokens received so far.
-		start := min(q.first, q.sent+q.chunks[0])
-		stop := max(q.end, q.sent+q.chunks[len(q.chunks)-1])
-		ev = append(ev, event{t: start, stage: q.stage, dec: 1, ctx: q.prompt})
-		total := 0.0
-		for i, d := range q.chunks {
-			k := float64(q.tokens[i])
-			total += k
-			ev = append(ev, event{t: q.sent + d, stage: q.stage, ctx: k, tokens: k})
-		}
-		ev = append(ev, event{t: stop, stage: q.stage, dec: -1, ctx: -(q.prompt + total)})
-	}
-	// At equal times, arrivals before departures: a zero-length stay adds
-	// nothing either way, and the state never goes negative.
-	slices.SortStableFunc(ev, func(a, b event) int {
-		if a.t != b.t {
-			return cmpDur(a.t, b.t)
-		}
-		return -(int(a.flight) + int(a.dec)) + (int(b.flight) + int(b.dec))
-	})
-	stageTime := make([]map[int]float64, len(ws))
-	flightInt := make([]float64, len(ws))
-	decInt := make([]float64, len(ws))
-	ctxInt := make([]float64, len(ws))
-	flightBy := map[int]int{}
-	var flight, dec int
-	var ctx float64
-	wi := 0
-	prev := ev[0].t
-	// integrate adds the constant state over [prev, t) to the windows it
-	// overlaps.
-	integrate := func(t time.Duration) {
-		if t <= prev || (flight == 0 && dec == 0) {
-			return
-		}
-		for j := windowAt(ws, prev); j < len(ws) && ws[j].From < t; j++ {
-			lo, hi := max(prev, ws[j].From), min(t, ws[j].To)
-			if hi <= lo {
-				continue
-			}
-			secs := (hi - lo).Seconds()
-			flightInt[j] += float64(flight) * secs
-			decInt[j] += float64(dec) * secs
-			ctxInt[j] += ctx * secs
-			for st, n := range flightBy {
-				if n > 0 {
-					if stageTime[j] == nil {
-						stageTime[j] = map[int]float64{}
-					}
-					stageTime[j][st] += float64(n) * secs
-				}
-			}
-		}
-	}
-	for _, e := range ev {
-		integrate(e.t)
-		prev = e.t
-		flight += int(e.flight)
-		dec += int(e.dec)
-		ctx += e.ctx
-		flightBy[e.stage] += int(e.flight)
-		if e.tokens > 0 {
-			for wi < len(ws) && ws[wi].To <= e.t {
-				wi++
-			}
-			if wi < len(ws) && ws[wi].From <= e.t {
-				ws[wi].OutputTokens += e.tokens
-			}
-		}
+	idx := sortedKeys(c.stages)
+	cursors := make([]*cursor, len(idx))
+	for i, st := range idx {
+		cursors[i] = c.stages[st].cursor()
 	}
 	for j := range ws {
 		w := &ws[j]
 		secs := w.Seconds()
-		w.OutputTokensPerSec = w.OutputTokens / secs
-		w.InFlight = flightInt[j] / secs
-		w.Decoding = decInt[j] / secs
-		w.ContextSum = ctxInt[j] / secs
-		if decInt[j] > 0 {
-			w.ContextMean = ctxInt[j] / decInt[j]
-		}
+		var flight, dec, ctx, best float64
 		w.Stage = -1
-		best := 0.0
-		for _, st := range sortedKeys(stageTime[j]) {
-			if v := stageTime[j][st]; v > best {
-				w.Stage, best = st, v
+		for i, st := range idx {
+			steps, tokens := cursors[i].integrals(w.From, w.To)
+			w.OutputTokens += tokens
+			flight += steps[qFlight]
+			dec += steps[qDec]
+			ctx += steps[qCtx]
+			if steps[qFlight] > best {
+				w.Stage, best = st, steps[qFlight]
 			}
 		}
-		w.Full = best > 0 && best >= stageShare*flightInt[j]
+		w.OutputTokensPerSec = w.OutputTokens / secs
+		w.InFlight = flight / secs
+		w.Decoding = dec / secs
+		w.ContextSum = ctx / secs
+		if dec > 0 {
+			w.ContextMean = ctx / dec
+		}
+		w.Full = best > 0 && best >= stageShare*flight
 	}
 }
 
 // windowAt returns the index of the first window ending after t.
 func windowAt(ws []Window, t time.Duration) int {
 	return sort.Search(len(ws), func(i int) bool { return ws[i].To > t })
-}
-
-func cmpDur(a, b time.Duration) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // markSteady flags the full windows whose mean number of decoding streams

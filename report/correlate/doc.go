@@ -1,0 +1,14 @@
+// Package correlate joins what the client saw with what the server
+// reported on one timeline, and says what that explains: the memory-bound
+// decode law, throughput against KV-cache usage, the client-versus-server
+// cross-check, TTFT spent behind a queue, preemption attribution, and
+// whether each stage saturated the server.
+//
+// It consumes request records (results.Result) and scrape samples
+// (results.Sample) in any order, from any number of files, through a
+// Correlator, which bins each request's contribution into fine time bins
+// as it arrives, so memory follows the run's duration, not its tokens. It
+// produces Windows (the timeline, cut at the scrape times) and a
+// Correlation, the "correlation" section of summary.json. Its figures are
+// data; package report writes the sentences that state them.
+package correlate

@@ -1,0 +1,186 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/servebench/servebench/report/correlate"
+)
+
+// findings states the correlation in sentences, most telling first.
+func findings(c *correlate.Correlation) []string {
+	var out []string
+	if !c.Aligned {
+		out = append(out, "No server metrics were scraped: the timeline holds client-side figures only.")
+	}
+	for _, st := range c.Stages {
+		if st.Start == nil || st.End == nil || st.Drop == nil || st.SteadyWindows < 2 {
+			continue
+		}
+		s := fmt.Sprintf("Stage %q: output throughput went from %s to %s tok/s (%s) with %s streams, as the context in flight went from %s to %s tokens",
+			st.Name, num(st.Start.TokensPerSec), num(st.End.TokensPerSec), signedPct(-*st.Drop), num(st.Streams),
+			num(st.Start.ContextTokens), num(st.End.ContextTokens))
+		if st.Start.KVUsagePerc != nil && st.End.KVUsagePerc != nil {
+			s += fmt.Sprintf(" and KV-cache usage from %.1f %% to %.1f %%", *st.Start.KVUsagePerc, *st.End.KVUsagePerc)
+		}
+		out = append(out, s+".")
+		if len(st.ByKVUsage) >= 3 {
+			parts := make([]string, len(st.ByKVUsage))
+			for i, p := range st.ByKVUsage {
+				parts[i] = fmt.Sprintf("%.0f %% → %s", p.KVUsagePerc, num(p.TokensPerSec))
+			}
+			out = append(out, fmt.Sprintf("Stage %q output tok/s by KV-cache usage: %s.", st.Name, strings.Join(parts, ", ")))
+		}
+	}
+	if f := c.Fit; f != nil {
+		s := fmt.Sprintf("Decode time per token per stream ≈ %.2f ms + %.3f ms per 1,000 tokens of context (R² = %.3f over %d windows)",
+			f.InterceptMS, f.SlopeNSPerToken/1e3, f.R2, f.Windows)
+		if f.R2 >= 0.9 && f.SlopeNSPerToken > 0 {
+			s += ": decoding is memory-bound, each token costs more as the context grows."
+		} else {
+			s += ": context length explains little of the throughput here."
+		}
+		out = append(out, s)
+	}
+	if c.RKVUsage != nil || c.RContext != nil {
+		var parts []string
+		if c.RKVUsage != nil {
+			parts = append(parts, fmt.Sprintf("with KV-cache usage at r = %.2f", *c.RKVUsage))
+		}
+		if c.RContext != nil {
+			parts = append(parts, fmt.Sprintf("with in-flight context at r = %.2f", *c.RContext))
+		}
+		out = append(out, "Output tok/s correlates "+strings.Join(parts, " and ")+" (steady windows).")
+	}
+	if x := c.CrossCheck; x != nil {
+		if x.Flagged {
+			out = append(out, fmt.Sprintf("Client and server disagree on the output token rate by %s (client %s tok/s, server %s tok/s): the client may be a bottleneck, or the server is serving other clients.",
+				pct(x.Difference), num(x.ClientTokensPerSec), num(x.ServerTokensPerSec)))
+		} else {
+			out = append(out, fmt.Sprintf("Client and server agree on the output token rate within %s (client %s tok/s, server %s tok/s).",
+				pct(math.Abs(x.Difference)), num(x.ClientTokensPerSec), num(x.ServerTokensPerSec)))
+		}
+	}
+	if c.TTFTWaitingShare != nil && *c.TTFTWaitingShare > 0 {
+		out = append(out, fmt.Sprintf("%s of time to first token was spent while the server had requests waiting for admission.",
+			pct(*c.TTFTWaitingShare)))
+	}
+	if c.Preemptions != nil && *c.Preemptions > 0 {
+		s := fmt.Sprintf("The server preempted %s times", num(*c.Preemptions))
+		var per []string
+		for _, st := range c.Stages {
+			if st.Preemptions != nil && *st.Preemptions > 0 {
+				per = append(per, fmt.Sprintf("%s in %q", num(*st.Preemptions), st.Name))
+			}
+		}
+		if len(per) > 0 {
+			s += " (" + strings.Join(per, ", ") + ")"
+		}
+		s += fmt.Sprintf("; %d requests had their worst inter-token gaps in a window with a preemption", c.PreemptedRequests)
+		var seqs []string
+		for _, st := range c.Stages {
+			for _, q := range st.AffectedSeqs {
+				if len(seqs) < 10 {
+					seqs = append(seqs, fmt.Sprint(q))
+				}
+			}
+		}
+		if len(seqs) > 0 {
+			s += ": seq " + strings.Join(seqs, ", ")
+			if c.PreemptedRequests > len(seqs) {
+				s += ", …"
+			}
+		}
+		out = append(out, s+".")
+	}
+	for _, st := range c.Stages {
+		switch st.Verdict {
+		case "saturated", "queueing":
+			out = append(out, fmt.Sprintf("Stage %q is %s: %s.", st.Name, st.Verdict, st.VerdictReason))
+		}
+	}
+	return out
+}
+
+// num formats a figure for a sentence: thousands separated, one decimal
+// below 100.
+func num(v float64) string {
+	if math.Abs(v) < 100 && v != math.Trunc(v) {
+		return fmt.Sprintf("%.1f", v)
+	}
+	s := fmt.Sprintf("%.0f", math.Abs(v))
+	var b strings.Builder
+	if v < 0 {
+		b.WriteByte('-')
+	}
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// pct formats a fraction as a percentage, with a minus sign when negative.
+func pct(f float64) string {
+	if f < 0 {
+		return fmt.Sprintf("−%.1f %%", -100*f)
+	}
+	return fmt.Sprintf("%.1f %%", 100*f)
+}
+
+// signedPct formats a change as a signed percentage.
+func signedPct(f float64) string {
+	if f > 0 {
+		return "+" + pct(f)
+	}
+	return pct(f)
+}
+
+// verdictReason states why a stage got its saturation verdict, with the
+// numbers.
+func verdictReason(sc *correlate.StageCorrelation) string {
+	start, end, peak := deref(sc.WaitingStart), deref(sc.WaitingEnd), deref(sc.WaitingMax)
+	change := sc.ThroughputChange
+	switch sc.Verdict {
+	case correlate.VerdictUnknown:
+		return "the server exports no waiting-requests metric"
+	case correlate.VerdictNotSaturated:
+		if peak == 0 {
+			return "no request waited for admission"
+		}
+		return fmt.Sprintf("requests waited only briefly (in %d of %d windows, at most %s)", sc.QueuedWindows, sc.WaitingWindows, num(peak))
+	case correlate.VerdictSaturated:
+		return fmt.Sprintf("waiting grew from %s to %s requests while output tok/s changed %s across the windows with requests waiting",
+			num(start), num(end), signedPct(change))
+	}
+	if end-start >= 1 {
+		s := fmt.Sprintf("waiting grew from %s to %s requests, but output tok/s was not flat", num(start), num(end))
+		if !math.IsNaN(change) {
+			s += " (" + signedPct(change) + ")"
+		}
+		return s
+	}
+	return fmt.Sprintf("up to %s requests waited, but the queue did not grow (%s at the start, %s at the end)", num(peak), num(start), num(end))
+}
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// explain writes the sentences of a correlation: each stage's verdict
+// reason and the findings.
+func explain(c *correlate.Correlation) {
+	if c == nil {
+		return
+	}
+	for i := range c.Stages {
+		c.Stages[i].VerdictReason = verdictReason(&c.Stages[i])
+	}
+	c.Findings = findings(c)
+}
