@@ -1,16 +1,14 @@
 package report
 
 import (
-	"github.com/servebench/servebench/report/correlate"
-
-	"github.com/servebench/servebench/results"
-
 	"fmt"
 	"math"
-	"sort"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/servebench/servebench/report/correlate"
+	"github.com/servebench/servebench/results"
 )
 
 // Histogram range: 1 µs to 1 hour at 3 significant digits (≤ 0.1 % error).
@@ -20,63 +18,49 @@ const (
 	histSigFigs = 3
 )
 
-// metric names, in the order writers show them.
-const (
-	mTTFT = iota
-	mTTFTSched
-	mTTFC
-	mITL
-	mITLChunk
-	mTPOT
-	mE2E
-	mE2ESched
-	mLag
-	numMetrics
-)
-
 // scheduleLagWarnMS is the p99 schedule lag above which a stage is flagged:
 // the harness, not the server, delayed requests.
 const scheduleLagWarnMS = 10
 
-// stageAgg accumulates one stage (or the whole run).
-type stageAgg struct {
-	req       Requests
-	errors    map[string]int64
-	hist      [numMetrics]*hdrhistogram.Histogram
-	tokens    Tokens
-	first     time.Duration // earliest Sent (or Scheduled) of a counted request
-	last      time.Duration // latest End
-	haveRange bool
-}
-
-func newStageAgg() *stageAgg {
-	s := &stageAgg{errors: map[string]int64{}}
-	for i := range s.hist {
-		s.hist[i] = hdrhistogram.New(histMinUS, histMaxUS, histSigFigs)
-	}
-	return s
-}
-
-// Aggregate accumulates request records into per-stage and overall
-// statistics. Add does not depend on the order of records, so files from
-// several machines can be merged. An Aggregate is not safe for concurrent
-// use.
+// Aggregate turns records into a Summary. It is the composition of three
+// accumulators, each fed every record, and the headers' metadata:
+//
+//   - stages: per stage, the outcome and error counts, token sums, the
+//     span from first send to last end, and one HdrHistogram per latency
+//     metric of the metric table (results.Metrics); the overall row is
+//     their merge;
+//   - log: per stage, the few per-request figures budgets and comparisons
+//     need (goodput, rank tests, token-count checks), and the server
+//     points of the scrapes (requests.go);
+//   - corr: the timeline joining client and server (package correlate).
+//
+// Its memory grows with the number of requests by 20 bytes each and with
+// the run's duration, never with the number of tokens. Adding does not
+// depend on the order of records, so files from several machines merge.
+// An Aggregate is not safe for concurrent use.
 type Aggregate struct {
-	overall  *stageAgg
+	latency  []results.Metric // the latency metrics, in table order: stageAgg.hist is indexed alike
 	stages   map[int]*stageAgg
+	log      requestLog
+	corr     *correlate.Correlator
 	names    map[int]string
 	meta     Summary
+	spec     *results.Spec
 	files    int
 	warnings []string
-	itlBuf   []time.Duration
-	corr     *correlate.Correlator
-	spec     *results.Spec
-	log      requestLog // per-request figures and server points for verdicts and comparisons (verdict_log.go)
+	buf      []time.Duration
 }
 
 // New returns an empty Aggregate.
 func New() *Aggregate {
-	return &Aggregate{overall: newStageAgg(), stages: map[int]*stageAgg{}, names: map[int]string{}, corr: correlate.New()}
+	var lat []results.Metric
+	for _, m := range results.Metrics() {
+		if m.Class == results.Latency {
+			lat = append(lat, m)
+		}
+	}
+	return &Aggregate{latency: lat, stages: map[int]*stageAgg{}, log: newRequestLog(), corr: correlate.New(),
+		names: map[int]string{}}
 }
 
 // AddHeader records a results file's header: run metadata and stage names.
@@ -84,7 +68,7 @@ func New() *Aggregate {
 // start time wins.
 func (a *Aggregate) AddHeader(h *results.Header) {
 	if h.Spec == nil && len(h.Scenario) > 0 {
-		// A header built by hand rather than read by Reader.
+		// A header built by hand rather than read by results.Reader.
 		hc := *h
 		hc.Spec, _ = results.DecodeSpec(h.Scenario)
 		h = &hc
@@ -98,11 +82,11 @@ func (a *Aggregate) AddHeader(h *results.Header) {
 	} else if h.Started.Before(a.meta.Started) {
 		a.meta.Started = h.Started
 	}
-	if a.spec == nil {
-		a.spec = h.Spec
-	}
 	if h.Spec == nil {
 		return
+	}
+	if a.spec == nil {
+		a.spec = h.Spec
 	}
 	if a.meta.Scenario == "" {
 		a.meta.Scenario = h.Spec.Name
@@ -118,37 +102,54 @@ func (a *Aggregate) AddHeader(h *results.Header) {
 // one, or nil.
 func (a *Aggregate) Spec() *results.Spec { return a.spec }
 
+// Scenario returns the resolved scenario of the first header added, as
+// JSON, or nil.
+func (a *Aggregate) Scenario() []byte { return a.corr.Scenario() }
+
 // Warn attaches a non-fatal problem to the summary.
 func (a *Aggregate) Warn(msg string) { a.warnings = append(a.warnings, msg) }
 
-// Add accumulates one request record. Warmup records are only counted.
+// Add accumulates one request record; r is not retained. Warmup records
+// are counted as such, and count on the timeline, but in no statistic.
 func (a *Aggregate) Add(r *results.Result) {
 	st, ok := a.stages[r.Stage]
 	if !ok {
-		st = newStageAgg()
+		st = newStageAgg(len(a.latency))
 		a.stages[r.Stage] = st
 	}
-	a.itlBuf = st.add(r, a.itlBuf)
-	a.itlBuf = a.overall.add(r, a.itlBuf)
+	a.buf = st.add(r, a.latency, a.buf)
+	a.buf = a.log.add(r, a.buf)
 	a.corr.AddResult(r)
-	a.itlBuf = a.log.add(r, a.itlBuf)
 }
 
-// AddSample accumulates one scrape sample for the correlation section.
+// AddSample accumulates one scrape sample.
 func (a *Aggregate) AddSample(s results.Sample) { a.corr.AddSample(s); a.log.sample(&s) }
 
+// stageAgg accumulates the counts and latency histograms of one stage.
+type stageAgg struct {
+	req       Requests
+	errors    map[string]int64
+	hist      []*hdrhistogram.Histogram // one per latency metric
+	tokens    Tokens
+	first     time.Duration // earliest Sent (or Scheduled) of a counted request
+	last      time.Duration // latest End
+	haveRange bool
+}
+
+func newStageAgg(metrics int) *stageAgg {
+	s := &stageAgg{errors: map[string]int64{}, hist: make([]*hdrhistogram.Histogram, metrics)}
+	for i := range s.hist {
+		s.hist[i] = hdrhistogram.New(histMinUS, histMaxUS, histSigFigs)
+	}
+	return s
+}
+
 func record(h *hdrhistogram.Histogram, d time.Duration) {
-	us := int64(d / time.Microsecond)
-	if us < histMinUS {
-		us = histMinUS
-	}
-	if us > histMaxUS {
-		us = histMaxUS
-	}
+	us := min(max(int64(d/time.Microsecond), histMinUS), histMaxUS)
 	_ = h.RecordValue(us) // cannot fail: us is clamped into range
 }
 
-func (s *stageAgg) add(r *results.Result, buf []time.Duration) []time.Duration {
+func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.Duration) []time.Duration {
 	if r.Warmup {
 		s.req.Warmup++
 		return buf
@@ -177,44 +178,59 @@ func (s *stageAgg) add(r *results.Result, buf []time.Duration) []time.Duration {
 		s.last = r.End
 	}
 	s.haveRange = true
-	if d, ok := r.ScheduleLag(); ok {
-		record(s.hist[mLag], d)
+	if r.Outcome == results.OK {
+		s.tokens.Prompt += int64(r.PromptTokens)
+		s.tokens.Output += int64(r.OutputTokens)
+		if r.Estimated {
+			s.tokens.EstimatedRequests++
+		}
 	}
-	if r.Outcome != results.OK {
-		return buf
-	}
-	s.tokens.Prompt += int64(r.PromptTokens)
-	s.tokens.Output += int64(r.OutputTokens)
-	if r.Estimated {
-		s.tokens.EstimatedRequests++
-	}
-	if d, ok := r.TTFT(); ok {
-		record(s.hist[mTTFT], d)
-	}
-	if d, ok := r.TTFTFromSchedule(); ok {
-		record(s.hist[mTTFTSched], d)
-	}
-	if d, ok := r.TTFC(); ok {
-		record(s.hist[mTTFC], d)
-	}
-	if d, ok := r.TPOT(); ok {
-		record(s.hist[mTPOT], d)
-	}
-	if d, ok := r.E2E(); ok {
-		record(s.hist[mE2E], d)
-	}
-	if d, ok := r.E2EFromSchedule(); ok {
-		record(s.hist[mE2ESched], d)
-	}
-	buf = r.AppendITLs(buf[:0])
-	for _, d := range buf {
-		record(s.hist[mITL], d)
-	}
-	buf = r.AppendChunkITLs(buf[:0])
-	for _, d := range buf {
-		record(s.hist[mITLChunk], d)
+	// Every latency metric defines itself for ok requests only, except the
+	// schedule lag, which every sent request has.
+	for i, m := range latency {
+		buf = m.Observe(r, buf[:0])
+		for _, d := range buf {
+			record(s.hist[i], d)
+		}
 	}
 	return buf
+}
+
+// merge adds o into s.
+func (s *stageAgg) merge(o *stageAgg) {
+	s.req.Scheduled += o.req.Scheduled
+	s.req.OK += o.req.OK
+	s.req.Failed += o.req.Failed
+	s.req.Canceled += o.req.Canceled
+	s.req.Dropped += o.req.Dropped
+	s.req.Warmup += o.req.Warmup
+	for k, v := range o.errors {
+		s.errors[k] += v
+	}
+	for i, h := range o.hist {
+		s.hist[i].Merge(h)
+	}
+	s.tokens.Prompt += o.tokens.Prompt
+	s.tokens.Output += o.tokens.Output
+	s.tokens.EstimatedRequests += o.tokens.EstimatedRequests
+	if o.haveRange {
+		if !s.haveRange || o.first < s.first {
+			s.first = o.first
+		}
+		if !s.haveRange || o.last > s.last {
+			s.last = o.last
+		}
+		s.haveRange = true
+	}
+}
+
+// overall merges every stage.
+func (a *Aggregate) overall() *stageAgg {
+	out := newStageAgg(len(a.latency))
+	for _, i := range sortedKeys(a.stages) {
+		out.merge(a.stages[i])
+	}
+	return out
 }
 
 // Summary computes the summary of everything added so far.
@@ -225,19 +241,12 @@ func (a *Aggregate) Summary() *Summary {
 		out.Tool = "servebench"
 	}
 	out.Files = a.files
-	out.Overall = a.overall.summary(-1, "overall")
-	idx := make([]int, 0, len(a.stages))
-	for i := range a.stages {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
+	overall := a.overall()
+	out.Overall = a.stageSummary(overall, -1, "overall")
+	idx := sortedKeys(a.stages)
 	out.Stages = make([]Stage, 0, len(idx))
 	for _, i := range idx {
-		name := a.names[i]
-		if name == "" {
-			name = fmt.Sprintf("stage-%d", i)
-		}
-		out.Stages = append(out.Stages, a.stages[i].summary(i, name))
+		out.Stages = append(out.Stages, a.stageSummary(a.stages[i], i, a.stageName(i)))
 	}
 	out.Correlation = a.corr.Correlation(a.names)
 	explain(out.Correlation)
@@ -249,27 +258,29 @@ func (a *Aggregate) Summary() *Summary {
 				st.Name, lag.P99))
 		}
 	}
-	if n := a.overall.tokens.EstimatedRequests; n > 0 {
+	if n := overall.tokens.EstimatedRequests; n > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf(
 			"%d requests had no usage from the server: their token counts are local estimates", n))
 	}
 	return &out
 }
 
-func (s *stageAgg) summary(index int, name string) Stage {
+// stageName returns stage i's name, or "stage-i" when no header names it.
+func (a *Aggregate) stageName(i int) string {
+	if name := a.names[i]; name != "" {
+		return name
+	}
+	return fmt.Sprintf("stage-%d", i)
+}
+
+func (a *Aggregate) stageSummary(s *stageAgg, index int, name string) Stage {
 	st := Stage{Index: index, Name: name, Requests: s.req, Errors: s.errors, Tokens: s.tokens}
 	if s.haveRange && s.last > s.first {
 		st.Duration = round(s.last.Seconds()-s.first.Seconds(), 6)
 	}
-	st.TTFT = dist(s.hist[mTTFT])
-	st.TTFTFromSchedule = dist(s.hist[mTTFTSched])
-	st.TTFC = dist(s.hist[mTTFC])
-	st.ITL = dist(s.hist[mITL])
-	st.ITLChunk = dist(s.hist[mITLChunk])
-	st.TPOT = dist(s.hist[mTPOT])
-	st.E2E = dist(s.hist[mE2E])
-	st.E2EFromSchedule = dist(s.hist[mE2ESched])
-	st.ScheduleLag = dist(s.hist[mLag])
+	for i, m := range a.latency {
+		*st.Dist(m.Name) = dist(s.hist[i])
+	}
 	if st.Duration > 0 {
 		st.OutputTokensPerSec = round(float64(s.tokens.Output)/st.Duration, 3)
 		st.TotalTokensPerSec = round(float64(s.tokens.Output+s.tokens.Prompt)/st.Duration, 3)
@@ -277,6 +288,32 @@ func (s *stageAgg) summary(index int, name string) Stage {
 	}
 	return st
 }
+
+// Histogram returns the HdrHistogram, in microseconds, of a latency metric
+// over stage i, or over the whole run for i = −1; nil when there is no
+// such stage or metric. The caller must not modify it.
+func (a *Aggregate) Histogram(i int, metric string) *hdrhistogram.Histogram {
+	s := a.stages[i]
+	if i == -1 {
+		s = a.overall()
+	}
+	if s == nil {
+		return nil
+	}
+	for k, m := range a.latency {
+		if m.Name == metric {
+			return s.hist[k]
+		}
+	}
+	return nil
+}
+
+// StageIndexes returns the indexes of the stages that have records, in
+// order.
+func (a *Aggregate) StageIndexes() []int { return sortedKeys(a.stages) }
+
+// Windows returns the correlation timeline (see correlate.Correlator).
+func (a *Aggregate) Windows() []correlate.Window { return a.corr.Windows() }
 
 func dist(h *hdrhistogram.Histogram) Dist {
 	n := h.TotalCount()

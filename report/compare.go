@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/servebench/servebench/results"
 )
 
 // Compare defaults.
@@ -146,20 +148,6 @@ func (g CompareGate) MarshalJSON() ([]byte, error) {
 	}{plain(g), finite(g.Change), finite(g.P)})
 }
 
-// latency metrics compared, with the figure each reads from a Stage and
-// from a request's figures.
-var compareLatency = []struct {
-	metric string
-	dist   func(*Stage) Dist
-	fig    func(*reqFigures) float32
-}{
-	{"ttft_ms", func(s *Stage) Dist { return s.TTFT }, func(f *reqFigures) float32 { return f.ttft }},
-	{"ttfc_ms", func(s *Stage) Dist { return s.TTFC }, func(f *reqFigures) float32 { return f.ttfc }},
-	{"itl_ms", func(s *Stage) Dist { return s.ITL }, func(f *reqFigures) float32 { return f.itl }},
-	{"tpot_ms", func(s *Stage) Dist { return s.TPOT }, func(f *reqFigures) float32 { return f.tpot }},
-	{"e2e_ms", func(s *Stage) Dist { return s.E2E }, func(f *reqFigures) float32 { return f.e2e }},
-}
-
 // defaultStats are the latency statistics every table shows.
 var defaultStats = []string{"p50", "p99"}
 
@@ -213,19 +201,20 @@ func Compare(base, cand *Aggregate, opts CompareOptions) (*Comparison, error) {
 			adjusted float64
 		}
 		var ms []tested
-		for _, m := range compareLatency {
-			bd, nd := m.dist(bst), m.dist(nst)
+		// The per-request metrics: one value per request to rank.
+		for _, m := range base.log.metrics {
+			bd, nd := *bst.Dist(m.Name), *nst.Dist(m.Name)
 			if bd.Count == 0 && nd.Count == 0 {
 				continue
 			}
 			// Time to first content is time to first token unless the
 			// model reasons first: show it only when it differs.
-			if m.metric == "ttfc_ms" && bd == bst.TTFT && nd == nst.TTFT {
+			if m.Name == "ttfc_ms" && bd == bst.TTFT && nd == nst.TTFT {
 				continue
 			}
-			bv, nv := figValues(bLog.figs, m.fig), figValues(nLog.figs, m.fig)
+			bv, nv := bLog.values(m.Name), nLog.values(m.Name)
 			p, shift := mannWhitney(bv, nv)
-			ms = append(ms, tested{metric: m.metric, bd: bd, nd: nd, nb: int64(len(bv)), nn: int64(len(nv)), p: p, shift: shift})
+			ms = append(ms, tested{metric: m.Name, bd: bd, nd: nd, nb: int64(len(bv)), nn: int64(len(nv)), p: p, shift: shift})
 		}
 		ps := make([]float64, len(ms))
 		for i := range ms {
@@ -246,12 +235,13 @@ func Compare(base, cand *Aggregate, opts CompareOptions) (*Comparison, error) {
 				t.Rows = append(t.Rows, newRow(m.metric, stat, "ms", b.value, n.value, m.nb, m.nn, m.adjusted, m.shift, true, opts))
 			}
 		}
-		rate := func(metric, unit string, b, n float64, higherWorse bool) {
-			t.Rows = append(t.Rows, newRow(metric, "", unit, b, n, 0, 0, math.NaN(), 0, higherWorse, opts))
+		// Rates and ratios have no per-request samples: no test.
+		for _, name := range []string{"output_tokens_per_s", "requests_per_s", "error_rate"} {
+			m, _ := results.MetricByName(name)
+			b, _, _ := bst.Figure(name)
+			n, _, _ := nst.Figure(name)
+			t.Rows = append(t.Rows, newRow(name, "", m.Unit, b, n, 0, 0, math.NaN(), 0, !m.HigherIsBetter, opts))
 		}
-		rate("output_tokens_per_s", "tokens/s", bst.OutputTokensPerSec, nst.OutputTokensPerSec, false)
-		rate("requests_per_s", "requests/s", bst.RequestsPerSec, nst.RequestsPerSec, false)
-		rate("error_rate", "fraction", errorRate(bst), errorRate(nst), true)
 		c.Tables = append(c.Tables, t)
 	}
 	addTable("overall", &bs.Overall, &ns.Overall, nil, nil)
@@ -286,24 +276,6 @@ func Compare(base, cand *Aggregate, opts CompareOptions) (*Comparison, error) {
 		c.Gates = append(c.Gates, cg)
 	}
 	return c, nil
-}
-
-func figValues(figs []reqFigures, get func(*reqFigures) float32) []float64 {
-	out := make([]float64, 0, len(figs))
-	for i := range figs {
-		if v := get(&figs[i]); !math.IsNaN(float64(v)) {
-			out = append(out, float64(v))
-		}
-	}
-	return out
-}
-
-func errorRate(s *Stage) float64 {
-	n := s.Requests.OK + s.Requests.Failed
-	if n == 0 {
-		return 0
-	}
-	return float64(s.Requests.Failed) / float64(n)
 }
 
 func newRow(metric, stat, unit string, b, n float64, nb, nn int64, p float64, shift int, higherWorse bool, opts CompareOptions) CompareRow {

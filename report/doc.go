@@ -1,14 +1,17 @@
-// Package report turns results files into summaries, explanations,
-// verdicts and pictures: HdrHistogram aggregation per stage and overall,
-// the correlation of client-side figures with scraped server state on one
-// timeline, budget verdicts, baseline comparisons, plots, and writers for
-// the terminal, JSON, JUnit, Markdown and a self-contained HTML report.
+// Package report turns results into a summary and judges it: per-stage
+// and overall statistics from HdrHistograms, the correlation of client
+// figures with server state (package correlate), budget verdicts, baseline
+// comparisons, and the writers for the terminal, JSON, JUnit and Markdown.
+// Package chart draws the plots and the HTML page; it is the only part
+// that needs a plotting library.
 //
-// It consumes the records of one or more results files (Header,
-// Result and Sample, in any order, from any number of
-// machines) through Aggregate.AddHeader, Add and AddSample, and produces a
+// It consumes the records of one or more results files (results.Header,
+// results.Result and results.Sample, in any order, from any number of
+// machines) through Aggregate.AddRecord, or FromFiles, and produces a
 // Summary, the documented, versioned contract written to summary.json,
-// with its Correlation and Verdict sections. `bench run` builds its summary
-// by reading its own results file back through the same path as
-// `bench report`, so the live and offline reports cannot drift.
+// with its Correlation and Verdict sections. `bench run` adds each record
+// to an Aggregate as it writes it, and `bench report` reads the file back
+// into another: the two summaries are the same bytes. The metric table
+// (results.Metrics) says which figures exist, their units and direction;
+// Stage.Dist and Stage.Figure read them from a summary.
 package report

@@ -58,6 +58,58 @@ type Stage struct {
 	RequestsPerSec     float64 `json:"requests_per_s"`      // ok requests / duration
 }
 
+// Dist returns the distribution of the latency metric named metric (a name
+// of results.Metrics of class Latency, such as "ttft_ms"), or nil for
+// another name. It is how the metric table reads a stage summary.
+func (s *Stage) Dist(metric string) *Dist {
+	switch metric {
+	case "ttft_ms":
+		return &s.TTFT
+	case "ttft_from_schedule_ms":
+		return &s.TTFTFromSchedule
+	case "ttfc_ms":
+		return &s.TTFC
+	case "itl_ms":
+		return &s.ITL
+	case "itl_chunk_ms":
+		return &s.ITLChunk
+	case "tpot_ms":
+		return &s.TPOT
+	case "e2e_ms":
+		return &s.E2E
+	case "e2e_from_schedule_ms":
+		return &s.E2EFromSchedule
+	case "schedule_lag_ms":
+		return &s.ScheduleLag
+	}
+	return nil
+}
+
+// Figure returns a figure of the stage that is not a distribution:
+// error_rate, drop_rate, output_tokens_per_s or requests_per_s, with the
+// number of samples behind it; ok is false when it cannot be measured (no
+// request finished or was scheduled) or the name is not one of these.
+func (s *Stage) Figure(metric string) (value float64, samples int64, ok bool) {
+	switch metric {
+	case "error_rate":
+		n := s.Requests.OK + s.Requests.Failed
+		if n == 0 {
+			return 0, 0, false
+		}
+		return float64(s.Requests.Failed) / float64(n), n, true
+	case "drop_rate":
+		if s.Requests.Scheduled == 0 {
+			return 0, 0, false
+		}
+		return float64(s.Requests.Dropped) / float64(s.Requests.Scheduled), s.Requests.Scheduled, true
+	case "output_tokens_per_s":
+		return s.OutputTokensPerSec, s.Requests.OK, s.Duration > 0
+	case "requests_per_s":
+		return s.RequestsPerSec, s.Requests.OK, s.Duration > 0
+	}
+	return 0, 0, false
+}
+
 // Requests counts how the stage's scheduled requests ended. Warmup requests
 // are counted in Warmup only.
 type Requests struct {

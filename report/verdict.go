@@ -110,17 +110,8 @@ func op(l results.Limit) string {
 }
 
 func unitOf(metric string) string {
-	switch metric {
-	case "ttft_ms", "ttfc_ms", "itl_ms", "tpot_ms", "e2e_ms":
-		return "ms"
-	case "error_rate", "drop_rate", "goodput", "kv_usage":
-		return "fraction"
-	case "output_tokens_per_s":
-		return "tokens/s"
-	case "requests_per_s":
-		return "requests/s"
-	}
-	return "count"
+	m, _ := results.MetricByName(metric)
+	return m.Unit
 }
 
 // measure is a figure's value with its sample count; ok is false when it
@@ -182,39 +173,23 @@ func (j *judge) add(c Check, m *measure) {
 	j.v.Checks = append(j.v.Checks, c)
 }
 
-// measure reads one figure of a scope.
+// measure reads one figure of a scope: latencies from the stage summary's
+// distributions, rates and ratios from its counts, the rest from the
+// per-request log and the scrapes.
 func (j *judge) measure(st *Stage, sc *scope, metric, stat string) measure {
+	if d := st.Dist(metric); d != nil {
+		return distStat(*d, stat)
+	}
 	switch metric {
-	case "ttft_ms":
-		return distStat(st.TTFT, stat)
-	case "ttfc_ms":
-		return distStat(st.TTFC, stat)
-	case "itl_ms":
-		return distStat(st.ITL, stat)
-	case "tpot_ms":
-		return distStat(st.TPOT, stat)
-	case "e2e_ms":
-		return distStat(st.E2E, stat)
-	case "error_rate":
-		n := st.Requests.OK + st.Requests.Failed
-		if n == 0 {
+	case "error_rate", "drop_rate", "output_tokens_per_s", "requests_per_s":
+		v, n, ok := st.Figure(metric)
+		if !ok {
+			if metric == "drop_rate" {
+				return measure{note: "no request was scheduled"}
+			}
 			return measure{note: "no request finished"}
 		}
-		return measure{value: float64(st.Requests.Failed) / float64(n), samples: n, ok: true}
-	case "drop_rate":
-		if st.Requests.Scheduled == 0 {
-			return measure{note: "no request was scheduled"}
-		}
-		return measure{value: float64(st.Requests.Dropped) / float64(st.Requests.Scheduled), samples: st.Requests.Scheduled, ok: true}
-	case "output_tokens_per_s", "requests_per_s":
-		if st.Duration <= 0 {
-			return measure{note: "no request finished"}
-		}
-		x := st.OutputTokensPerSec
-		if metric == "requests_per_s" {
-			x = st.RequestsPerSec
-		}
-		return measure{value: x, samples: st.Requests.OK, ok: true}
+		return measure{value: v, samples: n, ok: true}
 	case "goodput":
 		if !j.slo.Set() {
 			return measure{note: "no slo objectives to judge requests by"}
@@ -305,6 +280,13 @@ func WriteVerdictText(w io.Writer, v *Verdict) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// Describe returns the check's measured value, its limit with the
+// operator, and its margin (or why it was not measured), formatted as the
+// verdict table prints them.
+func (c *Check) Describe() (measured, limit, margin string) {
+	return formatValue(c.Measured, c.Unit), opSymbol(c.Op) + " " + formatNumber(c.Limit, c.Unit), marginText(c)
 }
 
 func opSymbol(op string) string {

@@ -16,6 +16,7 @@ import (
 	"github.com/servebench/servebench/internal/loopback"
 	"github.com/servebench/servebench/internal/simurl"
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/report/chart"
 	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/scenario"
 	"github.com/servebench/servebench/scrape"
@@ -225,7 +226,7 @@ func finish(dir string, agg *report.Aggregate, spec *results.Spec) (*report.Summ
 	if err := WriteSummaryFiles(dir, sum); err != nil {
 		return sum, err
 	}
-	if _, err := agg.WriteFiles(dir, sum); err != nil {
+	if _, err := chart.WriteFiles(dir, agg, sum); err != nil {
 		return sum, fmt.Errorf("plots: %w", err)
 	}
 	return sum, nil

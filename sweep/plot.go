@@ -6,21 +6,21 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/report/chart"
 )
 
 // Figure builds the trade-off plot of a sweep summary: one point per
 // combination. With a single numeric parameter the points sit at their
 // values; otherwise they are evenly spaced and labelled.
-func Figure(s *Summary) *report.SweepPlot {
-	sp := &report.SweepPlot{
+func Figure(s *Summary) *chart.SweepPlot {
+	sp := &chart.SweepPlot{
 		Title:       fmt.Sprintf("sweep %q: latency and throughput against %s", s.Scenario, strings.Join(s.Parameters, ", ")),
 		XLabel:      strings.Join(s.Parameters, ", "),
 		Recommended: -1,
 	}
 	var single []string
 	for i, p := range s.Points {
-		pt := report.SweepPlotPoint{Label: p.Label, Missing: p.Metrics == nil}
+		pt := chart.SweepPlotPoint{Label: p.Label, Missing: p.Metrics == nil}
 		if len(s.Parameters) == 1 {
 			pt.Label = p.Values[s.Parameters[0]]
 			single = append(single, pt.Label)
@@ -34,7 +34,7 @@ func Figure(s *Summary) *report.SweepPlot {
 		}
 		sp.Points = append(sp.Points, pt)
 	}
-	if xs, ok := report.SweepX(single); ok && len(single) == len(sp.Points) {
+	if xs, ok := chart.SweepX(single); ok && len(single) == len(sp.Points) {
 		sp.Numeric = true
 		for i := range sp.Points {
 			sp.Points[i].X = xs[i]

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/report/chart"
 )
 
 const plotUsage = `Usage: bench plot RESULTS... [--out DIR]
@@ -71,7 +72,7 @@ func writeReport(results []string, dir string) ([]string, error) {
 	}
 	sum := agg.Summary()
 	judgeByHeader(agg, sum)
-	paths, err := agg.WriteFiles(dir, sum)
+	paths, err := chart.WriteFiles(dir, agg, sum)
 	if err != nil {
 		return paths, fmt.Errorf("plot: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/report/chart"
 	"github.com/servebench/servebench/run"
 	"github.com/servebench/servebench/scenario"
 )
@@ -92,7 +93,7 @@ func runCmd(ctx context.Context, e env, args []string) error {
 		return errors.Join(runErr, err)
 	}
 	fmt.Fprintf(e.stdout, "results: %s\nsummary: %s\nreport:  %s\n", filepath.Join(dir, run.FileResults),
-		filepath.Join(dir, run.FileSummary), filepath.Join(dir, report.HTMLName))
+		filepath.Join(dir, run.FileSummary), filepath.Join(dir, chart.HTMLName))
 	// A missed budget decides the exit code only when the run itself
 	// completed: a failed or interrupted run keeps its own code.
 	if err := printVerdict(e, sum, dir); runErr == nil {

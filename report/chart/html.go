@@ -1,6 +1,8 @@
-package report
+package chart
 
 import (
+	"github.com/servebench/servebench/report"
+
 	"github.com/servebench/servebench/report/correlate"
 
 	"bytes"
@@ -21,9 +23,9 @@ const HTMLName = "report.html"
 // the summary table, the correlation findings in sentences, the plots, the
 // error table, the warnings and the resolved scenario. scenario is the
 // resolved scenario JSON from the results header (may be nil).
-func WriteHTML(w io.Writer, s *Summary, figs []Figure, scenario json.RawMessage) error {
+func WriteHTML(w io.Writer, s *report.Summary, figs []Figure, scenario json.RawMessage) error {
 	data := htmlData{S: s, Scenario: prettyJSON(scenario)}
-	rows := append([]Stage(nil), s.Stages...)
+	rows := append([]report.Stage(nil), s.Stages...)
 	if len(s.Stages) != 1 {
 		rows = append(rows, s.Overall)
 	}
@@ -60,8 +62,8 @@ func WriteHTML(w io.Writer, s *Summary, figs []Figure, scenario json.RawMessage)
 // the HTML report of s (a's summary, with its verdict if judged) into dir,
 // and returns the paths written. The output is a pure function of the
 // records added and the verdict.
-func (a *Aggregate) WriteFiles(dir string, s *Summary) ([]string, error) {
-	figs, err := a.Figures(s)
+func WriteFiles(dir string, a *report.Aggregate, s *report.Summary) ([]string, error) {
+	figs, err := Figures(a, s)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +72,7 @@ func (a *Aggregate) WriteFiles(dir string, s *Summary) ([]string, error) {
 		return paths, err
 	}
 	var b bytes.Buffer
-	if err := WriteHTML(&b, s, figs, a.corr.Scenario()); err != nil {
+	if err := WriteHTML(&b, s, figs, a.Scenario()); err != nil {
 		return paths, err
 	}
 	p := filepath.Join(dir, HTMLName)
@@ -105,7 +107,7 @@ func prettyJSON(raw json.RawMessage) string {
 }
 
 type htmlData struct {
-	S        *Summary
+	S        *report.Summary
 	Rows     []htmlRow
 	Errors   []htmlError
 	Findings []string
@@ -115,7 +117,7 @@ type htmlData struct {
 }
 
 type htmlRow struct {
-	Stage
+	report.Stage
 	Overall bool
 }
 
@@ -132,7 +134,7 @@ type htmlFigure struct {
 
 func htmlTemplate() *template.Template {
 	funcs := template.FuncMap{
-		"ms": func(d Dist, p float64) string {
+		"ms": func(d report.Dist, p float64) string {
 			if d.Count == 0 {
 				return "–"
 			}
@@ -143,17 +145,21 @@ func htmlTemplate() *template.Template {
 			case 99:
 				v = d.P99
 			}
-			return ms(v, d.Count)
+			return report.FormatMS(v, d.Count)
 		},
 		"f1":     func(v float64) string { return fmt.Sprintf("%.1f", v) },
 		"f2":     func(v float64) string { return fmt.Sprintf("%.2f", v) },
-		"num":    num,
-		"change": func(drop float64) string { return signedPct(-drop) },
+		"num":    report.FormatNumber,
+		"change": func(drop float64) string { return report.FormatChange(-drop) },
 		"pctp": func(p *float64) string {
 			if p == nil {
 				return "–"
 			}
-			return pct(*p)
+			return report.FormatPercent(*p)
+		},
+		"describe": func(c report.Check) []string {
+			m, l, g := c.Describe()
+			return []string{m, l, g}
 		},
 		"fp": func(p *float64) string {
 			if p == nil {
@@ -188,13 +194,16 @@ figcaption { color: #555; font-size: 0.95rem; }
 svg.plot { width: 100%; height: auto; display: block; }
 pre { background: #f7f7f7; padding: 0.8rem; overflow: auto; font-size: 0.85rem; }
 .note { color: #555; font-size: 0.9rem; }
+.pass { color: #00734d; }
+.fail { color: #b3261e; font-weight: 600; }
+tr.fail td { background: #fdecea; }
 </style>
 </head>
 <body>
 <h1>servebench report: {{.S.Scenario}}</h1>
 <p class="meta">servebench {{.S.Version}} · target {{.S.Target}} · model {{.S.Model}} · started {{.S.Started.UTC.Format "2006-01-02 15:04:05 UTC"}}{{if gt .S.Files 1}} · {{.S.Files}} results files merged{{end}}</p>
 
-<h2>Summary</h2>
+<h2>report.Summary</h2>
 <table id="summary">
 <thead><tr><th>stage</th><th>ok</th><th>failed</th><th>dropped</th><th>canceled</th><th>req/s</th><th>output tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>TPOT p50</th><th>E2E p50</th><th>E2E p99</th></tr></thead>
 <tbody>
@@ -202,6 +211,17 @@ pre { background: #f7f7f7; padding: 0.8rem; overflow: auto; font-size: 0.85rem; 
 {{end}}</tbody>
 </table>
 <p class="note">Latencies in milliseconds; TTFT from the request being sent; warmup requests excluded.</p>
+{{with .S.Verdict}}
+<h2 id="verdict">Budgets: {{if .Pass}}<span class="pass">PASS</span>{{else}}<span class="fail">FAIL</span>{{end}}</h2>
+<p>{{.}}{{with .Source}} · budgets from {{.}}{{end}}</p>
+<table id="budgets">
+<thead><tr><th>budget</th><th>measured</th><th>limit</th><th>margin</th><th>samples</th><th></th></tr></thead>
+<tbody>
+{{range .Checks}}{{$d := describe .}}<tr class="{{if .Pass}}pass{{else}}fail{{end}}"><td>{{.Name}}</td><td>{{index $d 0}}</td><td>{{index $d 1}}</td><td>{{index $d 2}}</td><td>{{.Samples}}</td><td>{{if .Pass}}ok{{else}}FAIL{{end}}</td></tr>
+{{end}}</tbody>
+</table>
+{{if .Warnings}}<ul class="note">{{range .Warnings}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{end}}
 
 <h2>Findings</h2>
 {{if .Findings}}<ul class="findings" id="findings">

@@ -1,6 +1,8 @@
-package report
+package chart
 
 import (
+	"github.com/servebench/servebench/report"
+
 	"bytes"
 	"context"
 	"image"
@@ -17,11 +19,11 @@ import (
 func fixtureHTML(t *testing.T) (string, []byte) {
 	t.Helper()
 	dir := t.TempDir()
-	a, err := FromFiles(preemptFixture)
+	a, err := report.FromFiles("../testdata/preempt.jsonl.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.WriteFiles(dir, a.Summary()); err != nil {
+	if _, err := WriteFiles(dir, a, a.Summary()); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, HTMLName)

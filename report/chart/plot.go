@@ -1,6 +1,11 @@
-package report
+package chart
 
 import (
+	"cmp"
+	"maps"
+
+	"github.com/servebench/servebench/report"
+
 	"github.com/servebench/servebench/report/correlate"
 
 	"bytes"
@@ -58,8 +63,8 @@ func grey() color.Color { return color.RGBA{150, 150, 150, 255} }
 // Figures renders the four plots of a run from the aggregate and its
 // summary (s = a.Summary()). They are a pure function of the records added,
 // so 'bench plot RESULTS' rebuilds exactly what 'bench run' drew.
-func (a *Aggregate) Figures(s *Summary) ([]Figure, error) {
-	ws := a.corr.Windows()
+func Figures(a *report.Aggregate, s *report.Summary) ([]Figure, error) {
+	ws := a.Windows()
 	names := map[int]string{}
 	for _, st := range s.Stages {
 		names[st.Index] = st.Name
@@ -84,7 +89,7 @@ func (a *Aggregate) Figures(s *Summary) ([]Figure, error) {
 		{"decay", "Output tok/s against the mean in-flight context per stream, with the fitted decode law",
 			9 * vg.Inch, 5.5 * vg.Inch, func(c draw.Canvas) { decayPlot(ws, names, fit).Draw(c) }},
 		{"latency", "Distributions of TTFT and ITL, per stage",
-			10 * vg.Inch, 4.5 * vg.Inch, func(c draw.Canvas) { a.drawLatency(c, names) }},
+			10 * vg.Inch, 4.5 * vg.Inch, func(c draw.Canvas) { drawLatency(c, a, names) }},
 		{"stages", "p50 and p99 of TTFT and ITL per stage",
 			10 * vg.Inch, 4.5 * vg.Inch, func(c draw.Canvas) { drawStages(c, s.Stages) }},
 	}
@@ -405,25 +410,27 @@ func xRange(ws []correlate.Window) (lo, hi float64) {
 // exponent.
 func sig(v float64) string {
 	if math.Abs(v) >= 1000 {
-		return num(v)
+		return report.FormatNumber(v)
 	}
 	return strconv.FormatFloat(v, 'f', max(0, 2-int(math.Floor(math.Log10(math.Abs(v)+1e-12)))), 64)
 }
 
 // drawLatency draws the CDFs of TTFT and ITL side by side, one line per
 // stage (and overall with several stages), on log-scaled latency axes.
-func (a *Aggregate) drawLatency(c draw.Canvas, names map[int]string) {
+func drawLatency(c draw.Canvas, a *report.Aggregate, names map[int]string) {
 	panels := []*plot.Plot{
 		newPlot("TTFT distribution", "time to first token (ms, log scale)", "requests ≤ x (%)"),
 		newPlot("ITL distribution", "inter-token latency (ms, log scale)", "tokens ≤ x (%)"),
 	}
-	for k, metric := range []int{mTTFT, mITL} {
+	overall := func(metric string) *hdrhistogram.Histogram { return a.Histogram(-1, metric) }
+	for k, metric := range []string{"ttft_ms", "itl_ms"} {
 		p := panels[k]
-		idx := sortedKeys(a.stages)
+		idx := a.StageIndexes()
 		lines := 0
 		lo, hi := math.Inf(1), 0.0
+		all := overall(metric)
 		add := func(label string, h *hdrhistogram.Histogram, col color.Color, dashed bool) {
-			pts := cdf(h, a.overall.hist[metric])
+			pts := cdf(h, all)
 			if len(pts) == 0 {
 				return
 			}
@@ -436,10 +443,10 @@ func (a *Aggregate) drawLatency(c draw.Canvas, names map[int]string) {
 			if name == "" {
 				name = fmt.Sprintf("stage-%d", i)
 			}
-			add(name, a.stages[i].hist[metric], colour(j), false)
+			add(name, a.Histogram(i, metric), colour(j), false)
 		}
 		if len(idx) > 1 {
-			add("overall", a.overall.hist[metric], colour(6), true)
+			add("overall", all, colour(6), true)
 		}
 		p.Y.Min, p.Y.Max = 0, 100+14*float64(lines)
 		if lines == 0 {
@@ -507,7 +514,7 @@ func cdf(h, overall *hdrhistogram.Histogram) plotter.XYs {
 }
 
 // drawStages draws grouped bars of p50 and p99 per stage for TTFT and ITL.
-func drawStages(c draw.Canvas, stages []Stage) {
+func drawStages(c draw.Canvas, stages []report.Stage) {
 	panels := []*plot.Plot{
 		newPlot("TTFT per stage", "", "time to first token (ms)"),
 		newPlot("ITL per stage", "", "inter-token latency (ms)"),
@@ -516,9 +523,9 @@ func drawStages(c draw.Canvas, stages []Stage) {
 	for i, st := range stages {
 		names[i] = st.Name
 	}
-	for k, pick := range []func(*Stage) Dist{
-		func(s *Stage) Dist { return s.TTFT },
-		func(s *Stage) Dist { return s.ITL },
+	for k, pick := range []func(*report.Stage) report.Dist{
+		func(s *report.Stage) report.Dist { return s.TTFT },
+		func(s *report.Stage) report.Dist { return s.ITL },
 	} {
 		p := panels[k]
 		p.Legend.Left = false
@@ -572,7 +579,7 @@ type niceTicks struct {
 
 func (t niceTicks) Ticks(lo, hi float64) []plot.Tick {
 	if !(hi > lo) {
-		return []plot.Tick{{Value: lo, Label: num(lo)}}
+		return []plot.Tick{{Value: lo, Label: report.FormatNumber(lo)}}
 	}
 	raw := (hi - lo) / 10
 	mag := math.Pow(10, math.Floor(math.Log10(raw)))
@@ -593,7 +600,7 @@ func (t niceTicks) Ticks(lo, hi float64) []plot.Tick {
 		if v == 0 {
 			v = 0 // not −0
 		}
-		label := num(v)
+		label := report.FormatNumber(v)
 		if step < 1 {
 			label = strconv.FormatFloat(v, 'f', decimals, 64)
 			label = strings.TrimRight(strings.TrimRight(label, "0"), ".")
@@ -608,3 +615,5 @@ func (t niceTicks) Ticks(lo, hi float64) []plot.Tick {
 	}
 	return out
 }
+
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K { return slices.Sorted(maps.Keys(m)) }

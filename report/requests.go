@@ -10,23 +10,55 @@ import (
 )
 
 // requestLog keeps what the HdrHistograms lose and budgets and comparisons
-// need: a few per-request figures (for goodput, whose objectives are only
-// known when judging, and for rank tests between runs), token-count
-// checks, and the server's KV usage and preemption counter over time. It
-// costs 20 bytes per completed request. The zero value is ready to use;
-// Aggregate feeds it from Add, AddHeader and AddSample.
+// need: one figure per request for each per-request metric (goodput's
+// objectives are only known when judging, and rank tests between runs
+// compare requests), token-count checks, and the server's KV usage and
+// preemption counter over time. It costs 4 bytes per per-request metric
+// (20 in all) per completed request. Aggregate feeds it from Add,
+// AddHeader and AddSample.
 type requestLog struct {
+	metrics   []results.Metric // the per-request metrics: latencies a budget may limit
 	stages    map[int]*stageLog
 	ignoreEOS bool // request.ignore_eos of the results file being read (the last header added)
 	points    []serverPoint
 }
 
+func newRequestLog() requestLog {
+	var ms []results.Metric
+	for _, m := range results.Metrics() {
+		if m.Class == results.Latency && m.Budget {
+			ms = append(ms, m)
+		}
+	}
+	return requestLog{metrics: ms, stages: map[int]*stageLog{}}
+}
+
+// index returns the position of a per-request metric in each request's
+// figures, or −1.
+func (l *requestLog) index(metric string) int {
+	for i, m := range l.metrics {
+		if m.Name == metric {
+			return i
+		}
+	}
+	return -1
+}
+
 // stageLog is the requestLog of one stage. Warmup requests are left out.
 type stageLog struct {
-	figs      []reqFigures // completed (ok) requests
-	finished  int64        // ok + failed
-	checked   int64        // ok requests whose output-token count could be checked against max_tokens
-	mismatch  int64        // … of which differed
+	// figs holds, for each completed (ok) request, its figure of each
+	// per-request metric in milliseconds, len(requestLog.metrics) values
+	// a request, NaN where undefined (no TPOT with one output token, no
+	// TTFC for reasoning only). A metric observed several times in one
+	// request (ITL, one gap per token) counts by its mean: the gaps of one
+	// request are not independent, so comparisons test one value per
+	// request. Not its median: a stalled client or network delivers tokens
+	// in a burst (near-zero gaps after a long one), and a median can fall
+	// inside the burst.
+	figs      []float32
+	finished  int64 // ok + failed
+	checked   int64 // ok requests whose output-token count could be checked against max_tokens
+	mismatch  int64 // … of which differed
 	from, to  time.Duration
 	haveRange bool
 
@@ -34,16 +66,6 @@ type stageLog struct {
 	// the span of their scheduled times, for the offered rate.
 	arrivals              int64
 	schedFirst, schedLast time.Duration
-}
-
-// reqFigures are one completed request's figures in milliseconds; NaN
-// where undefined (no TPOT with one output token, no TTFC for reasoning
-// only). ITL is the request's mean per-token gap: the gaps of one request
-// are not independent, so comparisons test one value per request. Not its
-// median: a stalled client or network delivers tokens in a burst (near-zero
-// gaps after a long one), and a median can fall inside the burst.
-type reqFigures struct {
-	ttft, ttfc, itl, tpot, e2e float32
 }
 
 // serverPoint is what one successful scrape said about the two quantities
@@ -59,9 +81,6 @@ func (l *requestLog) header(h *results.Header) {
 }
 
 func (l *requestLog) stage(i int) *stageLog {
-	if l.stages == nil {
-		l.stages = map[int]*stageLog{}
-	}
 	s, ok := l.stages[i]
 	if !ok {
 		s = &stageLog{}
@@ -107,28 +126,18 @@ func (l *requestLog) add(r *results.Result, buf []time.Duration) []time.Duration
 			s.mismatch++
 		}
 	}
-	f := reqFigures{ttft: nan32, ttfc: nan32, itl: nan32, tpot: nan32, e2e: nan32}
-	if d, ok := r.TTFT(); ok {
-		f.ttft = ms32(d)
-	}
-	if d, ok := r.TTFC(); ok {
-		f.ttfc = ms32(d)
-	}
-	if d, ok := r.TPOT(); ok {
-		f.tpot = ms32(d)
-	}
-	if d, ok := r.E2E(); ok {
-		f.e2e = ms32(d)
-	}
-	buf = r.AppendITLs(buf[:0])
-	if len(buf) > 0 {
-		var sum time.Duration
-		for _, d := range buf {
-			sum += d
+	for _, m := range l.metrics {
+		buf = m.Observe(r, buf[:0])
+		v := nan32
+		if len(buf) > 0 {
+			var sum time.Duration
+			for _, d := range buf {
+				sum += d
+			}
+			v = ms32(sum / time.Duration(len(buf)))
 		}
-		f.itl = ms32(sum / time.Duration(len(buf)))
+		s.figs = append(s.figs, v)
 	}
-	s.figs = append(s.figs, f)
 	return buf
 }
 
@@ -150,7 +159,8 @@ func ms32(d time.Duration) float32 { return float32(float64(d) / float64(time.Mi
 
 // scope is the requestLog of the stages a budget or comparison covers.
 type scope struct {
-	figs      []reqFigures
+	log       *requestLog
+	figs      []float32 // len(log.metrics) per completed request
 	finished  int64
 	checked   int64
 	mismatch  int64
@@ -163,7 +173,7 @@ type scope struct {
 
 // scopeOf merges the logs of the given stages (every stage when idx is nil).
 func (l *requestLog) scopeOf(idx []int) scope {
-	var out scope
+	out := scope{log: l}
 	keys := make([]int, 0, len(l.stages))
 	for i := range l.stages {
 		if idx == nil || slices.Contains(idx, i) {
@@ -200,6 +210,8 @@ func (s *scope) goodput(ttftMs, tpotMs, e2eMs float64) (share float64, good int6
 	if s.finished == 0 {
 		return 0, 0, false
 	}
+	k := len(s.log.metrics)
+	it, ip, ie := s.log.index("ttft_ms"), s.log.index("tpot_ms"), s.log.index("e2e_ms")
 	meets := func(v float32, limit float64) bool {
 		if limit <= 0 {
 			return true
@@ -208,12 +220,13 @@ func (s *scope) goodput(ttftMs, tpotMs, e2eMs float64) (share float64, good int6
 		// (vLLM counts it as 0); a missing TTFT or E2E cannot be shown to.
 		return float64(v) <= limit
 	}
-	for _, f := range s.figs {
-		tpot := f.tpot
+	for j := 0; j+k <= len(s.figs); j += k {
+		f := s.figs[j : j+k]
+		tpot := f[ip]
 		if math.IsNaN(float64(tpot)) {
 			tpot = 0
 		}
-		if meets(f.ttft, ttftMs) && meets(tpot, tpotMs) && meets(f.e2e, e2eMs) {
+		if meets(f[it], ttftMs) && meets(tpot, tpotMs) && meets(f[ie], e2eMs) {
 			good++
 		}
 	}
@@ -262,4 +275,20 @@ func (l *requestLog) server(from, to time.Duration) (preempt float64, preemptOK 
 		}
 	}
 	return preempt, preemptOK, kv, kvOK
+}
+
+// Values returns the per-request values of a per-request metric over the
+// scope, in milliseconds, undefined ones left out.
+func (s *scope) values(metric string) []float64 {
+	i, k := s.log.index(metric), len(s.log.metrics)
+	if i < 0 {
+		return nil
+	}
+	out := make([]float64, 0, len(s.figs)/k)
+	for j := i; j < len(s.figs); j += k {
+		if v := s.figs[j]; !math.IsNaN(float64(v)) {
+			out = append(out, float64(v))
+		}
+	}
+	return out
 }

@@ -1,6 +1,8 @@
-package report
+package chart
 
 import (
+	"github.com/servebench/servebench/report"
+
 	"bytes"
 	"encoding/xml"
 	"image/png"
@@ -18,11 +20,11 @@ func TestWriteFilesRebuildable(t *testing.T) {
 	t.Parallel()
 	render := func() (string, []string) {
 		dir := t.TempDir()
-		a, err := FromFiles(preemptFixture)
+		a, err := report.FromFiles("../testdata/preempt.jsonl.gz")
 		if err != nil {
 			t.Fatal(err)
 		}
-		paths, err := a.WriteFiles(dir, a.Summary())
+		paths, err := WriteFiles(dir, a, a.Summary())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,19 +62,19 @@ func TestFigures(t *testing.T) {
 		name  string
 		paths []string
 	}{
-		{"preemption fixture", []string{preemptFixture}},
+		{"preemption fixture", []string{"../testdata/preempt.jsonl.gz"}},
 		{"empty run", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			a := New()
+			a := report.New()
 			if tc.paths != nil {
 				var err error
-				if a, err = FromFiles(tc.paths...); err != nil {
+				if a, err = report.FromFiles(tc.paths...); err != nil {
 					t.Fatal(err)
 				}
 			}
-			figs, err := a.Figures(a.Summary())
+			figs, err := Figures(a, a.Summary())
 			if err != nil {
 				t.Fatal(err)
 			}

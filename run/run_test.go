@@ -1,0 +1,133 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/report/chart"
+	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scenario"
+)
+
+// gated is a short run on the simulator with budgets: one that holds
+// (no errors) and one that cannot (TTFT p50 under a microsecond).
+const gated = `name: gated
+target: {url: "sim://tiny?seed=5"}
+scrape: {interval: 200ms}
+load:
+  stages:
+    - {name: closed, concurrency: 4, requests: 24, warmup: {requests: 4}}
+    - {name: open, rate: 40, requests: 20}
+budgets:
+  overall:
+    error_rate: {max: 0}
+    ttft_ms: {p50: 0.001}
+`
+
+// TestRunEqualsRebuild runs a scenario in-process against the simulator
+// and checks that the summary Run returns is the one `bench report`
+// rebuilds from the results file it wrote (byte for byte as JSON, verdict
+// included), and that report.html shows the budget verdict.
+func TestRunEqualsRebuild(t *testing.T) {
+	t.Parallel()
+	sc, err := scenario.Parse("gated.yaml", []byte(gated))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sum, err := Run(context.Background(), sc, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Verdict == nil || sum.Verdict.Pass || sum.Verdict.Failed != 1 {
+		t.Fatalf("verdict = %+v, want one budget missed", sum.Verdict)
+	}
+	if sum.Overall.Requests.OK != 40 || sum.Overall.Requests.Warmup != 4 {
+		t.Errorf("requests = %+v", sum.Overall.Requests)
+	}
+
+	// The rebuild, as `bench report DIR --format json` does it.
+	agg, err := report.FromFiles(filepath.Join(dir, FileResults))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rebuilt := agg.Summary()
+	spec := agg.Spec()
+	rebuilt.Verdict = agg.Evaluate(rebuilt, spec.Budgets, spec.SLO)
+	var got, want bytes.Buffer
+	if err := report.WriteJSON(&got, sum); err != nil {
+		t.Fatal(err)
+	}
+	if err := report.WriteJSON(&want, rebuilt); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Errorf("the returned summary differs from the rebuilt one:\nreturned %s\nrebuilt  %s", got.Bytes(), want.Bytes())
+	}
+	onDisk, err := os.ReadFile(filepath.Join(dir, FileSummary))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(onDisk, want.Bytes()) {
+		t.Errorf("summary.json differs from the rebuilt summary")
+	}
+	for _, name := range []string{FileJUnit, FileVerdict, FileSimLog, chart.HTMLName, "timeline.png", "decay.svg"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s not written: %v", name, err)
+		}
+	}
+
+	page, err := os.ReadFile(filepath.Join(dir, chart.HTMLName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{`id="verdict"`, `<span class="fail">FAIL</span>`, `<table id="budgets">`,
+		"<td>overall.ttft_ms.p50</td>", "<td>overall.error_rate.max</td>", "over by"} {
+		if !strings.Contains(string(page), s) {
+			t.Errorf("report.html lacks %q", s)
+		}
+	}
+}
+
+// TestRunRecordsEveryRequestOnce reads the results file of a run back:
+// one header, then exactly one record per scheduled request, scrape
+// samples beside them.
+func TestRunRecordsEveryRequestOnce(t *testing.T) {
+	t.Parallel()
+	sc, err := scenario.Parse("once.yaml", []byte("name: once\ntarget: {url: \"sim://tiny\"}\nload: {stages: [{concurrency: 3, requests: 15}]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := Run(context.Background(), sc, Options{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := results.OpenFiles(filepath.Join(dir, FileResults))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[uint64]int{}
+	kinds := map[results.Kind]int{}
+	for rec, err := range f.All() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds[rec.Kind]++
+		if rec.Result != nil {
+			seen[rec.Result.Seq]++
+		}
+	}
+	if kinds[results.KindHeader] != 1 || kinds[results.KindScrape] < 2 || len(seen) != 15 {
+		t.Errorf("records by kind %v, %d distinct requests", kinds, len(seen))
+	}
+	for seq, n := range seen {
+		if n != 1 || seq >= 15 {
+			t.Errorf("seq %d recorded %d times", seq, n)
+		}
+	}
+}
