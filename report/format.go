@@ -17,3 +17,7 @@ func FormatChange(f float64) string { return signedPct(f) }
 // FormatMS formats a millisecond figure of a distribution with n samples,
 // or "-" when there were none.
 func FormatMS(v float64, n int64) string { return ms(v, n) }
+
+// FormatDecimal formats x with at most digits decimals, trailing zeros
+// dropped ("12.5", "3").
+func FormatDecimal(x float64, digits int) string { return trimFloat(x, digits) }

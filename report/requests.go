@@ -292,3 +292,23 @@ func (s *scope) values(metric string) []float64 {
 	}
 	return out
 }
+
+// Scope is the per-request view of some stages of an Aggregate: what rank
+// tests compare and the realised arrival rate. It is a snapshot.
+type Scope struct{ s scope }
+
+// Scope returns the view of the given stages; nil means every stage.
+func (a *Aggregate) Scope(stages []int) *Scope { return &Scope{a.log.scopeOf(stages)} }
+
+// PerRequestMetrics returns the metrics that have one value per completed
+// request (the latencies a budget may limit), in table order.
+func (a *Aggregate) PerRequestMetrics() []results.Metric { return slices.Clone(a.log.metrics) }
+
+// Values returns the per-request values of a per-request metric over the
+// scope, in milliseconds, undefined ones left out.
+func (s *Scope) Values(metric string) []float64 { return s.s.values(metric) }
+
+// ArrivalsPerSec is the realised arrival rate of a single-stage scope:
+// scheduled requests, dropped ones included, over the span of their
+// scheduled times; 0 for several stages or too few arrivals.
+func (s *Scope) ArrivalsPerSec() float64 { return s.s.arrivalsPerSec }

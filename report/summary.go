@@ -139,3 +139,29 @@ type Dist struct {
 	P999  float64 `json:"p99_9"`
 	Max   float64 `json:"max"`
 }
+
+// Stat returns the statistic named stat ("p50", "p90", "p95", "p99",
+// "p99_9", "mean" or "max"); ok is false for another name or an empty
+// distribution.
+func (d Dist) Stat(stat string) (v float64, ok bool) {
+	if d.Count == 0 {
+		return 0, false
+	}
+	switch stat {
+	case "p50":
+		return d.P50, true
+	case "p90":
+		return d.P90, true
+	case "p95":
+		return d.P95, true
+	case "p99":
+		return d.P99, true
+	case "p99_9":
+		return d.P999, true
+	case "mean":
+		return d.Mean, true
+	case "max":
+		return d.Max, true
+	}
+	return 0, false
+}

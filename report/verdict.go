@@ -228,26 +228,11 @@ func distStat(d Dist, stat string) measure {
 	if d.Count == 0 {
 		return measure{note: "no samples"}
 	}
-	m := measure{samples: d.Count, ok: true}
-	switch stat {
-	case "p50":
-		m.value = d.P50
-	case "p90":
-		m.value = d.P90
-	case "p95":
-		m.value = d.P95
-	case "p99":
-		m.value = d.P99
-	case "p99_9":
-		m.value = d.P999
-	case "mean":
-		m.value = d.Mean
-	case "max":
-		m.value = d.Max
-	default:
+	v, ok := d.Stat(stat)
+	if !ok {
 		return measure{note: "unknown statistic " + stat}
 	}
-	return m
+	return measure{value: v, samples: d.Count, ok: true}
 }
 
 // Summary line of a verdict: "PASS (12 budgets)" or "FAIL (2 of 12 budgets missed)".

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/report/compare"
 )
 
 const compareUsage = `Usage: bench compare BASE NEW [--max-regression [SCOPE:]METRIC[.STAT]=N% ...] [--alpha 0.05] [--min-change 5%] [--format text|json]
@@ -44,7 +45,7 @@ func compareCmd(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "compare", compareUsage)
 	var gates multiFlag
 	fs.Var(&gates, "max-regression", "gate: fail when `[SCOPE:]METRIC[.STAT]=N%` got worse by more than N% (repeatable)")
-	alpha := fs.Float64("alpha", report.DefaultAlpha, "significance level of the rank test")
+	alpha := fs.Float64("alpha", compare.DefaultAlpha, "significance level of the rank test")
 	minChange := fs.String("min-change", "5%", "smallest relative change flagged as a regression or improvement")
 	format := fs.String("format", "text", "output format: text or json")
 	pos, err := parseFlags(fs, args)
@@ -61,17 +62,17 @@ func compareCmd(ctx context.Context, e env, args []string) error {
 	if !(*alpha > 0 && *alpha < 1) {
 		return usagef("compare: --alpha %g: want a level between 0 and 1", *alpha)
 	}
-	_, mc, err := report.ParseMaxRegression("error_rate=" + *minChange)
+	_, mc, err := compare.ParseMaxRegression("error_rate=" + *minChange)
 	if err != nil {
 		return usagef("compare: --min-change %q: want a percentage like 5%%", *minChange)
 	}
 	if mc == 0 {
-		mc = -1 // report.CompareOptions: negative means no minimum
+		mc = -1 // compare.Options: negative means no minimum
 	}
-	opts := report.CompareOptions{Alpha: *alpha, MinChange: mc, MaxRegression: map[string]float64{},
+	opts := compare.Options{Alpha: *alpha, MinChange: mc, MaxRegression: map[string]float64{},
 		BaseLabel: "base", NewLabel: "new"}
 	for _, g := range gates {
-		k, v, err := report.ParseMaxRegression(g)
+		k, v, err := compare.ParseMaxRegression(g)
 		if err != nil {
 			return usageError{fmt.Errorf("compare: --max-regression: %w", err)}
 		}
@@ -85,7 +86,7 @@ func compareCmd(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("compare: new: %w", err)
 	}
-	c, err := report.Compare(base, cand, opts)
+	c, err := compare.Runs(base, cand, opts)
 	if err != nil {
 		return usageError{fmt.Errorf("compare: %w", err)}
 	}
@@ -95,7 +96,7 @@ func compareCmd(ctx context.Context, e env, args []string) error {
 		if err := enc.Encode(c); err != nil {
 			return fmt.Errorf("compare: %w", err)
 		}
-	} else if err := report.WriteComparisonText(e.stdout, c); err != nil {
+	} else if err := compare.WriteText(e.stdout, c); err != nil {
 		return fmt.Errorf("compare: %w", err)
 	}
 	if !c.Pass {

@@ -1,6 +1,11 @@
-package report
+package compare
 
 import (
+	"cmp"
+	"maps"
+
+	"github.com/servebench/servebench/report"
+
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,8 +27,8 @@ const (
 	offeredTolerance = 0.10
 )
 
-// CompareOptions tune Compare. The zero value uses the defaults.
-type CompareOptions struct {
+// Options tune Compare. The zero value uses the defaults.
+type Options struct {
 	// Alpha is the significance level: a change is significant when the
 	// rank test's p-value is below it. 0 means DefaultAlpha.
 	Alpha float64
@@ -45,28 +50,28 @@ type CompareOptions struct {
 // Comparison is a baseline run compared with a candidate, metric by
 // metric, benchstat-style.
 type Comparison struct {
-	BaseLabel string         `json:"base_label"`
-	NewLabel  string         `json:"new_label"`
-	Alpha     float64        `json:"alpha"`
-	MinChange float64        `json:"min_change"`
-	Tables    []CompareTable `json:"tables"` // overall first, then the stages both runs have, by base order
+	BaseLabel string  `json:"base_label"`
+	NewLabel  string  `json:"new_label"`
+	Alpha     float64 `json:"alpha"`
+	MinChange float64 `json:"min_change"`
+	Tables    []Table `json:"tables"` // overall first, then the stages both runs have, by base order
 	// Gates are the --max-regression checks, in key order; Pass is false
 	// when one failed.
-	Gates []CompareGate `json:"gates,omitempty"`
-	Pass  bool          `json:"pass"`
+	Gates []Gate `json:"gates,omitempty"`
+	Pass  bool   `json:"pass"`
 	// Warnings flag comparisons that may mislead: different offered
 	// loads, different models or scenarios, stages only one run has.
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// CompareTable compares one scope: the whole run or one stage.
-type CompareTable struct {
+// Table compares one scope: the whole run or one stage.
+type Table struct {
 	Scope string `json:"scope"`
 	// BaseLoad and NewLoad describe each side's offered load as the
 	// scenario set it and as realised.
-	BaseLoad LoadInfo     `json:"base_load"`
-	NewLoad  LoadInfo     `json:"new_load"`
-	Rows     []CompareRow `json:"rows"`
+	BaseLoad LoadInfo `json:"base_load"`
+	NewLoad  LoadInfo `json:"new_load"`
+	Rows     []Row    `json:"rows"`
 }
 
 // LoadInfo is a scope's offered load: its setting and what was realised.
@@ -84,8 +89,8 @@ type LoadInfo struct {
 	Target         string  `json:"target,omitempty"` // of the run
 }
 
-// CompareRow is one statistic of one metric on both sides.
-type CompareRow struct {
+// Row is one statistic of one metric on both sides.
+type Row struct {
 	Metric string  `json:"metric"` // "ttft_ms", "output_tokens_per_s", …
 	Stat   string  `json:"stat"`   // "p50", "p99", "mean", …; "" for rates and ratios
 	Unit   string  `json:"unit"`
@@ -108,8 +113,8 @@ type CompareRow struct {
 }
 
 // MarshalJSON writes NaN figures as null.
-func (r CompareRow) MarshalJSON() ([]byte, error) {
-	type plain CompareRow
+func (r Row) MarshalJSON() ([]byte, error) {
+	type plain Row
 	return json.Marshal(struct {
 		plain
 		Change *float64 `json:"change"`
@@ -127,8 +132,8 @@ func finite(x float64) *float64 {
 	return &x
 }
 
-// CompareGate is one --max-regression check.
-type CompareGate struct {
+// Gate is one --max-regression check.
+type Gate struct {
 	Key     string  `json:"key"`     // as given: "ttft_ms.p99"
 	Scope   string  `json:"scope"`   // "overall" or a stage name
 	Max     float64 `json:"max"`     // largest regression allowed, a fraction
@@ -139,8 +144,8 @@ type CompareGate struct {
 }
 
 // MarshalJSON writes NaN figures as null.
-func (g CompareGate) MarshalJSON() ([]byte, error) {
-	type plain CompareGate
+func (g Gate) MarshalJSON() ([]byte, error) {
+	type plain Gate
 	return json.Marshal(struct {
 		plain
 		Change *float64 `json:"change"`
@@ -151,15 +156,15 @@ func (g CompareGate) MarshalJSON() ([]byte, error) {
 // defaultStats are the latency statistics every table shows.
 var defaultStats = []string{"p50", "p99"}
 
-// Compare compares base with cand (each an Aggregate of one run or of
+// Compare compares base with cand (each an report.Aggregate of one run or of
 // merged files). Latency rows come from the summaries (HdrHistogram
 // percentiles, as every report shows them); significance from the
-// Mann-Whitney U test on the per-request values (see compare_stats.go).
+// Mann-Whitney U test on the per-request values (see stats.go).
 // A --max-regression gate fails when the change is worse than its limit
 // and, for latency rows, significant; rates and ratios have no per-request
 // samples and gate on the change alone. It returns an error for a gate key
 // that names no metric.
-func Compare(base, cand *Aggregate, opts CompareOptions) (*Comparison, error) {
+func Runs(base, cand *report.Aggregate, opts Options) (*Comparison, error) {
 	if opts.Alpha == 0 {
 		opts.Alpha = DefaultAlpha
 	}
@@ -188,13 +193,13 @@ func Compare(base, cand *Aggregate, opts CompareOptions) (*Comparison, error) {
 			extra[g.scope+":"+g.metric] = append(extra[g.scope+":"+g.metric], g.stat)
 		}
 	}
-	addTable := func(scope string, bst, nst *Stage, bIdx, nIdx []int) {
-		bLog, nLog := base.log.scopeOf(bIdx), cand.log.scopeOf(nIdx)
-		t := CompareTable{Scope: scope, BaseLoad: loadInfo(bs, bst, bLoads, bIdx, &bLog), NewLoad: loadInfo(ns, nst, nLoads, nIdx, &nLog)}
+	addTable := func(scope string, bst, nst *report.Stage, bIdx, nIdx []int) {
+		bLog, nLog := base.Scope(bIdx), cand.Scope(nIdx)
+		t := Table{Scope: scope, BaseLoad: loadInfo(bs, bst, bLoads, bIdx, bLog), NewLoad: loadInfo(ns, nst, nLoads, nIdx, nLog)}
 		// One test per metric shown, Holm-adjusted over the table.
 		type tested struct {
 			metric   string
-			bd, nd   Dist
+			bd, nd   report.Dist
 			nb, nn   int64
 			p        float64
 			shift    int
@@ -202,7 +207,7 @@ func Compare(base, cand *Aggregate, opts CompareOptions) (*Comparison, error) {
 		}
 		var ms []tested
 		// The per-request metrics: one value per request to rank.
-		for _, m := range base.log.metrics {
+		for _, m := range base.PerRequestMetrics() {
 			bd, nd := *bst.Dist(m.Name), *nst.Dist(m.Name)
 			if bd.Count == 0 && nd.Count == 0 {
 				continue
@@ -212,7 +217,7 @@ func Compare(base, cand *Aggregate, opts CompareOptions) (*Comparison, error) {
 			if m.Name == "ttfc_ms" && bd == bst.TTFT && nd == nst.TTFT {
 				continue
 			}
-			bv, nv := bLog.values(m.Name), nLog.values(m.Name)
+			bv, nv := bLog.Values(m.Name), nLog.Values(m.Name)
 			p, shift := mannWhitney(bv, nv)
 			ms = append(ms, tested{metric: m.Name, bd: bd, nd: nd, nb: int64(len(bv)), nn: int64(len(nv)), p: p, shift: shift})
 		}
@@ -231,8 +236,9 @@ func Compare(base, cand *Aggregate, opts CompareOptions) (*Comparison, error) {
 				}
 			}
 			for _, stat := range stats {
-				b, n := distStat(m.bd, stat), distStat(m.nd, stat)
-				t.Rows = append(t.Rows, newRow(m.metric, stat, "ms", b.value, n.value, m.nb, m.nn, m.adjusted, m.shift, true, opts))
+				b, _ := m.bd.Stat(stat)
+				n, _ := m.nd.Stat(stat)
+				t.Rows = append(t.Rows, newRow(m.metric, stat, "ms", b, n, m.nb, m.nn, m.adjusted, m.shift, true, opts))
 			}
 		}
 		// Rates and ratios have no per-request samples: no test.
@@ -247,7 +253,7 @@ func Compare(base, cand *Aggregate, opts CompareOptions) (*Comparison, error) {
 	addTable("overall", &bs.Overall, &ns.Overall, nil, nil)
 	for i := range bs.Stages {
 		bst := &bs.Stages[i]
-		j := slices.IndexFunc(ns.Stages, func(s Stage) bool { return s.Name == bst.Name })
+		j := slices.IndexFunc(ns.Stages, func(s report.Stage) bool { return s.Name == bst.Name })
 		if j < 0 {
 			c.Warnings = append(c.Warnings, fmt.Sprintf("stage %q is only in %s", bst.Name, opts.BaseLabel))
 			continue
@@ -257,7 +263,7 @@ func Compare(base, cand *Aggregate, opts CompareOptions) (*Comparison, error) {
 		}
 	}
 	for _, st := range ns.Stages {
-		if !slices.ContainsFunc(bs.Stages, func(s Stage) bool { return s.Name == st.Name }) {
+		if !slices.ContainsFunc(bs.Stages, func(s report.Stage) bool { return s.Name == st.Name }) {
 			c.Warnings = append(c.Warnings, fmt.Sprintf("stage %q is only in %s", st.Name, opts.NewLabel))
 		}
 	}
@@ -278,14 +284,14 @@ func Compare(base, cand *Aggregate, opts CompareOptions) (*Comparison, error) {
 	return c, nil
 }
 
-func newRow(metric, stat, unit string, b, n float64, nb, nn int64, p float64, shift int, higherWorse bool, opts CompareOptions) CompareRow {
-	r := CompareRow{Metric: metric, Stat: stat, Unit: unit, Base: b, New: n, NBase: nb, NNew: nn, P: p,
+func newRow(metric, stat, unit string, b, n float64, nb, nn int64, p float64, shift int, higherWorse bool, opts Options) Row {
+	r := Row{Metric: metric, Stat: stat, Unit: unit, Base: b, New: n, NBase: nb, NNew: nn, P: p,
 		HigherWorse: higherWorse, Change: math.NaN(), Verdict: "~"}
 	if b != 0 {
 		r.Change = (n - b) / b
 	}
 	// Significant only when the shift the test found goes the way this
-	// row's change does (see compare_stats.go).
+	// row's change does (see stats.go).
 	agrees := (shift > 0 && n > b) || (shift < 0 && n < b)
 	r.Significant = !math.IsNaN(p) && p < opts.Alpha && agrees
 	if r.Significant && !math.IsNaN(r.Change) && math.Abs(r.Change) >= opts.MinChange {
@@ -300,16 +306,16 @@ func newRow(metric, stat, unit string, b, n float64, nb, nn int64, p float64, sh
 
 // stageSettings reads each stage's load setting from the first results
 // header's resolved scenario.
-func stageSettings(a *Aggregate) map[int]string {
+func stageSettings(a *report.Aggregate) map[int]string {
 	out := map[int]string{}
-	if a.spec == nil {
+	if a.Spec() == nil {
 		return out
 	}
-	for i, st := range a.spec.Load.Stages {
+	for i, st := range a.Spec().Load.Stages {
 		if st.Open() {
-			s := fmt.Sprintf("open, %s %s req/s, max %d in flight", st.Arrival, trimFloat(st.Rate, 3), st.MaxConcurrency)
+			s := fmt.Sprintf("open, %s %s req/s, max %d in flight", st.Arrival, report.FormatDecimal(st.Rate, 3), st.MaxConcurrency)
 			if st.Arrival == "gamma" {
-				s += fmt.Sprintf(", burstiness %s", trimFloat(st.Burstiness, 3))
+				s += fmt.Sprintf(", burstiness %s", report.FormatDecimal(st.Burstiness, 3))
 			}
 			out[i] = s
 		} else {
@@ -319,10 +325,10 @@ func stageSettings(a *Aggregate) map[int]string {
 	return out
 }
 
-func loadInfo(s *Summary, st *Stage, settings map[int]string, idx []int, log *scope) LoadInfo {
+func loadInfo(s *report.Summary, st *report.Stage, settings map[int]string, idx []int, log *report.Scope) LoadInfo {
 	li := LoadInfo{RequestsPerSec: st.RequestsPerSec, Requests: st.Requests.Scheduled, DurationS: st.Duration,
 		Dropped: st.Requests.Dropped, Failed: st.Requests.Failed, OK: st.Requests.OK, Model: s.Model, Target: s.Target,
-		ArrivalsPerSec: round(log.arrivalsPerSec, 3)}
+		ArrivalsPerSec: round(log.ArrivalsPerSec(), 3)}
 	if len(idx) == 1 {
 		li.Setting = settings[idx[0]]
 		li.Open = strings.HasPrefix(li.Setting, "open")
@@ -337,7 +343,7 @@ func loadInfo(s *Summary, st *Stage, settings map[int]string, idx []int, log *sc
 // load: a different setting, or open-loop arrival rates more than 10 %
 // apart. Closed-loop arrival rates follow the server's speed and are not
 // flagged.
-func loadWarnings(c *Comparison, bs, ns *Summary) []string {
+func loadWarnings(c *Comparison, bs, ns *report.Summary) []string {
 	var out []string
 	if bs.Model != ns.Model {
 		out = append(out, fmt.Sprintf("different models: %s %q, %s %q", c.BaseLabel, bs.Model, c.NewLabel, ns.Model))
@@ -350,11 +356,11 @@ func loadWarnings(c *Comparison, bs, ns *Summary) []string {
 		switch {
 		case b.Setting != n.Setting && b.Setting != "" && n.Setting != "":
 			out = append(out, fmt.Sprintf("%s: different offered loads: %s %s (%s req/s realised), %s %s (%s req/s realised)",
-				t.Scope, c.BaseLabel, b.Setting, trimFloat(b.ArrivalsPerSec, 2), c.NewLabel, n.Setting, trimFloat(n.ArrivalsPerSec, 2)))
+				t.Scope, c.BaseLabel, b.Setting, report.FormatDecimal(b.ArrivalsPerSec, 2), c.NewLabel, n.Setting, report.FormatDecimal(n.ArrivalsPerSec, 2)))
 		case b.Open && n.Open && b.ArrivalsPerSec > 0 &&
 			math.Abs(n.ArrivalsPerSec-b.ArrivalsPerSec)/b.ArrivalsPerSec > offeredTolerance:
 			out = append(out, fmt.Sprintf("%s: realised arrival rates differ by more than %d %%: %s %s req/s, %s %s req/s",
-				t.Scope, int(offeredTolerance*100), c.BaseLabel, trimFloat(b.ArrivalsPerSec, 2), c.NewLabel, trimFloat(n.ArrivalsPerSec, 2)))
+				t.Scope, int(offeredTolerance*100), c.BaseLabel, report.FormatDecimal(b.ArrivalsPerSec, 2), c.NewLabel, report.FormatDecimal(n.ArrivalsPerSec, 2)))
 		}
 	}
 	return out
@@ -429,15 +435,15 @@ func parseOne(key string, x float64) (string, float64, error) {
 }
 
 // judge evaluates one gate on the comparison's rows.
-func (g gateKey) judge(c *Comparison) CompareGate {
-	cg := CompareGate{Key: g.key, Scope: g.scope, Max: g.max, Change: math.NaN(), P: math.NaN()}
-	ti := slices.IndexFunc(c.Tables, func(t CompareTable) bool { return t.Scope == g.scope })
+func (g gateKey) judge(c *Comparison) Gate {
+	cg := Gate{Key: g.key, Scope: g.scope, Max: g.max, Change: math.NaN(), P: math.NaN()}
+	ti := slices.IndexFunc(c.Tables, func(t Table) bool { return t.Scope == g.scope })
 	if ti < 0 {
 		cg.Message = fmt.Sprintf("%s: no scope %q in both runs", g.key, g.scope)
 		return cg
 	}
 	rows := c.Tables[ti].Rows
-	ri := slices.IndexFunc(rows, func(r CompareRow) bool { return r.Metric == g.metric && r.Stat == g.stat })
+	ri := slices.IndexFunc(rows, func(r Row) bool { return r.Metric == g.metric && r.Stat == g.stat })
 	if ri < 0 {
 		cg.Message = fmt.Sprintf("%s: not measured in both runs", g.key)
 		return cg
@@ -459,7 +465,7 @@ func (g gateKey) judge(c *Comparison) CompareGate {
 	tested := !math.IsNaN(r.P)
 	over := worse > g.max
 	cg.Pass = !over || (tested && !r.Significant)
-	limit := trimFloat(g.max*100, 2) + " %"
+	limit := report.FormatDecimal(g.max*100, 2) + " %"
 	switch {
 	case !over:
 		cg.Message = fmt.Sprintf("%s: %s, within %s", g.key, changeText(worse), limit)
@@ -478,9 +484,9 @@ func changeText(worse float64) string {
 	case math.IsInf(worse, 1):
 		return "worse from zero"
 	case worse > 0:
-		return trimFloat(worse*100, 1) + " % worse"
+		return report.FormatDecimal(worse*100, 1) + " % worse"
 	case worse < 0:
-		return trimFloat(-worse*100, 1) + " % better"
+		return report.FormatDecimal(-worse*100, 1) + " % better"
 	}
 	return "unchanged"
 }
@@ -495,11 +501,11 @@ func pText(p float64) string {
 	return fmt.Sprintf("%.3f", p)
 }
 
-// WriteComparisonText writes the comparison as benchstat-style tables:
+// WriteText writes the comparison as benchstat-style tables:
 // per scope, one row per statistic with both values, the change and the
 // p-value; "~" marks a change that is not significant (or smaller than the
 // minimum change). The offered loads, gates and warnings follow.
-func WriteComparisonText(w io.Writer, c *Comparison) error {
+func WriteText(w io.Writer, c *Comparison) error {
 	var b strings.Builder
 	for i, t := range c.Tables {
 		if i > 0 {
@@ -533,7 +539,7 @@ func WriteComparisonText(w io.Writer, c *Comparison) error {
 		fmt.Fprintf(&b, "load: %s %s; %s %s\n", c.BaseLabel, loadText(t.BaseLoad), c.NewLabel, loadText(t.NewLoad))
 	}
 	fmt.Fprintf(&b, "(latencies in ms; p: two-sided Mann-Whitney U test on per-request values, Holm-adjusted over each table's metrics; ~: not significant at α=%g or under %s %% change)\n",
-		c.Alpha, trimFloat(c.MinChange*100, 1))
+		c.Alpha, report.FormatDecimal(c.MinChange*100, 1))
 	for _, g := range c.Gates {
 		mark := "ok"
 		if !g.Pass {
@@ -554,25 +560,32 @@ func loadText(l LoadInfo) string {
 		s = "load as run"
 	}
 	if l.ArrivalsPerSec > 0 {
-		s += ", " + trimFloat(l.ArrivalsPerSec, 2) + " arrivals/s"
+		s += ", " + report.FormatDecimal(l.ArrivalsPerSec, 2) + " arrivals/s"
 	}
-	return s + ", " + trimFloat(l.RequestsPerSec, 2) + " ok/s"
+	return s + ", " + report.FormatDecimal(l.RequestsPerSec, 2) + " ok/s"
 }
 
 func compareValue(x float64, unit string) string {
 	switch unit {
 	case "fraction":
-		return trimFloat(x*100, 2) + " %"
+		return report.FormatDecimal(x*100, 2) + " %"
 	case "ms":
-		return ms(x, 1)
+		return report.FormatMS(x, 1)
 	}
-	return trimFloat(x, 1)
+	return report.FormatDecimal(x, 1)
 }
 
 func signed(x float64) string {
-	s := trimFloat(x, 1)
+	s := report.FormatDecimal(x, 1)
 	if x > 0 && s != "0" {
 		return "+" + s
 	}
 	return s
 }
+
+func round(x float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(x*p) / p
+}
+
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K { return slices.Sorted(maps.Keys(m)) }

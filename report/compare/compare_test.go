@@ -1,6 +1,12 @@
-package report
+package compare
 
 import (
+	"flag"
+	"path/filepath"
+
+	"github.com/servebench/servebench/internal/golden"
+	"github.com/servebench/servebench/report"
+
 	"github.com/servebench/servebench/results"
 
 	"bytes"
@@ -87,9 +93,9 @@ func TestMannWhitneyFalsePositives(t *testing.T) {
 
 // compareAggregate builds a two-stage run: stage "closed" with TTFT about
 // ttft and per-token gaps itl, and an open stage at arrival rate rate.
-func compareAggregate(t testing.TB, seed uint64, ttft, itl time.Duration, rate float64) *Aggregate {
+func compareAggregate(t testing.TB, seed uint64, ttft, itl time.Duration, rate float64) *report.Aggregate {
 	t.Helper()
-	a := New()
+	a := report.New()
 	sc := `{"name":"cmp","load":{"stages":[{"name":"closed","concurrency":4},{"name":"open","rate":` +
 		strconv.FormatFloat(rate, 'g', -1, 64) + `,"arrival":"poisson","max_concurrency":16}]}}`
 	a.AddHeader(&results.Header{Schema: results.Schema, Tool: "servebench", Version: "test",
@@ -115,14 +121,14 @@ func TestCompareGolden(t *testing.T) {
 	t.Parallel()
 	base := compareAggregate(t, 1, 100*msec, 10*msec, 20)
 	cand := compareAggregate(t, 2, 100*msec, 15*msec, 20)
-	c, err := Compare(base, cand, CompareOptions{MaxRegression: map[string]float64{
+	c, err := Runs(base, cand, Options{MaxRegression: map[string]float64{
 		"itl_ms.p50": 0.10, "closed:ttft_ms.p90": 0.5, "output_tokens_per_s": 0.5, "error_rate": 0,
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var text bytes.Buffer
-	if err := WriteComparisonText(&text, c); err != nil {
+	if err := WriteText(&text, c); err != nil {
 		t.Fatal(err)
 	}
 	goldenFile(t, "compare.txt", text.Bytes())
@@ -135,7 +141,7 @@ func TestCompareGolden(t *testing.T) {
 	if c.Pass {
 		t.Error("a 50 % ITL regression passed a 10 % gate")
 	}
-	byKey := map[string]CompareGate{}
+	byKey := map[string]Gate{}
 	for _, g := range c.Gates {
 		byKey[g.Key] = g
 	}
@@ -152,7 +158,7 @@ func TestCompareGolden(t *testing.T) {
 
 func TestCompareSameDistribution(t *testing.T) {
 	t.Parallel()
-	c, err := Compare(compareAggregate(t, 1, 100*msec, 10*msec, 20), compareAggregate(t, 2, 100*msec, 10*msec, 20), CompareOptions{})
+	c, err := Runs(compareAggregate(t, 1, 100*msec, 10*msec, 20), compareAggregate(t, 2, 100*msec, 10*msec, 20), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +176,7 @@ func TestCompareSameDistribution(t *testing.T) {
 
 func TestCompareFlagsOfferedLoad(t *testing.T) {
 	t.Parallel()
-	c, err := Compare(compareAggregate(t, 1, 100*msec, 10*msec, 20), compareAggregate(t, 1, 100*msec, 10*msec, 40), CompareOptions{})
+	c, err := Runs(compareAggregate(t, 1, 100*msec, 10*msec, 20), compareAggregate(t, 1, 100*msec, 10*msec, 40), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +185,7 @@ func TestCompareFlagsOfferedLoad(t *testing.T) {
 		!strings.Contains(w, "new open, poisson 40 req/s") {
 		t.Errorf("warnings:\n%s", w)
 	}
-	var open *CompareTable
+	var open *Table
 	for i := range c.Tables {
 		if c.Tables[i].Scope == "open" {
 			open = &c.Tables[i]
@@ -253,7 +259,7 @@ func FuzzParseMaxRegression(f *testing.F) {
 		if math.IsNaN(limit) || math.IsInf(limit, 0) || limit < 0 {
 			t.Fatalf("%q: limit %g", s, limit)
 		}
-		c, err := Compare(base, base, CompareOptions{MaxRegression: map[string]float64{key: limit}})
+		c, err := Runs(base, base, Options{MaxRegression: map[string]float64{key: limit}})
 		if err != nil {
 			t.Fatalf("%q parsed but Compare rejects %q: %v", s, key, err)
 		}
@@ -261,4 +267,27 @@ func FuzzParseMaxRegression(f *testing.F) {
 			t.Fatalf("%q: %d gates", s, len(c.Gates))
 		}
 	})
+}
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+
+const msec = time.Millisecond
+
+func goldenFile(t *testing.T, name string, got []byte) {
+	t.Helper()
+	golden.Check(t, filepath.Join("testdata", name+".golden"), got, *update)
+}
+
+// okResult is an ok streamed request: ttft after sent, then n chunks of one
+// token itl apart.
+func okResult(seq uint64, stage int, sent, ttft, itl time.Duration, n int) results.Result {
+	r := results.Result{Seq: seq, Stage: stage, Outcome: results.OK, API: results.APIChat,
+		Stream: true, Scheduled: sent - msec, Sent: sent, Headers: sent + ttft/2, FirstToken: sent + ttft,
+		FirstContent: sent + ttft, PromptTokens: 100, OutputTokens: n, InputTokens: 100, MaxTokens: n}
+	for i := range n {
+		r.ChunkTimes = append(r.ChunkTimes, ttft+time.Duration(i)*itl)
+	}
+	r.LastToken = sent + r.ChunkTimes[n-1]
+	r.End = r.LastToken + msec
+	return r
 }
