@@ -219,7 +219,7 @@ func TestAcceptanceSchedule(t *testing.T) {
 					time.Sleep(time.Until(start.Add(time.Duration(i) * ramp)))
 					for k := range rounds {
 						recs[i*rounds+k] = c.Do(context.Background(), &Request{
-							Seq: uint64(i*rounds + k), API: results.APIChat, Model: "m", Prompt: "hi", MaxTokens: tokens,
+							API: results.APIChat, Model: "m", Prompt: "hi", MaxTokens: tokens,
 							Stream: true, IncludeUsage: true,
 						})
 					}

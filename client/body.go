@@ -64,7 +64,7 @@ func encodeBody(r *Request) ([]byte, error) {
 	}
 	b, err := json.Marshal(body)
 	if err != nil {
-		return nil, fmt.Errorf("encode request %d body: %w", r.Seq, err)
+		return nil, fmt.Errorf("encode request body: %w", err)
 	}
 	return b, nil
 }

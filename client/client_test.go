@@ -381,7 +381,7 @@ func TestErrorClasses(t *testing.T) {
 	for i := range healthyResults {
 		healthy.Go(func() {
 			time.Sleep(time.Duration(i) * 20 * time.Millisecond) // spread over the failures
-			healthyResults[i] = c.Do(context.Background(), &Request{Seq: uint64(i), API: results.APIChat, Prompt: "x", Stream: true, IncludeUsage: true})
+			healthyResults[i] = c.Do(context.Background(), &Request{API: results.APIChat, Prompt: "x", Stream: true, IncludeUsage: true})
 		})
 	}
 	t.Run("group", func(t *testing.T) {

@@ -33,12 +33,8 @@ var (
 // request has no effect on other requests. Do is safe for concurrent use.
 func (c *Client) Do(ctx context.Context, r *Request) (res results.Result) {
 	res = results.Result{
-		Seq:         r.Seq,
-		Stage:       r.Stage,
-		Warmup:      r.Warmup,
 		API:         r.API,
 		Stream:      r.Stream,
-		Scheduled:   r.Scheduled,
 		InputTokens: r.InputTokens,
 		MaxTokens:   r.MaxTokens,
 	}

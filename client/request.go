@@ -1,15 +1,10 @@
 package client
 
-import "time"
-
-// Request is one request to send: what the scenario runner hands the client.
-// It is read, never modified, by Client.Do.
+// Request is one request to send: what the run's scheduler hands the
+// client. It is read, never modified, by Client.Do. It carries no
+// scheduling fields: the scheduler owns Seq, Stage, Warmup and Scheduled
+// on the Result and sets them on the record Do returns.
 type Request struct {
-	Seq       uint64
-	Stage     int
-	Warmup    bool
-	Scheduled time.Duration // offset from the epoch at which the load model wanted it sent
-
 	API    string // APIChat or APICompletions
 	Model  string
 	System string // optional system message (chat only)

@@ -6,8 +6,8 @@ import (
 	"github.com/servebench/servebench/results"
 )
 
-// FromFiles reads one or more results files into a new Aggregate, each
-// file once, with offsets on the files' common epoch (Files).
+// FromFiles reads one or more results files (or run directories) into a
+// new Aggregate, each file once, with offsets on the files' common epoch (Files).
 // Reader warnings (a truncated last line) become summary warnings.
 func FromFiles(paths ...string) (*Aggregate, error) {
 	files, err := results.OpenFiles(paths...)
@@ -25,6 +25,22 @@ func FromFiles(paths ...string) (*Aggregate, error) {
 		a.Warn(w.Error())
 	}
 	return a, nil
+}
+
+// Rebuild reads results files (or run directories) as `bench report` does:
+// it returns their aggregate and summary, judged by the budgets recorded
+// in the first header when it has any, so that a gated run's summary.json
+// is rebuilt byte for byte.
+func Rebuild(paths ...string) (*Aggregate, *Summary, error) {
+	a, err := FromFiles(paths...)
+	if err != nil {
+		return nil, nil, err
+	}
+	s := a.Summary()
+	if spec := a.Spec(); spec != nil && spec.Budgets != nil {
+		s.Verdict = a.Evaluate(s, spec.Budgets, spec.SLO)
+	}
+	return a, s, nil
 }
 
 // AddRecord adds one record of any kind, as read from a results file or

@@ -2,6 +2,8 @@ package results
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"iter"
 	"time"
 )
@@ -22,15 +24,34 @@ type Files struct {
 	warnings []error
 }
 
-// OpenFiles reads the header of every file. It fails when a file cannot be
-// read, does not start with a header, or has a newer schema than this
-// package reads.
+// fileNames are the names a run gives its results file, in a run
+// directory: plain or gzip-compressed.
+var fileNames = []string{"results.jsonl", "results.jsonl.gz"}
+
+// Path returns the results file a path names: the path itself, or the
+// results file inside it when it is a run directory.
+func Path(p string) string {
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		for _, name := range fileNames {
+			if _, err := os.Stat(filepath.Join(p, name)); err == nil {
+				return filepath.Join(p, name)
+			}
+		}
+	}
+	return p
+}
+
+// OpenFiles reads the header of every file; a run directory stands for the
+// results file inside it (Path). It fails when a file cannot be read, does
+// not start with a header, or has a newer schema than this package reads.
 func OpenFiles(paths ...string) (*Files, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("no results files")
 	}
-	f := &Files{paths: paths, headers: make([]*Header, len(paths))}
+	f := &Files{paths: make([]string, len(paths)), headers: make([]*Header, len(paths))}
 	for i, p := range paths {
+		p = Path(p)
+		f.paths[i] = p
 		h, err := ReadHeader(p)
 		if err != nil {
 			return nil, err

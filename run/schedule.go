@@ -290,10 +290,9 @@ func (r *scheduler) open(stop, reqCtx context.Context, idx int, st *scenario.Sta
 }
 
 // request builds the request of seq.
-func (r *scheduler) request(seq uint64, stage int, warm bool, at time.Duration) client.Request {
+func (r *scheduler) request(seq uint64) client.Request {
 	p := r.prompts.At(seq)
 	req := r.tmpl
-	req.Seq, req.Stage, req.Warmup, req.Scheduled = seq, stage, warm, at
 	req.Prompt, req.InputTokens, req.MaxTokens = p.Text, p.InputTokens, p.OutputTokens
 	return req
 }
@@ -301,7 +300,7 @@ func (r *scheduler) request(seq uint64, stage int, warm bool, at time.Duration) 
 // send runs one request and emits its record; the caller has counted it in
 // flight.
 func (r *scheduler) send(ctx context.Context, seq uint64, stage int, warm bool, at time.Duration, emit func(results.Result)) {
-	req := r.request(seq, stage, warm, at)
+	req := r.request(seq)
 	res := r.d.Do(ctx, &req)
 	// The runner owns the scheduling fields, whatever the Doer returned.
 	res.Seq, res.Stage, res.Warmup, res.Scheduled = seq, stage, warm, at
@@ -321,7 +320,7 @@ func (r *scheduler) send(ctx context.Context, seq uint64, stage int, warm bool, 
 
 // drop emits the record of an arrival that found no free slot.
 func (r *scheduler) drop(seq uint64, stage int, warm bool, at time.Duration, emit func(results.Result)) {
-	req := r.request(seq, stage, warm, at)
+	req := r.request(seq)
 	r.dropped.Add(1)
 	emit(results.Result{
 		Seq: seq, Stage: stage, Warmup: warm, Outcome: results.Dropped,

@@ -27,9 +27,9 @@ const (
 // ended before it was ready.
 var ErrExited = errors.New("server exited")
 
-// Process is a launched server: a command started in its own process group
+// process is a launched server: a command started in its own process group
 // with its output in a log file. Stop ends the whole group.
-type Process struct {
+type process struct {
 	cmd     *exec.Cmd
 	logPath string
 	log     *os.File
@@ -37,10 +37,10 @@ type Process struct {
 	waitErr error         // the exit status; read after done is closed
 }
 
-// Start launches args (argv) with env as its whole environment, stdout and
+// launch starts args (argv) with env as its whole environment, stdout and
 // stderr appended to logPath, in a new process group. It does not wait for
 // readiness (see WaitReady). The process is not tied to ctx: call Stop.
-func Start(args, env []string, logPath string) (*Process, error) {
+func launch(args, env []string, logPath string) (*process, error) {
 	if len(args) == 0 || args[0] == "" {
 		return nil, errors.New("start server: empty command")
 	}
@@ -57,7 +57,7 @@ func Start(args, env []string, logPath string) (*Process, error) {
 		logf.Close()
 		return nil, fmt.Errorf("start server %s: %w", args[0], err)
 	}
-	p := &Process{cmd: cmd, logPath: logPath, log: logf, done: make(chan struct{})}
+	p := &process{cmd: cmd, logPath: logPath, log: logf, done: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		close(p.done)
@@ -66,10 +66,10 @@ func Start(args, env []string, logPath string) (*Process, error) {
 }
 
 // Pid is the process id (and process group id) of the server.
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
+func (p *process) Pid() int { return p.cmd.Process.Pid }
 
 // Exited reports whether the process has ended, and how.
-func (p *Process) Exited() (bool, error) {
+func (p *process) Exited() (bool, error) {
 	select {
 	case <-p.done:
 		return true, p.waitErr
@@ -80,7 +80,7 @@ func (p *Process) Exited() (bool, error) {
 
 // WaitReady polls url until it answers 2xx, the process exits (ErrExited),
 // timeout passes or ctx is done. The error quotes the end of the log.
-func (p *Process) WaitReady(ctx context.Context, url string, timeout time.Duration) error {
+func (p *process) WaitReady(ctx context.Context, url string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	hc := &http.Client{Timeout: readyPollTimeout, Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
@@ -123,8 +123,8 @@ func poll(ctx context.Context, hc *http.Client, url string) (bool, error) {
 	return true, nil
 }
 
-// Stopped is how a server ended.
-type Stopped struct {
+// stopped is how a server ended.
+type stopped struct {
 	Status string // the process's end: "exit status 1", "signal: terminated", …
 	Early  bool   // it had exited on its own before Stop was called
 	Forced bool   // it outlived the grace period and was killed
@@ -134,9 +134,9 @@ type Stopped struct {
 // server process, then kills the group (SIGKILL), which also removes any
 // process of the group still running. The error is not nil only if the
 // process survived SIGKILL. Call Stop exactly once.
-func (p *Process) Stop(grace time.Duration) (Stopped, error) {
+func (p *process) Stop(grace time.Duration) (stopped, error) {
 	defer p.log.Close()
-	var st Stopped
+	var st stopped
 	select {
 	case <-p.done:
 		st.Early = true
@@ -163,7 +163,7 @@ func (p *Process) Stop(grace time.Duration) (Stopped, error) {
 }
 
 // logTail returns the end of the server's log, indented, for messages.
-func (p *Process) logTail() string {
+func (p *process) logTail() string {
 	data, err := os.ReadFile(p.logPath)
 	if err != nil || len(bytes.TrimSpace(data)) == 0 {
 		return " (empty log " + p.logPath + ")"
@@ -192,8 +192,8 @@ func exitStatus(err error) string {
 	return err.Error()
 }
 
-// FreePort returns a TCP port that was free on 127.0.0.1 a moment ago.
-func FreePort() (int, error) {
+// freePort returns a TCP port that was free on 127.0.0.1 a moment ago.
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("free port: %w", err)

@@ -124,7 +124,7 @@ func (p *Plan) record(j *Job, status string) RunRecord {
 // of running it again, judged by the budgets recorded in it.
 func (p *Plan) resumed(dir string, j *Job) RunRecord {
 	rec := p.record(j, StatusResumed)
-	sum, err := rebuild(filepath.Join(dir, j.Dir, run.FileResults))
+	_, sum, err := report.Rebuild(filepath.Join(dir, j.Dir, run.FileResults))
 	if err != nil {
 		rec.Status, rec.Error = StatusFailed, "resumed: "+err.Error()
 		return rec
@@ -134,20 +134,6 @@ func (p *Plan) resumed(dir string, j *Job) RunRecord {
 		rec.Error = "resumed: " + rec.Error
 	}
 	return rec
-}
-
-// rebuild computes the summary of a results file, judged by the budgets
-// its header records, as `bench report` does.
-func rebuild(path string) (*report.Summary, error) {
-	agg, err := report.FromFiles(path)
-	if err != nil {
-		return nil, err
-	}
-	sum := agg.Summary()
-	if spec := agg.Spec(); spec != nil && spec.Budgets != nil {
-		sum.Verdict = agg.Evaluate(sum, spec.Budgets, spec.SLO)
-	}
-	return sum, nil
 }
 
 // runJob makes one run: launch the server if any, wait for it, run the
@@ -173,12 +159,12 @@ func (p *Plan) runJob(ctx context.Context, opts Options, j *Job, logf func(strin
 	}
 	sc := j.Scenario
 	rec.Target = sc.Target.URL
-	var proc *Process
+	var proc *process
 	if sv := p.Server; sv != nil {
 		port := sv.Port
 		if port == 0 {
 			var err error
-			if port, err = FreePort(); err != nil {
+			if port, err = freePort(); err != nil {
 				return fail("%v", err)
 			}
 		}
@@ -194,7 +180,7 @@ func (p *Plan) runJob(ctx context.Context, opts Options, j *Job, logf func(strin
 		logPath := filepath.Join(dir, "server.log")
 		rec.ServerLog = filepath.Join(j.Dir, "server.log")
 		logf("starting %s (log %s)", shellJoin(l.Args), logPath)
-		proc, err = Start(l.Args, append(slices.Clone(opts.Environ), l.Env...), logPath)
+		proc, err = launch(l.Args, append(slices.Clone(opts.Environ), l.Env...), logPath)
 		if err != nil {
 			return fail("%v", err)
 		}

@@ -335,12 +335,12 @@ func TestExecuteServers(t *testing.T) {
 // grace period, and so is the child it started (same process group).
 func TestStopKillsTheGroup(t *testing.T) {
 	t.Parallel()
-	port, err := FreePort()
+	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(t.TempDir(), "server.log")
-	p, err := Start([]string{os.Args[0], strconv.Itoa(port)}, append(os.Environ(), testServerEnv+"=stubborn"), logPath)
+	p, err := launch([]string{os.Args[0], strconv.Itoa(port)}, append(os.Environ(), testServerEnv+"=stubborn"), logPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,9 +61,6 @@ func checkCmd(ctx context.Context, e env, args []string) error {
 	default:
 		return usagef("check: --format %q: want text, json, markdown or junit", *format)
 	}
-	for i, p := range paths {
-		paths[i] = resultsPath(p)
-	}
 	// A bad budgets file is the user's to fix before any results are read.
 	g, err := budgetsGate(*budgetsFile)
 	if err != nil {
@@ -136,15 +133,6 @@ func headerGate(agg *report.Aggregate) (gate, error) {
 		return gate{}, usagef("check: the scenario recorded in the results has no budgets: pass --budgets SCENARIO")
 	}
 	return gate{spec.Budgets, spec.SLO, ""}, nil
-}
-
-// judgeByHeader judges sum by the budgets recorded in the results header,
-// when it has any, so that 'bench report' rebuilds a gated run's
-// summary.json byte for byte.
-func judgeByHeader(agg *report.Aggregate, sum *report.Summary) {
-	if spec := agg.Spec(); spec != nil && spec.Budgets != nil {
-		sum.Verdict = agg.Evaluate(sum, spec.Budgets, spec.SLO)
-	}
 }
 
 // printVerdict prints a run's verdict under its summary table and returns

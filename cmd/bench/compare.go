@@ -78,11 +78,11 @@ func compareCmd(ctx context.Context, e env, args []string) error {
 		}
 		opts.MaxRegression[k] = v
 	}
-	base, err := report.FromFiles(resultsPath(pos[0]))
+	base, err := report.FromFiles(pos[0])
 	if err != nil {
 		return fmt.Errorf("compare: base: %w", err)
 	}
-	cand, err := report.FromFiles(resultsPath(pos[1]))
+	cand, err := report.FromFiles(pos[1])
 	if err != nil {
 		return fmt.Errorf("compare: new: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/report/chart"
+	"github.com/servebench/servebench/results"
 )
 
 const plotUsage = `Usage: bench plot RESULTS... [--out DIR]
@@ -43,38 +44,23 @@ func plotCmd(ctx context.Context, e env, args []string) error {
 		fs.Usage()
 		return usagef("plot: no results file given")
 	}
-	for i, p := range paths {
-		paths[i] = resultsPath(p)
-	}
 	dir := *outDir
 	if dir == "" {
-		dir = filepath.Dir(paths[0])
+		dir = filepath.Dir(results.Path(paths[0]))
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
-	written, err := writeReport(paths, dir)
+	agg, sum, err := report.Rebuild(paths...)
 	if err != nil {
-		return err
+		return fmt.Errorf("plot: %w", err)
 	}
+	written, err := chart.WriteFiles(dir, agg, sum)
 	for _, p := range written {
 		fmt.Fprintln(e.stdout, p)
 	}
+	if err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
 	return nil
-}
-
-// writeReport rebuilds everything from the results files and writes the
-// plots (PNG and SVG) and report.html into dir, returning the paths written.
-func writeReport(results []string, dir string) ([]string, error) {
-	agg, err := report.FromFiles(results...)
-	if err != nil {
-		return nil, fmt.Errorf("plot: %w", err)
-	}
-	sum := agg.Summary()
-	judgeByHeader(agg, sum)
-	paths, err := chart.WriteFiles(dir, agg, sum)
-	if err != nil {
-		return paths, fmt.Errorf("plot: %w", err)
-	}
-	return paths, nil
 }

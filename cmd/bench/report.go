@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/servebench/servebench/report"
 )
@@ -36,29 +34,12 @@ func reportCmd(ctx context.Context, e env, args []string) error {
 	if *format != "text" && *format != "json" {
 		return usagef("report: --format %q: want text or json", *format)
 	}
-	for i, p := range paths {
-		paths[i] = resultsPath(p)
-	}
-	agg, err := report.FromFiles(paths...)
+	_, s, err := report.Rebuild(paths...)
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	s := agg.Summary()
-	judgeByHeader(agg, s)
 	if *format == "json" {
 		return report.WriteJSON(e.stdout, s)
 	}
 	return report.WriteText(e.stdout, s)
-}
-
-// resultsPath accepts a run directory in place of its results file.
-func resultsPath(p string) string {
-	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-		for _, name := range []string{"results.jsonl", "results.jsonl.gz"} {
-			if _, err := os.Stat(filepath.Join(p, name)); err == nil {
-				return filepath.Join(p, name)
-			}
-		}
-	}
-	return p
 }

@@ -115,23 +115,22 @@ func runOptions(e env, sc *scenario.Scenario, dir string, quiet bool) run.Option
 	return o
 }
 
-// loadScenario loads the file and applies command-line overrides.
+// loadScenario loads the file and applies the command-line overrides:
+// --target first, then every --set at once, validated together, so
+// overrides that are valid only together (a min and a max) work in any
+// order.
 func loadScenario(path, target string, sets []string) (*scenario.Scenario, error) {
 	sc, err := scenario.Load(path)
 	if err != nil {
 		return nil, usageError{err}
 	}
 	if target != "" {
-		sets = append([]string{"target.url=" + target}, sets...)
+		if err := sc.Set("target.url", target); err != nil {
+			return nil, usageError{fmt.Errorf("--target %s: %w", target, err)}
+		}
 	}
-	for _, s := range sets {
-		k, v, ok := strings.Cut(s, "=")
-		if !ok {
-			return nil, usagef("--set %q: want path=value", s)
-		}
-		if err := sc.Set(k, v); err != nil {
-			return nil, usageError{fmt.Errorf("--set %s: %w", s, err)}
-		}
+	if err := sc.Override(sets...); err != nil {
+		return nil, usageError{err}
 	}
 	return sc, nil
 }
