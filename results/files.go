@@ -2,9 +2,9 @@ package results
 
 import (
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
-	"iter"
 	"time"
 )
 

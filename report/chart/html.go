@@ -203,7 +203,7 @@ tr.fail td { background: #fdecea; }
 <h1>servebench report: {{.S.Scenario}}</h1>
 <p class="meta">servebench {{.S.Version}} · target {{.S.Target}} · model {{.S.Model}} · started {{.S.Started.UTC.Format "2006-01-02 15:04:05 UTC"}}{{if gt .S.Files 1}} · {{.S.Files}} results files merged{{end}}</p>
 
-<h2>report.Summary</h2>
+<h2>Summary</h2>
 <table id="summary">
 <thead><tr><th>stage</th><th>ok</th><th>failed</th><th>dropped</th><th>canceled</th><th>req/s</th><th>output tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>TPOT p50</th><th>E2E p50</th><th>E2E p99</th></tr></thead>
 <tbody>

@@ -41,7 +41,7 @@ func TestHTMLContent(t *testing.T) {
 	_, page := fixtureHTML(t)
 	s := string(page)
 	for _, want := range []string{
-		`<table id="summary">`, `<td>overflows</td>`, // summary table rows
+		`<h2>Summary</h2>`, `<table id="summary">`, `<td>overflows</td>`, // summary table rows
 		`<ul class="findings" id="findings">`, "The server preempted 4 times", "seq 12, 15, 23, 24", // findings
 		`<table id="stages">`,
 		`<figure id="plot-timeline">`, `<figure id="plot-decay">`, `<figure id="plot-latency">`, `<figure id="plot-stages">`,
