@@ -242,7 +242,7 @@ func Runs(base, cand *report.Aggregate, opts Options) (*Comparison, error) {
 			}
 		}
 		// Rates and ratios have no per-request samples: no test.
-		for _, name := range []string{"output_tokens_per_s", "requests_per_s", "error_rate"} {
+		for _, name := range rateRows() {
 			m, _ := results.MetricByName(name)
 			b, _, _ := bst.Figure(name)
 			n, _, _ := nst.Figure(name)
@@ -372,14 +372,28 @@ type gateKey struct {
 	max                      float64
 }
 
-// gateMetrics are the metrics a gate may name, with whether they take a
-// statistic.
-var gateMetrics = map[string]bool{
-	"ttft_ms": true, "ttfc_ms": true, "itl_ms": true, "tpot_ms": true, "e2e_ms": true,
-	"output_tokens_per_s": false, "requests_per_s": false, "error_rate": false,
+// rateRows are the figures compared without a rank test, in table order:
+// rates and ratios of a stage summary, which have no per-request samples.
+func rateRows() []string { return []string{"output_tokens_per_s", "requests_per_s", "error_rate"} }
+
+// gateMetrics are the metrics a table shows and a gate may name, from the
+// metric table: the per-request latencies (which take a statistic) and the
+// rate rows.
+func gateMetrics() map[string]bool {
+	out := map[string]bool{}
+	for _, m := range results.Metrics() {
+		switch {
+		case m.Class == results.Latency && m.Budget:
+			out[m.Name] = true
+		case slices.Contains(rateRows(), m.Name):
+			out[m.Name] = false
+		}
+	}
+	return out
 }
 
-var gateStats = []string{"p50", "p90", "p95", "p99", "p99_9", "mean", "max"}
+// gateStats are the statistics of a latency row, in canonical order.
+var gateStats = results.Metric{Class: results.Latency}.Stats()
 
 func parseGates(m map[string]float64) ([]gateKey, error) {
 	var out []gateKey
@@ -390,10 +404,11 @@ func parseGates(m map[string]float64) ([]gateKey, error) {
 			g.scope, rest = key[:i], key[i+1:]
 		}
 		g.metric, g.stat, _ = strings.Cut(rest, ".")
-		takesStat, ok := gateMetrics[g.metric]
+		metrics := gateMetrics()
+		takesStat, ok := metrics[g.metric]
 		switch {
 		case !ok:
-			return nil, fmt.Errorf("max regression %q: unknown metric %q (want one of %s)", key, g.metric, strings.Join(sortedKeys(gateMetrics), ", "))
+			return nil, fmt.Errorf("max regression %q: unknown metric %q (want one of %s)", key, g.metric, strings.Join(sortedKeys(metrics), ", "))
 		case takesStat && !slices.Contains(gateStats, g.stat):
 			return nil, fmt.Errorf("max regression %q: %s needs a statistic, one of %s (like %s.p99)", key, g.metric, strings.Join(gateStats, ", "), g.metric)
 		case !takesStat && g.stat != "":
