@@ -263,6 +263,13 @@ func TestAcceptanceSchedule(t *testing.T) {
 				// judges the timing in its run without -race.
 				return
 			}
+			// The instrument must be finer than the tolerance: when the test
+			// server itself wrote its events late by more than that (another
+			// process holds the cores), a miss would measure the machine,
+			// not the client.
+			if late99 := percentile(late.d, 99); late50 > ttftTol/4 || late99 > ttftTol {
+				t.Skipf("the machine cannot keep the schedule: the test server wrote its events %v late at p50 and %v at p99, against a tolerance of %v; timing not judged", late50, late99, ttftTol)
+			}
 			if diff := (ttft50 - ttft).Abs(); diff > ttftTol {
 				t.Errorf("TTFT p50 %v is %v from %v (tolerance %v)", ttft50, diff, ttft, ttftTol)
 			}

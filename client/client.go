@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -96,6 +97,13 @@ type Client struct {
 	streams     sync.Pool // *stream
 	loadCounter func() (*tokenizer.Tokenizer, error)
 	chunks      atomic.Int64 // token-bearing chunks received, all requests
+	requests    atomic.Uint64
+}
+
+// requestKey returns a key unique to one request of this client, for the
+// Idempotency-Key header: the epoch's wall-clock time and a counter.
+func (c *Client) requestKey() string {
+	return "servebench-" + strconv.FormatInt(c.epoch.UnixNano(), 36) + "-" + strconv.FormatUint(c.requests.Add(1), 36)
 }
 
 // Chunks is the number of token-bearing chunks received so far over all

@@ -342,7 +342,14 @@ func faultServer(t testing.TB) *httptest.Server {
 func TestErrorClasses(t *testing.T) {
 	t.Parallel()
 	srv := faultServer(t)
-	c := newTestClient(t, srv.URL, Config{MaxConns: 32, FirstByte: 300 * time.Millisecond, Idle: 300 * time.Millisecond, Total: 1200 * time.Millisecond})
+	// The healthy requests and most faults share one client with the
+	// default (minutes-long) timeouts. Each timeout is tested on a client
+	// where it alone is short, so a scheduling stall on a busy machine can
+	// neither fail a healthy request nor turn one timeout into another.
+	c := newTestClient(t, srv.URL, Config{MaxConns: 32})
+	firstByte := newTestClient(t, srv.URL, Config{FirstByte: 300 * time.Millisecond})
+	idle := newTestClient(t, srv.URL, Config{Idle: 300 * time.Millisecond})
+	total := newTestClient(t, srv.URL, Config{Total: 600 * time.Millisecond})
 
 	// A port with nothing listening: connect refused.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -365,10 +372,10 @@ func TestErrorClasses(t *testing.T) {
 		{fault: "reset", outcome: results.Failed, class: results.ErrConnect},
 		{fault: "400", outcome: results.Failed, class: results.ErrHTTP4xx, status: 400, msg: "maximum context length is 4096"},
 		{fault: "503", outcome: results.Failed, class: results.ErrHTTP5xx, status: 503, msg: "503 Service Unavailable: overloaded"},
-		{fault: "first_byte", outcome: results.Failed, class: results.ErrTimeout, msg: "first-byte timeout"},
-		{fault: "first_byte_after_headers", outcome: results.Failed, class: results.ErrTimeout, status: 200, msg: "first-byte timeout"},
-		{fault: "idle", outcome: results.Failed, class: results.ErrTimeout, status: 200, msg: "idle-stream timeout"},
-		{fault: "total", outcome: results.Failed, class: results.ErrTimeout, status: 200, msg: "total timeout"},
+		{fault: "first_byte", client: firstByte, outcome: results.Failed, class: results.ErrTimeout, msg: "first-byte timeout"},
+		{fault: "first_byte_after_headers", client: firstByte, outcome: results.Failed, class: results.ErrTimeout, status: 200, msg: "first-byte timeout"},
+		{fault: "idle", client: idle, outcome: results.Failed, class: results.ErrTimeout, status: 200, msg: "idle-stream timeout"},
+		{fault: "total", client: total, outcome: results.Failed, class: results.ErrTimeout, status: 200, msg: "total timeout"},
 		{fault: "truncated", outcome: results.Failed, class: results.ErrStreamTruncated, status: 200, msg: "without finish_reason or [DONE]"},
 		{fault: "broken", outcome: results.Failed, class: results.ErrStreamTruncated, status: 200, msg: "broken"},
 		{fault: "malformed", outcome: results.Failed, class: results.ErrMalformedChunk, status: 200},

@@ -12,6 +12,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,19 +58,32 @@ func (c *Client) Do(ctx context.Context, r *Request) (res results.Result) {
 		return res
 	}
 
-	tctx, cancelTotal := context.WithCancel(ctx)
+	tctx := ctx
 	if c.total > 0 {
+		var cancelTotal context.CancelFunc
 		tctx, cancelTotal = context.WithTimeoutCause(ctx, c.total, errTotalTimeout)
+		defer cancelTotal()
 	}
-	defer cancelTotal()
 	rctx, cancel := context.WithCancelCause(tctx)
 	defer cancel(nil)
 
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(body))
+	// A server that closes a kept-alive connection right after a response
+	// (llama.cpp's, among others) leaves a dead connection in the pool, and
+	// the next request sent on it fails before any response byte. Such a
+	// request was never processed: the transport may send it again on a
+	// fresh connection when the request is marked idempotent, which the
+	// Idempotency-Key header does (net/http replays only such requests, and
+	// only when the failure came before the response). The trace counts the
+	// connections the request took, so the retry is recorded.
+	var conns atomic.Int32
+	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { conns.Add(1) }}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(rctx, trace), http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		res.Outcome, res.ErrorClass, res.Error = results.Failed, results.ErrConnect, err.Error()
 		return res
 	}
+	defer func() { res.Retries = max(int(conns.Load())-1, 0) }()
+	req.Header.Set("Idempotency-Key", c.requestKey())
 	req.Header.Set("Content-Type", "application/json")
 	if r.Stream {
 		req.Header.Set("Accept", "text/event-stream")

@@ -155,6 +155,7 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 		return buf
 	}
 	s.req.Scheduled++
+	s.req.Retried += int64(r.Retries)
 	switch r.Outcome {
 	case results.OK:
 		s.req.OK++
@@ -204,6 +205,7 @@ func (s *stageAgg) merge(o *stageAgg) {
 	s.req.Canceled += o.req.Canceled
 	s.req.Dropped += o.req.Dropped
 	s.req.Warmup += o.req.Warmup
+	s.req.Retried += o.req.Retried
 	for k, v := range o.errors {
 		s.errors[k] += v
 	}
@@ -257,6 +259,11 @@ func (a *Aggregate) Summary() *Summary {
 				"stage %s: requests left up to %.1f ms (p99) after their scheduled time: the load generator fell behind its schedule",
 				st.Name, lag.P99))
 		}
+	}
+	if n := overall.req.Retried; n > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf(
+			"%d requests were sent again on a fresh connection: the server closed kept-alive connections after a response "+
+				"(as llama.cpp's server does); none had been processed, and their TTFT includes the new connection", n))
 	}
 	if n := overall.tokens.EstimatedRequests; n > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf(

@@ -119,6 +119,10 @@ type Requests struct {
 	Canceled  int64 `json:"canceled"`
 	Dropped   int64 `json:"dropped"`
 	Warmup    int64 `json:"warmup"` // excluded from every other figure
+	// Retried counts the sends repeated on a fresh connection after the
+	// server had closed a kept-alive one before any response byte (the
+	// request had not been processed; see results.Result.Retries).
+	Retried int64 `json:"retried,omitempty"`
 }
 
 // Tokens sums the token counts of ok requests.

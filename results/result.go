@@ -121,6 +121,12 @@ type Result struct {
 	Estimated       bool   `json:"tokens_estimated,omitempty"` // no usage from the server: counts are local estimates
 	FinishReason    string `json:"finish_reason,omitempty"`
 
+	// Retries is how many times the request was sent again on a fresh
+	// connection because the pooled connection it first got had been closed
+	// by the server before any response byte (a broken keep-alive): such a
+	// request was never processed. Sent stays the first attempt's time.
+	Retries int `json:"retries,omitempty"`
+
 	Status     int        `json:"status,omitempty"` // HTTP status, when a response arrived
 	ErrorClass ErrorClass `json:"error_class,omitempty"`
 	Error      string     `json:"error,omitempty"` // message, with a body excerpt for HTTP errors

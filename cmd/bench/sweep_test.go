@@ -116,13 +116,15 @@ sweep:
 // documentation describes: a 2048-token budget gives a lower ITL p99 than
 // 8192, and 8192 a lower TTFT p50 than 2048.
 //
-// The two runs are compared in real time, so the test is not parallel (it
-// runs before the package's parallel tests, alone) and does not judge
-// under the race detector, whose slowdown of the simulator's tokenizer adds
-// more to TTFT than the difference measured; CI runs the suite both ways.
+// The two runs are compared in real time, so the judgement depends on the
+// machine keeping up with the simulator: a busy machine decides it. The
+// same trade-off is proven in virtual time, deterministically, by
+// sim/budget_test.go; this end-to-end run of the CLI is opt-in
+// (SERVEBENCH_LONG_TESTS=1), not parallel, and never judged under the race
+// detector.
 func TestSweepMnbtTradeoff(t *testing.T) {
-	if testing.Short() {
-		t.Skip("about 25 s of simulated traffic")
+	if os.Getenv("SERVEBENCH_LONG_TESTS") == "" {
+		t.Skip("25 s in real time, decided by the machine's load; sim/budget_test.go proves the trade-off in virtual time (set SERVEBENCH_LONG_TESTS=1 to run it)")
 	}
 	if sweepRace {
 		t.Skip("timing comparison: judged without the race detector")

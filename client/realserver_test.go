@@ -1,0 +1,145 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/servebench/servebench/results"
+)
+
+// closingServer behaves like llama.cpp's server as seen in the field: it
+// answers one streamed request per connection with a complete, properly
+// delimited response whose headers advertise keep-alive, then closes the
+// connection 1 ms after the stream ended. A pooled transport hands the
+// next request that dead connection. It speaks raw HTTP/1.1 on a loopback
+// listener, since net/http's server keeps connections alive properly.
+type closingServer struct {
+	url      string
+	requests atomic.Int64
+	conns    atomic.Int64
+}
+
+func newClosingServer(t testing.TB) *closingServer {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &closingServer{url: "http://" + l.Addr().String()}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { l.Close(); wg.Wait() })
+	const body = `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}` + "\n\n" +
+		`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"b"},"finish_reason":"length"}]}` + "\n\n" +
+		`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}` + "\n\n" +
+		"data: [DONE]\n\n"
+	wg.Go(func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			s.conns.Add(1)
+			wg.Go(func() {
+				defer conn.Close()
+				req, err := http.ReadRequest(bufio.NewReader(conn))
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				s.requests.Add(1)
+				fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+				time.Sleep(time.Millisecond)
+			})
+		}
+	})
+	return s
+}
+
+// TestBrokenKeepAlive: 400 requests at concurrency 8 against a server that
+// closes each connection right after its stream, while advertising
+// keep-alive. A request that failed on a reused connection before any
+// response byte was never processed, so the client sends it again on a
+// fresh connection and records the retry: no request fails.
+func TestBrokenKeepAlive(t *testing.T) {
+	t.Parallel()
+	srv := newClosingServer(t)
+	c := newTestClient(t, srv.url, Config{MaxConns: 8})
+	const workers, each = 8, 50
+	recs := make([]results.Result, workers*each)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				recs[w*each+i] = c.Do(context.Background(), &Request{API: results.APIChat, Model: "m", Prompt: "hi",
+					MaxTokens: 2, Stream: true, IncludeUsage: true})
+			}
+		})
+	}
+	wg.Wait()
+	failed, retried := 0, 0
+	for i, r := range recs {
+		if r.Outcome != results.OK {
+			failed++
+			if failed <= 3 {
+				t.Errorf("request %d: %s %s: %s", i, r.Outcome, r.ErrorClass, r.Error)
+			}
+		}
+		if r.OutputTokens != 2 && r.Outcome == results.OK {
+			t.Errorf("request %d: %d tokens", i, r.OutputTokens)
+		}
+		retried += r.Retries
+	}
+	t.Logf("%d requests, %d failed, %d retries, %d requests and %d connections at the server",
+		len(recs), failed, retried, srv.requests.Load(), srv.conns.Load())
+	if failed > 0 {
+		t.Errorf("%d of %d requests failed on a healthy server", failed, len(recs))
+	}
+	if got := srv.requests.Load(); got != int64(len(recs)) {
+		t.Errorf("the server answered %d requests, want %d: a retry reached it twice", got, len(recs))
+	}
+}
+
+// TestNoRetryAfterResponse: a request whose response had started is never
+// sent again, whatever happens next: a 500 is recorded as it is.
+func TestNoRetryAfterResponse(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int64
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(conn)); err != nil {
+					return
+				}
+				n.Add(1)
+				io.WriteString(conn, "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\n\r\nboom")
+			}()
+		}
+	}()
+	c := newTestClient(t, "http://"+l.Addr().String(), Config{})
+	r := c.Do(context.Background(), &Request{API: results.APIChat, Prompt: "x", Stream: true})
+	if r.Outcome != results.Failed || r.ErrorClass != results.ErrHTTP5xx || r.Retries != 0 || n.Load() != 1 {
+		t.Errorf("got %s %s retries %d, server saw %d requests", r.Outcome, r.ErrorClass, r.Retries, n.Load())
+	}
+	if !strings.Contains(r.Error, "boom") {
+		t.Errorf("error %q", r.Error)
+	}
+}
