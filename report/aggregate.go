@@ -134,6 +134,14 @@ type stageAgg struct {
 	first     time.Duration // earliest Sent (or Scheduled) of a counted request
 	last      time.Duration // latest End
 	haveRange bool
+
+	// What the measured requests received, whatever their outcome: output
+	// tokens (a chunk of k tokens counts k), and the prompt tokens of those
+	// whose prefill completed. With the warmup requests' share inside the
+	// window (from the correlator's bins) and warmEnds, they give the
+	// window's rates.
+	recvOutput, recvPrompt float64
+	warmEnds               []time.Duration // ends of the warmup requests that completed ok
 }
 
 func newStageAgg(metrics int) *stageAgg {
@@ -152,6 +160,9 @@ func record(h *hdrhistogram.Histogram, d time.Duration) {
 func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.Duration) []time.Duration {
 	if r.Warmup {
 		s.req.Warmup++
+		if r.Outcome == results.OK {
+			s.warmEnds = append(s.warmEnds, r.End)
+		}
 		return buf
 	}
 	s.req.Scheduled++
@@ -179,6 +190,7 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 		s.last = r.End
 	}
 	s.haveRange = true
+	s.recvOutput, s.recvPrompt = s.recvOutput+received(r), s.recvPrompt+prefilled(r)
 	if r.Outcome == results.OK {
 		s.tokens.Prompt += int64(r.PromptTokens)
 		s.tokens.Output += int64(r.OutputTokens)
@@ -212,6 +224,9 @@ func (s *stageAgg) merge(o *stageAgg) {
 	for i, h := range o.hist {
 		s.hist[i].Merge(h)
 	}
+	s.recvOutput += o.recvOutput
+	s.recvPrompt += o.recvPrompt
+	s.warmEnds = append(s.warmEnds, o.warmEnds...)
 	s.tokens.Prompt += o.tokens.Prompt
 	s.tokens.Output += o.tokens.Output
 	s.tokens.EstimatedRequests += o.tokens.EstimatedRequests
@@ -280,6 +295,17 @@ func (a *Aggregate) stageName(i int) string {
 	return fmt.Sprintf("stage-%d", i)
 }
 
+// stageSummary summarises stage index (−1: the whole run, s the merge of
+// the stages).
+//
+// The rates are over the measured window, from the first send of a
+// measured (not warmup) request to the last end of one (Duration), and
+// count everything the window holds, as the server's counters do: output
+// tokens received by every request of the stage (the warmup requests still
+// streaming in the window included, and failed ones), prompt tokens of the
+// requests whose prefill completed in it, and the requests that completed
+// ok in it. Counting only the measured requests' tokens over that window
+// reads low whenever warmup requests overlap it.
 func (a *Aggregate) stageSummary(s *stageAgg, index int, name string) Stage {
 	st := Stage{Index: index, Name: name, Requests: s.req, Errors: s.errors, Tokens: s.tokens}
 	if s.haveRange && s.last > s.first {
@@ -289,11 +315,47 @@ func (a *Aggregate) stageSummary(s *stageAgg, index int, name string) Stage {
 		*st.Dist(m.Name) = dist(s.hist[i])
 	}
 	if st.Duration > 0 {
-		st.OutputTokensPerSec = round(float64(s.tokens.Output)/st.Duration, 3)
-		st.TotalTokensPerSec = round(float64(s.tokens.Output+s.tokens.Prompt)/st.Duration, 3)
-		st.RequestsPerSec = round(float64(s.req.OK)/st.Duration, 3)
+		warmOut, warmPrompt := a.corr.WarmupReceived(index, s.first, s.last)
+		completed := s.req.OK
+		for _, end := range s.warmEnds {
+			if end > s.first && end <= s.last {
+				completed++
+			}
+		}
+		out := s.recvOutput + warmOut
+		st.OutputTokensPerSec = round(out/st.Duration, 3)
+		st.TotalTokensPerSec = round((out+s.recvPrompt+warmPrompt)/st.Duration, 3)
+		st.RequestsPerSec = round(float64(completed)/st.Duration, 3)
 	}
 	return st
+}
+
+// received is the number of output tokens r received: the tokens of its
+// chunks, or, for a whole response, its output tokens when it completed.
+func received(r *results.Result) float64 {
+	if len(r.ChunkTimes) == 0 {
+		if r.Outcome == results.OK {
+			return float64(r.OutputTokens)
+		}
+		return 0
+	}
+	n := 0
+	for i := range r.ChunkTimes {
+		n += r.ChunkTokensAt(i)
+	}
+	return float64(n)
+}
+
+// prefilled is r's prompt length (from usage, else as intended) when its
+// prefill completed: a first token arrived, or a whole response completed.
+func prefilled(r *results.Result) float64 {
+	if len(r.ChunkTimes) == 0 && r.Outcome != results.OK {
+		return 0
+	}
+	if r.PromptTokens > 0 {
+		return float64(r.PromptTokens)
+	}
+	return float64(r.InputTokens)
 }
 
 // Histogram returns the HdrHistogram, in microseconds, of a latency metric

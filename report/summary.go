@@ -39,8 +39,8 @@ type Stage struct {
 	Index    int              `json:"index"`
 	Name     string           `json:"name"`
 	Requests Requests         `json:"requests"`
-	Errors   map[string]int64 `json:"errors"` // failed requests by error class
-	Duration float64          `json:"duration_s"`
+	Errors   map[string]int64 `json:"errors"`     // failed requests by error class
+	Duration float64          `json:"duration_s"` // the measured window: first send to last end of the measured requests, seconds
 	Tokens   Tokens           `json:"tokens"`
 
 	TTFT             Dist `json:"ttft_ms"`               // sent → first token (content or reasoning)
@@ -53,9 +53,13 @@ type Stage struct {
 	E2EFromSchedule  Dist `json:"e2e_from_schedule_ms"`  // scheduled → end
 	ScheduleLag      Dist `json:"schedule_lag_ms"`       // scheduled → sent
 
-	OutputTokensPerSec float64 `json:"output_tokens_per_s"` // output tokens of ok requests / duration
-	TotalTokensPerSec  float64 `json:"total_tokens_per_s"`  // (prompt + output) tokens of ok requests / duration
-	RequestsPerSec     float64 `json:"requests_per_s"`      // ok requests / duration
+	// The rates count what the window holds, as the server's counters do
+	// (see Aggregate.stageSummary): output tokens received by every request
+	// of the stage in the window, warmup and failed ones included; plus the
+	// prompt tokens prefilled in it; requests completed ok in it.
+	OutputTokensPerSec float64 `json:"output_tokens_per_s"`
+	TotalTokensPerSec  float64 `json:"total_tokens_per_s"`
+	RequestsPerSec     float64 `json:"requests_per_s"`
 }
 
 // Dist returns the distribution of the latency metric named metric (a name
@@ -125,7 +129,8 @@ type Requests struct {
 	Retried int64 `json:"retried,omitempty"`
 }
 
-// Tokens sums the token counts of ok requests.
+// Tokens sums the token counts of the measured ok requests (the rates
+// count the window instead; see Stage).
 type Tokens struct {
 	Prompt            int64 `json:"prompt"`
 	Output            int64 `json:"output"`

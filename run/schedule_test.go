@@ -344,8 +344,11 @@ func TestGraceLetsRequestsFinish(t *testing.T) {
 		t.Fatalf("Run returned %v", err)
 	}
 	checkRecords(t, r, recs)
-	if len(recs) != 3 || count(recs, results.OK) != 3 {
-		t.Errorf("%d records, %d ok; want the 3 in flight to finish", len(recs), count(recs, results.OK))
+	// The cancel comes once three requests reached the server; on a busy
+	// machine a worker may start another first. Whatever was in flight
+	// finishes within the grace period, and nothing starts after.
+	if n := len(recs); n < 3 || count(recs, results.OK) != n || int64(n) != srv.started.Load() {
+		t.Errorf("%d records, %d ok, %d started at the server; want every request in flight to finish", n, count(recs, results.OK), srv.started.Load())
 	}
 }
 

@@ -13,17 +13,22 @@ const (
 	maxBins = 1 << 17
 )
 
-// Quantities kept per bin. The step quantities are piecewise constant in
-// time (a count or a token sum that changes at events); their bins hold
-// time integrals. The token quantity counts point events.
+// Step quantities kept per bin: piecewise constant in time (a count or a
+// token sum that changes at events); their bins hold time integrals.
 const (
 	qFlight = iota // requests in flight (sent → end)
 	qDec           // streams decoding (first token → end)
 	qCtx           // context in flight: prompt + tokens so far, summed over decoding streams
 	qTTFT          // measured requests waiting for their first token (sent → first token)
 	numSteps
+)
 
-	qTokens = numSteps // output tokens received
+// Point quantities kept per bin: events counted in the bin of their time.
+const (
+	pTokens     = iota // output tokens received, from every request
+	pWarmTokens        // output tokens received by warmup requests
+	pWarmPrompt        // prompt tokens of warmup requests whose prefill completed (first token, or the end of a whole response)
+	numPoints
 )
 
 // bin holds, for each step quantity, D: the sum of the level changes that
@@ -34,7 +39,7 @@ const (
 type bin struct {
 	d      [numSteps]float64
 	p      [numSteps]float64
-	tokens float64
+	points [numPoints]float64
 }
 
 // bins is one stage's timeline. Bin k covers [k·width, (k+1)·width) on the
@@ -120,7 +125,9 @@ func (s *bins) coarsen() {
 				n.p[q] += o.d[q] * w
 			}
 		}
-		n.tokens += o.tokens
+		for q := range numPoints {
+			n.points[q] += o.points[q]
+		}
 	}
 	s.b, s.base, s.width = nb, base, 2*s.w()
 }
@@ -145,8 +152,12 @@ func (s *bins) step(q int, t time.Duration, delta float64) {
 	b.p[q] += delta * (end - max(t, 0)).Seconds()
 }
 
-// point adds n tokens received at time t.
-func (s *bins) point(t time.Duration, n float64) { s.b[s.at(t)].tokens += n }
+// point adds n to point quantity q at time t.
+func (s *bins) point(q int, t time.Duration, n float64) {
+	if n != 0 {
+		s.b[s.at(t)].points[q] += n
+	}
+}
 
 // cursor integrates a stage's timeline over windows taken in increasing
 // order of start: it walks the bins once, keeping the level reached.
@@ -159,13 +170,13 @@ type cursor struct {
 func (s *bins) cursor() *cursor { return &cursor{s: s, k: s.base} }
 
 // integrals returns, over [from, to), the time integral (value·seconds) of
-// every step quantity and the tokens received. A bin cut by from or to
-// counts in proportion to the part inside (the changes within a bin are
-// taken as spread evenly). from must not decrease between calls.
-func (c *cursor) integrals(from, to time.Duration) (steps [numSteps]float64, tokens float64) {
+// every step quantity and the sum of every point quantity. A bin cut by
+// from or to counts in proportion to the part inside (what happened within
+// a bin is taken as spread evenly). from must not decrease between calls.
+func (c *cursor) integrals(from, to time.Duration) (steps [numSteps]float64, points [numPoints]float64) {
 	s := c.s
 	if len(s.b) == 0 || to <= from {
-		return steps, 0
+		return steps, points
 	}
 	width := s.w()
 	ws := width.Seconds()
@@ -186,13 +197,15 @@ func (c *cursor) integrals(from, to time.Duration) (steps [numSteps]float64, tok
 			for q := range numSteps {
 				steps[q] += frac * (level[q]*ws + b.p[q])
 			}
-			tokens += frac * b.tokens
+			for q := range numPoints {
+				points[q] += frac * b.points[q]
+			}
 		}
 		for q := range numSteps {
 			level[q] += b.d[q]
 		}
 	}
-	return steps, tokens
+	return steps, points
 }
 
 // total returns the time integral of every step quantity over the whole

@@ -9,7 +9,7 @@ import (
 
 // event is one change of a step quantity, or tokens received.
 type event struct {
-	q     int // a step quantity, or qTokens
+	q     int // a step quantity, or −1 for tokens
 	t     time.Duration
 	delta float64
 }
@@ -18,7 +18,7 @@ type event struct {
 // each step quantity and the tokens inside.
 func exact(evs []event, from, to time.Duration) (steps [numSteps]float64, tokens float64) {
 	for _, e := range evs {
-		if e.q == qTokens {
+		if e.q < 0 {
 			if e.t >= from && e.t < to {
 				tokens += e.delta
 			}
@@ -49,13 +49,13 @@ func TestBinsExact(t *testing.T) {
 			b := a + time.Duration(rng.Int64N(int64(5*time.Second)))
 			q := rng.IntN(numSteps)
 			v := float64(rng.IntN(100) + 1)
-			evs = append(evs, event{q, a, v}, event{q, b, -v}, event{qTokens, a + (b-a)/3, float64(rng.IntN(5))})
+			evs = append(evs, event{q, a, v}, event{q, b, -v}, event{-1, a + (b-a)/3, float64(rng.IntN(5))})
 		}
 		rng.Shuffle(len(evs), func(i, j int) { evs[i], evs[j] = evs[j], evs[i] })
 		s := &bins{limit: 16 + rng.IntN(64)}
 		for _, e := range evs {
-			if e.q == qTokens {
-				s.point(e.t, e.delta)
+			if e.q < 0 {
+				s.point(pTokens, e.t, e.delta)
 			} else {
 				s.step(e.q, e.t, e.delta)
 			}
@@ -68,7 +68,8 @@ func TestBinsExact(t *testing.T) {
 		cur := s.cursor()
 		for from := lo; from < hi; {
 			to := min(from+w*time.Duration(1+rng.IntN(5)), hi)
-			got, gotTok := cur.integrals(from, to)
+			got, gotPts := cur.integrals(from, to)
+			gotTok := gotPts[pTokens]
 			want, wantTok := exact(evs, from, to)
 			for q := range numSteps {
 				if !near(got[q], want[q]) {

@@ -134,13 +134,25 @@ func (c *Correlator) AddResult(r *results.Result) {
 		s.step(qTTFT, r.Sent, 1)
 		s.step(qTTFT, first, -1)
 	}
-	if n == 0 {
-		return // never streamed: no context in the KV cache to count
-	}
 	prompt := float64(r.PromptTokens)
 	if prompt == 0 {
 		prompt = float64(r.InputTokens)
 	}
+	warm := 0.0
+	if r.Warmup {
+		warm = 1
+	}
+	if n == 0 {
+		// A whole response (not streamed): its tokens arrive at its end.
+		// It has no stream to count on the context timeline.
+		if r.Outcome == results.OK {
+			s.point(pTokens, end, float64(r.OutputTokens))
+			s.point(pWarmTokens, end, warm*float64(r.OutputTokens))
+			s.point(pWarmPrompt, end, warm*prompt)
+		}
+		return
+	}
+	s.point(pWarmPrompt, first, warm*prompt)
 	start := min(first, r.Sent+chunks[0])
 	stop := max(end, r.Sent+chunks[n-1])
 	s.step(qDec, start, 1)
@@ -150,7 +162,8 @@ func (c *Correlator) AddResult(r *results.Result) {
 		k := float64(r.ChunkTokensAt(i))
 		total += k
 		s.step(qCtx, r.Sent+d, k)
-		s.point(r.Sent+d, k)
+		s.point(pTokens, r.Sent+d, k)
+		s.point(pWarmTokens, r.Sent+d, warm*k)
 	}
 	s.step(qDec, stop, -1)
 	s.step(qCtx, stop, -(prompt + total))
@@ -415,8 +428,8 @@ func (c *Correlator) fill(ws []Window) {
 		var flight, dec, ctx, best float64
 		w.Stage = -1
 		for i, st := range idx {
-			steps, tokens := cursors[i].integrals(w.From, w.To)
-			w.OutputTokens += tokens
+			steps, points := cursors[i].integrals(w.From, w.To)
+			w.OutputTokens += points[pTokens]
 			flight += steps[qFlight]
 			dec += steps[qDec]
 			ctx += steps[qCtx]
@@ -433,6 +446,23 @@ func (c *Correlator) fill(ws []Window) {
 		}
 		w.Full = best > 0 && best >= stageShare*flight
 	}
+}
+
+// WarmupReceived returns what the warmup requests of a stage (of every
+// stage, for stage −1) received during [from, to): output tokens (a chunk
+// of k tokens counts k; a whole response counts at its end) and the prompt
+// tokens of those whose prefill completed (their first token arrived). A
+// bin cut by from or to counts in proportion.
+func (c *Correlator) WarmupReceived(stage int, from, to time.Duration) (output, prompt float64) {
+	for _, st := range sortedKeys(c.stages) {
+		if stage >= 0 && st != stage {
+			continue
+		}
+		_, p := c.stages[st].cursor().integrals(from, to)
+		output += p[pWarmTokens]
+		prompt += p[pWarmPrompt]
+	}
+	return output, prompt
 }
 
 // windowAt returns the index of the first window ending after t.
