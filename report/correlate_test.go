@@ -1,6 +1,8 @@
 package report
 
 import (
+	"strings"
+
 	"github.com/servebench/servebench/report/correlate"
 	"github.com/servebench/servebench/results"
 
@@ -348,4 +350,19 @@ func FuzzCorrelate(f *testing.F) {
 			t.Fatalf("marshal: %v", err)
 		}
 	})
+}
+
+// TestCorrelationNoLaw is issue 9's "fit presented as a law": throughput
+// that rises with the context in flight gives a line with a negative
+// slope. It is reported as arithmetic, not stated as a law, and not drawn.
+func TestCorrelationNoLaw(t *testing.T) {
+	t.Parallel()
+	c := correlateRecords(lawRun{streams: 4, prompt: 1000, output: 3000, a: 0.010, b: -200e-9, serverScale: 1}.records())
+	if c.Fit == nil || c.Fit.Holds || c.Fit.SlopeNSPerToken >= 0 {
+		t.Fatalf("fit = %+v, want a negative slope that does not hold", c.Fit)
+	}
+	text := strings.Join(c.Findings, "\n")
+	if !strings.Contains(text, "No decode law fits these windows") || strings.Contains(text, "memory-bound") {
+		t.Errorf("findings:\n%s", text)
+	}
 }

@@ -34,16 +34,26 @@ func findings(c *correlate.Correlation) []string {
 		}
 	}
 	if f := c.Fit; f != nil {
-		s := fmt.Sprintf("Decode time per token per stream ≈ %.2f ms + %.3f ms per 1,000 tokens of context (R² = %.3f over %d windows)",
-			f.InterceptMS, f.SlopeNSPerToken/1e3, f.R2, f.Windows)
-		if f.R2 >= 0.9 && f.SlopeNSPerToken > 0 {
-			s += ": decoding is memory-bound, each token costs more as the context grows."
-		} else {
-			s += ": context length explains little of the throughput here."
+		switch {
+		case !f.Holds:
+			out = append(out, fmt.Sprintf("No decode law fits these windows: the least-squares line (%.2f ms %+.3f ms per 1,000 tokens of context, R² = %.3f over %d windows) "+
+				"has a negative intercept or slope, so context in flight does not explain the throughput here.",
+				f.InterceptMS, f.SlopeNSPerToken/1e3, f.R2, f.Windows))
+		case f.R2 >= 0.9:
+			out = append(out, fmt.Sprintf("Decode time per token per stream ≈ %.2f ms + %.3f ms per 1,000 tokens of context (R² = %.3f over %d windows): "+
+				"decoding is memory-bound, each token costs more as the context grows.", f.InterceptMS, f.SlopeNSPerToken/1e3, f.R2, f.Windows))
+		case f.R2 >= 0.5:
+			out = append(out, fmt.Sprintf("Decode time per token per stream ≈ %.2f ms + %.3f ms per 1,000 tokens of context (R² = %.3f over %d windows): "+
+				"context in flight explains part of the throughput; something else (batch changes, prefill, the client) explains the rest.",
+				f.InterceptMS, f.SlopeNSPerToken/1e3, f.R2, f.Windows))
+		default:
+			out = append(out, fmt.Sprintf("Decode time per token per stream ≈ %.2f ms + %.3f ms per 1,000 tokens of context, but R² = %.3f over %d windows: "+
+				"context in flight explains little of the throughput here.", f.InterceptMS, f.SlopeNSPerToken/1e3, f.R2, f.Windows))
 		}
-		out = append(out, s)
 	}
 	if c.RKVUsage != nil || c.RContext != nil {
+		// These are Pearson correlations over the steady windows of all
+		// stages; the per-stage ones are in the stage table.
 		var parts []string
 		if c.RKVUsage != nil {
 			parts = append(parts, fmt.Sprintf("with KV-cache usage at r = %.2f", *c.RKVUsage))
@@ -51,7 +61,13 @@ func findings(c *correlate.Correlation) []string {
 		if c.RContext != nil {
 			parts = append(parts, fmt.Sprintf("with in-flight context at r = %.2f", *c.RContext))
 		}
-		out = append(out, "Output tok/s correlates "+strings.Join(parts, " and ")+" (steady windows).")
+		out = append(out, "Over the steady windows of all stages, output tok/s correlates "+strings.Join(parts, " and ")+".")
+	}
+	if c.WholeResponses > 0 {
+		out = append(out, fmt.Sprintf("%d responses were not streamed: their tokens count when each response ends, so the client's rate per window comes in bursts; the cross-check compares totals.", c.WholeResponses))
+	}
+	if c.CountersAtEnd {
+		out = append(out, "The server counts a request's tokens when the request ends: its rate per window is not shown, and the cross-check compares totals over the run.")
 	}
 	if x := c.CrossCheck; x != nil {
 		if x.Flagged {

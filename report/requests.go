@@ -1,6 +1,8 @@
 package report
 
 import (
+	"fmt"
+
 	"github.com/servebench/servebench/results"
 
 	"math"
@@ -21,6 +23,23 @@ type requestLog struct {
 	stages    map[int]*stageLog
 	ignoreEOS bool // request.ignore_eos of the results file being read (the last header added)
 	points    []serverPoint
+	scrapes   int    // successful scrapes
+	profile   string // the metrics profile of the last one
+}
+
+// unexported says why a server-side figure has no value when the scrapes
+// cannot tell: no page was scraped, or the server does not export the
+// series at all. It returns "" when pages with the series were scraped.
+func (l *requestLog) unexported(what string, has func(serverPoint) bool) string {
+	if l.scrapes == 0 {
+		return "no /metrics page was scraped (scrape disabled, or every scrape failed)"
+	}
+	for _, p := range l.points {
+		if has(p) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("the server does not export %s (metrics profile %q)", what, l.profile)
 }
 
 func newRequestLog() requestLog {
@@ -145,6 +164,8 @@ func (l *requestLog) sample(s *results.Sample) {
 	if !s.OK {
 		return
 	}
+	l.scrapes++
+	l.profile = s.Profile
 	p := serverPoint{at: s.At}
 	p.kv, p.hasKV = s.Values[results.KVUsage]
 	p.preemptions, p.hasPreempt = s.Values[results.Preemptions]

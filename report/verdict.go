@@ -212,12 +212,20 @@ func (j *judge) measure(st *Stage, sc *scope, metric, stat string) measure {
 		n := int64(len(j.a.log.points))
 		if metric == "preemptions" {
 			if !preOK {
-				return measure{samples: n, note: "the server's preemption counter was not scraped before and after the load"}
+				note := j.a.log.unexported("a preemption counter", func(p serverPoint) bool { return p.hasPreempt })
+				if note == "" {
+					note = "the server's preemption counter was not scraped before and after the load"
+				}
+				return measure{samples: n, note: note}
 			}
 			return measure{value: pre, samples: n, ok: true}
 		}
 		if !kvOK {
-			return measure{samples: n, note: "no KV-usage scrape during the load (is scrape enabled, its interval shorter than the stage?)"}
+			note := j.a.log.unexported("a KV-cache usage gauge", func(p serverPoint) bool { return p.hasKV })
+			if note == "" {
+				note = "no KV-usage scrape during the load (is the scrape interval shorter than the stage?)"
+			}
+			return measure{samples: n, note: note}
 		}
 		return measure{value: kv, samples: n, ok: true}
 	}

@@ -205,7 +205,10 @@ load:
 		{"lenient samples", "budgets: {overall: {ttft_ms: {p99: 10000}}}\n", true, nil, ""},
 		{"own min_samples", "budgets: {strict: true, overall: {ttft_ms: {p99: 10000}, min_samples: 100}}\n", true, nil, ""},
 		{"throughput floor", "budgets: {stages: {b: {output_tokens_per_s: {min: 1e6}}}}\n", false, []string{"b.output_tokens_per_s.min"}, ""},
-		{"no server data", "budgets: {overall: {kv_usage: {max: 1}}}\n", false, []string{"overall.kv_usage.max"}, "no KV-usage scrape"},
+		{"no server data", "budgets: {overall: {kv_usage: {max: 1}}}\n", false, []string{"overall.kv_usage.max"}, "no /metrics page was scraped"},
+		// Issue 9: scrapes of a server without the series say so.
+		{"series not exported", "budgets: {overall: {kv_usage: {max: 1}, preemptions: {max: 0}}}\n", false,
+			[]string{"overall.preemptions.max", "overall.kv_usage.max"}, `the server does not export a KV-cache usage gauge (metrics profile "llamacpp")`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -217,6 +220,12 @@ load:
 			rs := records(1)
 			for i := range rs {
 				a.Add(&rs[i])
+			}
+			if tc.name == "series not exported" {
+				for i := range 10 {
+					a.AddSample(results.Sample{Index: uint64(i), At: time.Duration(i) * time.Second, OK: true,
+						Reading: results.Reading{Profile: "llamacpp", Snapshot: results.Snapshot{Values: results.Values{results.Running: 2}}}})
+				}
 			}
 			s := a.Summary()
 			v := a.Evaluate(s, sc.Budgets, sc.SLO)

@@ -35,7 +35,8 @@ type Interval struct {
 func (iv Interval) Seconds() float64 { return (iv.To - iv.From).Seconds() }
 
 // Rates turns the cumulative counters and histograms of successive samples
-// into per-interval deltas and rates. Failed samples are skipped, samples
+// into per-interval deltas and rates. A counter or histogram absent from the
+// earlier sample of a pair and present in the later one counts from zero. Failed samples are skipped, samples
 // are taken in At order (the input is not modified), and a pair with no time
 // between them yields no interval. A counter that goes down is a reset: the
 // increase is its new value.
@@ -133,9 +134,12 @@ func counterDelta(m Meaning, prev, cur *Sample, engines []string) (delta float64
 		}
 		delta, reset = 0, false
 	}
-	p, pok := prev.Values[m]
+	// A counter the page did not have before is one the server had not
+	// created yet (vLLM creates some series at their first event): it
+	// started from zero.
+	p := prev.Values[m]
 	c, cok := cur.Values[m]
-	if !pok || !cok {
+	if !cok {
 		return 0, false, false
 	}
 	d, r := sub(c, p)
@@ -167,10 +171,13 @@ func histogramDelta(m Meaning, prev, cur *Sample, engines []string) (delta Histo
 		}
 		reset = false
 	}
-	p, pok := prev.Histograms[m]
 	c, cok := cur.Histograms[m]
-	if !pok || !cok {
+	if !cok {
 		return Histogram{}, false, false
+	}
+	p, pok := prev.Histograms[m]
+	if !pok {
+		return c.clone(), false, true // created since: every observation is new
 	}
 	d, r := c.Sub(p)
 	return d, r, true

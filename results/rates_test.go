@@ -51,9 +51,11 @@ func TestRates(t *testing.T) {
 			want: []Interval{{From: sec, To: 3 * sec, Deltas: Values{Preemptions: 2}, Rates: Values{Preemptions: 1}}},
 		},
 		{
-			name:    "meaning absent from one sample has no rate",
+			// Issue 9: a counter absent before the load (created at its first
+			// event) counts from zero; one that disappeared has no rate.
+			name:    "a counter that appears counts from zero, one that disappears has no rate",
 			samples: []Sample{okSample(sec, Values{GenerationTokens: 10}), okSample(2*sec, Values{PromptTokens: 10})},
-			want:    []Interval{{From: sec, To: 2 * sec}},
+			want:    []Interval{{From: sec, To: 2 * sec, Deltas: Values{PromptTokens: 10}, Rates: Values{PromptTokens: 10}}},
 		},
 		{
 			name:    "two samples at the same instant give no interval",

@@ -49,6 +49,12 @@ type Reading struct {
 	// Matched records, for every meaning found, the metric it was read from
 	// (the profile's first candidate present on the page).
 	Matched map[Meaning]string `json:"matched,omitempty"`
+
+	// CountersAtEnd is true when the engine adds a request's tokens to its
+	// counters only when the request ends (llama.cpp's server): a counter's
+	// rate over a second says when requests ended, not how fast tokens were
+	// generated; only totals over a whole run compare with the client's.
+	CountersAtEnd bool `json:"counters_at_end,omitempty"`
 }
 
 // Missing returns the meanings the reading lacks, in canonical order: those

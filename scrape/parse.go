@@ -78,7 +78,7 @@ func (p *Parser) lookup(name string) (Profile, error) {
 // that are not finite (NaN, ±Inf), alone or summed, are treated as absent, so
 // every Reading can be encoded as JSON.
 func read(fams map[string]*dto.MetricFamily, prof Profile) results.Reading {
-	rd := results.Reading{Profile: prof.Name}
+	rd := results.Reading{Profile: prof.Name, CountersAtEnd: prof.CountersAtEnd}
 	engines := map[string]*results.Snapshot{}
 	engine := func(key string) *results.Snapshot {
 		s := engines[key]

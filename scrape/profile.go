@@ -76,6 +76,10 @@ type Profile struct {
 	// label are read, so a batch is not counted once per rank.
 	ReplicaLabels []string
 
+	// CountersAtEnd is true when the engine adds a request's tokens to its
+	// counters only when the request ends (results.Reading.CountersAtEnd).
+	CountersAtEnd bool
+
 	// Sources lists, for each meaning the engine can export, candidate
 	// sources newest first. The first candidate present on a page is used.
 	// A meaning absent from the map is one the engine never exports.
@@ -253,15 +257,19 @@ func tgiProfile() Profile {
 // prompt_tokens counts tokens actually evaluated, excluding the prefix reused
 // from the slot cache. No preemption, prefix-cache or latency series exist.
 func llamacppProfile() Profile {
+	// llama.cpp adds a request's tokens to its counters when the request
+	// ends (as does llm-d's inference simulator, which reads as vLLM).
 	return Profile{
-		Name:   ProfileLlamaCPP,
-		Prefix: "llamacpp:",
+		Name:          ProfileLlamaCPP,
+		Prefix:        "llamacpp:",
+		CountersAtEnd: true,
 		Sources: map[results.Meaning][]Source{
 			results.KVUsage:          {src("llamacpp:kv_cache_usage_ratio")},
 			results.Running:          {src("llamacpp:requests_processing")},
 			results.Waiting:          {src("llamacpp:requests_deferred")},
 			results.PromptTokens:     {src("llamacpp:prompt_tokens_total")},
 			results.GenerationTokens: {src("llamacpp:tokens_predicted_total")},
+			results.PrefixHits:       {src("llamacpp:prompt_tokens_cached_total")},
 		},
 	}
 }

@@ -78,7 +78,7 @@ func Figures(a *report.Aggregate, s *report.Summary) ([]Figure, error) {
 	if c := s.Correlation; c != nil {
 		fit = map[int]*correlate.DecodeFit{}
 		for _, st := range c.Stages {
-			if st.Fit != nil {
+			if st.Fit != nil && st.Fit.Holds {
 				fit[st.Index] = st.Fit
 			}
 		}

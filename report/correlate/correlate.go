@@ -46,6 +46,7 @@ type Correlator struct {
 	stalls   []stall // measured requests whose chunk gaps include a stall
 	samples  []results.Sample
 	sent     bool          // a request was sent
+	whole    int           // ok requests answered by a whole (not streamed) response
 	lo, hi   time.Duration // earliest send and latest end of a sent request
 	gaps     []time.Duration
 }
@@ -146,6 +147,7 @@ func (c *Correlator) AddResult(r *results.Result) {
 		// A whole response (not streamed): its tokens arrive at its end.
 		// It has no stream to count on the context timeline.
 		if r.Outcome == results.OK {
+			c.whole++
 			s.point(pTokens, end, float64(r.OutputTokens))
 			s.point(pWarmTokens, end, warm*float64(r.OutputTokens))
 			s.point(pWarmPrompt, end, warm*prompt)
@@ -235,11 +237,17 @@ type Window struct {
 	ContextMean        float64 // tokens per active stream (prompt + tokens so far), time-weighted
 	ContextSum         float64 // context in flight: tokens summed over active streams, time-averaged
 
-	KVUsagePerc        float64 // server KV-cache usage, percent (mean of the samples bounding the window)
-	Running            float64 // server requests running (same)
-	Waiting            float64 // server requests waiting (same)
-	Preemptions        float64 // server preemptions during the window (counter delta)
-	ServerTokensPerSec float64 // server generation tokens per second (counter rate)
+	KVUsagePerc float64 // server KV-cache usage, percent (mean of the samples bounding the window)
+	Running     float64 // server requests running (same)
+	Waiting     float64 // server requests waiting (same)
+	Preemptions float64 // server preemptions during the window (counter delta)
+	// ServerTokensPerSec is the server's generation tokens per second (the
+	// counter's rate over the window); NaN when the counter moves only when
+	// a request ends (results.Reading.CountersAtEnd), whose per-window rate
+	// means nothing.
+	ServerTokensPerSec float64
+
+	serverTokens float64 // the counter's increase over the window, whatever its granularity
 }
 
 // Seconds returns the window's length in seconds.
@@ -253,6 +261,7 @@ type timeline struct {
 	okSamples, failedSamples int
 	profile                  string
 	targets                  int
+	countersAtEnd            bool
 }
 
 // Windows computes the timeline. It returns nil when no request was sent.
@@ -321,6 +330,7 @@ func (c *Correlator) serverSamples(tl *timeline) []results.Sample {
 	}
 	if len(dedup) > 0 {
 		tl.profile = dedup[len(dedup)-1].Profile
+		tl.countersAtEnd = dedup[len(dedup)-1].CountersAtEnd
 	}
 	return dedup
 }
@@ -348,14 +358,31 @@ func scrapeWindows(samples []results.Sample, interval, nominal time.Duration) []
 		interval = medianSpacing(samples)
 	}
 	threshold := nominal - interval/2
-	var out []Window
+	// Group the intervals: [start, end) of ivs per window.
+	type group struct{ start, end int }
+	var groups []group
 	start := 0
 	for i := range ivs {
 		if ivs[i].To-ivs[start].From < threshold && i < len(ivs)-1 {
 			continue
 		}
-		out = append(out, serverWindow(samples[start:i+2], ivs[start:i+1]))
+		groups = append(groups, group{start, i + 1})
 		start = i + 1
+	}
+	// A last window much shorter than the others (the final scrape taken
+	// right after the load ended) holds too little to give a rate: a few
+	// milliseconds would make a "steady" window of any throughput at all.
+	// It joins the window before it.
+	if n := len(groups); n >= 2 {
+		last := groups[n-1]
+		if ivs[last.end-1].To-ivs[last.start].From < nominal/2 {
+			groups[n-2].end = last.end
+			groups = groups[:n-1]
+		}
+	}
+	out := make([]Window, 0, len(groups))
+	for _, g := range groups {
+		out = append(out, serverWindow(samples[g.start:g.end+1], ivs[g.start:g.end]))
 	}
 	return out
 }
@@ -393,7 +420,13 @@ func serverWindow(s []results.Sample, ivs []results.Interval) Window {
 		return sum
 	}
 	w.Preemptions = delta(results.Preemptions)
-	w.ServerTokensPerSec = delta(results.GenerationTokens) / w.Seconds()
+	w.serverTokens = delta(results.GenerationTokens)
+	w.ServerTokensPerSec = w.serverTokens / w.Seconds()
+	if s[len(s)-1].CountersAtEnd {
+		// The server counts a request's tokens when it ends: a window's
+		// counter rate says when requests ended, not how fast tokens came.
+		w.ServerTokensPerSec = math.NaN()
+	}
 	return w
 }
 

@@ -46,6 +46,16 @@ type Correlation struct {
 	// overlap a window with a preemption (see StageCorrelation).
 	PreemptedRequests int `json:"preemption_affected_requests"`
 
+	// WholeResponses counts the ok requests answered by a whole response
+	// (not streamed): their tokens count on the timeline when each ends,
+	// so per-window client rates are bursty while totals hold.
+	WholeResponses int `json:"whole_responses,omitempty"`
+
+	// CountersAtEnd is true when the server counts a request's tokens only
+	// when it ends: there is no server rate per window, and the cross-check
+	// compares totals over the run.
+	CountersAtEnd bool `json:"counters_at_end,omitempty"`
+
 	Stages []StageCorrelation `json:"stages"`
 
 	// Findings states the above in plain sentences, for the text and HTML
@@ -70,7 +80,12 @@ type DecodeFit struct {
 	ContextMin      float64 `json:"context_min_tokens"` // smallest fitted context, tokens
 	ContextMax      float64 `json:"context_max_tokens"` // largest fitted context, tokens
 	Streams         float64 `json:"streams,omitempty"`  // median decoding streams over the fitted windows
-	a, b            float64 // seconds, seconds per token
+	// Holds is true when the fit is a decode law: a positive time per
+	// token at zero context and a positive cost per token of context. A
+	// negative intercept or slope is arithmetic, not a law of the server:
+	// it is reported, never stated as a law nor drawn.
+	Holds bool    `json:"holds"`
+	a, b  float64 // seconds, seconds per token
 }
 
 // PerStream returns the fitted throughput per stream, tokens per second, at
@@ -219,6 +234,8 @@ func (c *Correlator) Correlation(names map[int]string) *Correlation {
 		}
 	}
 	out.SteadyWindows = len(steady)
+	out.WholeResponses = c.whole
+	out.CountersAtEnd = tl.countersAtEnd
 	out.Fit = fitDecode(steady)
 	out.RKVUsage = pearsonOf(steady, func(w *Window) float64 { return w.KVUsagePerc })
 	out.RContext = pearsonOf(steady, func(w *Window) float64 { return w.ContextSum })
@@ -381,7 +398,8 @@ func fitDecode(ws []Window) *DecodeFit {
 	slices.Sort(streams)
 	return &DecodeFit{InterceptMS: round(a*1e3, 4), SlopeNSPerToken: round(b*1e9, 4), R2: round(r2, 4),
 		Windows: len(xs), Outliers: total - len(xs), ContextMin: round(slices.Min(xs), 1),
-		ContextMax: round(slices.Max(xs), 1), Streams: round(streams[len(streams)/2], 3), a: a, b: b}
+		ContextMax: round(slices.Max(xs), 1), Streams: round(streams[len(streams)/2], 3),
+		Holds: a > 0 && b > 0, a: a, b: b}
 }
 
 // leastSquares fits y = a + b·x and returns R². It fails when x has no
@@ -480,14 +498,18 @@ func sumOf(ws []Window, f func(*Window) float64) *float64 {
 // crossCheck compares client and server token totals over the windows
 // where the server's generation counter is known and something was in
 // flight.
+//
+// A counter that moves only when a request ends has no meaningful rate per
+// window, but its total over the run still holds: then every window counts.
 func crossCheck(ws []Window) *CrossCheck {
 	var client, server, secs float64
 	for _, w := range ws {
-		if math.IsNaN(w.ServerTokensPerSec) || w.InFlight == 0 {
+		atEnd := math.IsNaN(w.ServerTokensPerSec) && !math.IsNaN(w.serverTokens)
+		if math.IsNaN(w.serverTokens) || (w.InFlight == 0 && !atEnd) {
 			continue
 		}
 		client += w.OutputTokens
-		server += w.ServerTokensPerSec * w.Seconds()
+		server += w.serverTokens
 		secs += w.Seconds()
 	}
 	if secs == 0 || server <= 0 {
