@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -117,7 +118,7 @@ func (a *Aggregate) Add(r *results.Result) {
 		st = newStageAgg(len(a.latency))
 		a.stages[r.Stage] = st
 	}
-	a.buf = st.add(r, a.latency, a.buf)
+	a.buf = st.add(r, a.latency, a.buf, a.log.ignoreEOS)
 	a.buf = a.log.add(r, a.buf)
 	a.corr.AddResult(r)
 }
@@ -129,6 +130,7 @@ func (a *Aggregate) AddSample(s results.Sample) { a.corr.AddSample(s); a.log.sam
 type stageAgg struct {
 	req       Requests
 	errors    map[string]int64
+	messages  map[string][]string       // the first distinct messages of each error class
 	hist      []*hdrhistogram.Histogram // one per latency metric
 	tokens    Tokens
 	first     time.Duration // earliest Sent (or Scheduled) of a counted request
@@ -145,7 +147,7 @@ type stageAgg struct {
 }
 
 func newStageAgg(metrics int) *stageAgg {
-	s := &stageAgg{errors: map[string]int64{}, hist: make([]*hdrhistogram.Histogram, metrics)}
+	s := &stageAgg{errors: map[string]int64{}, messages: map[string][]string{}, hist: make([]*hdrhistogram.Histogram, metrics)}
 	for i := range s.hist {
 		s.hist[i] = hdrhistogram.New(histMinUS, histMaxUS, histSigFigs)
 	}
@@ -157,7 +159,27 @@ func record(h *hdrhistogram.Histogram, d time.Duration) {
 	_ = h.RecordValue(us) // cannot fail: us is clamped into range
 }
 
-func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.Duration) []time.Duration {
+// maxMessages is how many distinct error messages a stage keeps per error
+// class, and maxMessageBytes how much of each.
+const (
+	maxMessages     = 3
+	maxMessageBytes = 300
+)
+
+// keepMessage records msg among the first distinct messages of class.
+func (s *stageAgg) keepMessage(class, msg string) {
+	if msg == "" {
+		return
+	}
+	if len(msg) > maxMessageBytes {
+		msg = msg[:maxMessageBytes] + "…"
+	}
+	if ms := s.messages[class]; len(ms) < maxMessages && !slices.Contains(ms, msg) {
+		s.messages[class] = append(ms, msg)
+	}
+}
+
+func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.Duration, ignoreEOS bool) []time.Duration {
 	if r.Warmup {
 		s.req.Warmup++
 		if r.Outcome == results.OK {
@@ -173,6 +195,7 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 	case results.Failed:
 		s.req.Failed++
 		s.errors[string(r.ErrorClass)]++
+		s.keepMessage(string(r.ErrorClass), r.Error)
 	case results.Canceled:
 		s.req.Canceled++
 	case results.Dropped:
@@ -192,6 +215,12 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 	s.haveRange = true
 	s.recvOutput, s.recvPrompt = s.recvOutput+received(r), s.recvPrompt+prefilled(r)
 	if r.Outcome == results.OK {
+		// A response shorter than asked for, when the server was told to
+		// ignore EOS or said it stopped at a length: it hit its context
+		// limit and ended with HTTP 200 all the same.
+		if !r.Estimated && r.MaxTokens > 0 && r.OutputTokens < r.MaxTokens && (ignoreEOS || r.FinishReason == "length") {
+			s.req.Truncated++
+		}
 		s.tokens.Prompt += int64(r.PromptTokens)
 		s.tokens.Output += int64(r.OutputTokens)
 		if r.Estimated {
@@ -221,6 +250,12 @@ func (s *stageAgg) merge(o *stageAgg) {
 	for k, v := range o.errors {
 		s.errors[k] += v
 	}
+	for _, k := range sortedKeys(o.messages) {
+		for _, m := range o.messages[k] {
+			s.keepMessage(k, m)
+		}
+	}
+	s.req.Truncated += o.req.Truncated
 	for i, h := range o.hist {
 		s.hist[i].Merge(h)
 	}
@@ -275,6 +310,12 @@ func (a *Aggregate) Summary() *Summary {
 				st.Name, lag.P99))
 		}
 	}
+	if n := overall.req.Truncated; n > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf(
+			"%d of %d completed requests returned fewer output tokens than max_tokens with HTTP 200 (finish_reason \"length\" or ignore_eos set): "+
+				"the server stopped them at its context limit; their latencies and throughput describe shorter responses than asked for",
+			n, overall.req.OK))
+	}
 	if n := overall.req.Retried; n > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf(
 			"%d requests were sent again on a fresh connection: the server closed kept-alive connections after a response "+
@@ -308,6 +349,9 @@ func (a *Aggregate) stageName(i int) string {
 // reads low whenever warmup requests overlap it.
 func (a *Aggregate) stageSummary(s *stageAgg, index int, name string) Stage {
 	st := Stage{Index: index, Name: name, Requests: s.req, Errors: s.errors, Tokens: s.tokens}
+	if len(s.messages) > 0 {
+		st.ErrorMessages = s.messages
+	}
 	if s.haveRange && s.last > s.first {
 		st.Duration = round(s.last.Seconds()-s.first.Seconds(), 6)
 	}

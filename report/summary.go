@@ -39,9 +39,14 @@ type Stage struct {
 	Index    int              `json:"index"`
 	Name     string           `json:"name"`
 	Requests Requests         `json:"requests"`
-	Errors   map[string]int64 `json:"errors"`     // failed requests by error class
-	Duration float64          `json:"duration_s"` // the measured window: first send to last end of the measured requests, seconds
-	Tokens   Tokens           `json:"tokens"`
+	Errors   map[string]int64 `json:"errors"` // failed requests by error class
+	// ErrorMessages holds, per error class, the first few distinct messages
+	// (the server's own words: "request (4862 tokens) exceeds the available
+	// context size", "The model `x` does not exist"), at most 3 of 300
+	// bytes each.
+	ErrorMessages map[string][]string `json:"error_messages,omitempty"`
+	Duration      float64             `json:"duration_s"` // the measured window: first send to last end of the measured requests, seconds
+	Tokens        Tokens              `json:"tokens"`
 
 	TTFT             Dist `json:"ttft_ms"`               // sent → first token (content or reasoning)
 	TTFTFromSchedule Dist `json:"ttft_from_schedule_ms"` // scheduled → first token
@@ -127,6 +132,10 @@ type Requests struct {
 	// server had closed a kept-alive one before any response byte (the
 	// request had not been processed; see results.Result.Retries).
 	Retried int64 `json:"retried,omitempty"`
+	// Truncated counts ok requests that returned fewer output tokens than
+	// max_tokens although the server was told to ignore EOS, or said it
+	// stopped at a length: it hit its context limit (HTTP 200 all the same).
+	Truncated int64 `json:"truncated,omitempty"`
 }
 
 // Tokens sums the token counts of the measured ok requests (the rates

@@ -56,6 +56,11 @@ func WriteText(w io.Writer, s *Summary) error {
 			fmt.Fprintf(&b, " %s=%d", k, s.Overall.Errors[k])
 		}
 		b.WriteString("\n")
+		for _, k := range sortedKeys(s.Overall.ErrorMessages) {
+			for _, m := range s.Overall.ErrorMessages[k] {
+				fmt.Fprintf(&b, "  %s: %s\n", k, m)
+			}
+		}
 	}
 	if c := s.Correlation; c != nil && len(c.Findings) > 0 {
 		b.WriteString("correlation:\n")

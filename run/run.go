@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -149,7 +153,37 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 		runErr = fmt.Errorf("run stopped: %w", context.Cause(ctx))
 	}
 	sum, err := finish(opts.Dir, agg, spec)
+	if runErr == nil && sum != nil {
+		runErr = noSuccess(sum)
+	}
 	return sum, errors.Join(runErr, err)
+}
+
+// ErrNoSuccess is the error of a run that completed without a single
+// request succeeding (a wrong model name, a server refusing every request):
+// its figures describe nothing.
+var ErrNoSuccess = errors.New("no request succeeded")
+
+// noSuccess returns an error wrapping ErrNoSuccess, with the counts and the
+// server's first messages, when no measured request of a run succeeded.
+func noSuccess(sum *report.Summary) error {
+	o := &sum.Overall
+	if o.Requests.OK > 0 || o.Requests.Scheduled == 0 {
+		return nil
+	}
+	var classes []string
+	for _, k := range slices.Sorted(maps.Keys(o.Errors)) {
+		classes = append(classes, fmt.Sprintf("%s=%d", k, o.Errors[k]))
+	}
+	msg := fmt.Sprintf("%d failed, %d dropped", o.Requests.Failed, o.Requests.Dropped)
+	if len(classes) > 0 {
+		msg += " (" + strings.Join(classes, " ") + ")"
+	}
+	for _, k := range slices.Sorted(maps.Keys(o.ErrorMessages)) {
+		msg += "; " + k + ": " + o.ErrorMessages[k][0]
+		break
+	}
+	return fmt.Errorf("%w: %s", ErrNoSuccess, msg)
 }
 
 // load writes the header, runs the scheduler and the scraper, and writes
@@ -266,7 +300,12 @@ func writeFile(path string, write func(io.Writer) error) error {
 // detectModel sets target.model to the first model the server lists.
 func detectModel(ctx context.Context, cl *client.Client, sc *scenario.Scenario, baseURL string) error {
 	models, err := cl.Models(ctx)
-	if err != nil {
+	var netErr *net.OpError
+	switch {
+	case errors.As(err, &netErr):
+		// The server is not there: naming a model would not help.
+		return fmt.Errorf("cannot reach %s: %w (is the server running?)", baseURL, err)
+	case err != nil:
 		return fmt.Errorf("detect model from %s/v1/models: %w (set target.model to skip detection)", baseURL, err)
 	}
 	if len(models) == 0 {

@@ -3,10 +3,12 @@ package run
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/report/chart"
@@ -129,5 +131,45 @@ func TestRunRecordsEveryRequestOnce(t *testing.T) {
 		if n != 1 || seq >= 15 {
 			t.Errorf("seq %d recorded %d times", seq, n)
 		}
+	}
+}
+
+// TestInterruptSimulator is issue 9's Ctrl-C on a sim:// target: the
+// in-process simulator must outlive the drain, so the requests in flight
+// finish within the grace period instead of breaking as stream_truncated.
+func TestInterruptSimulator(t *testing.T) {
+	t.Parallel()
+	sc, err := scenario.Parse("int.yaml", []byte(`name: interrupt
+target: {url: "sim://tiny"}
+prompts: {output_tokens: 96}
+load: {stages: [{concurrency: 6, requests: 500}]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		// Interrupt once requests are streaming.
+		for ctx.Err() == nil {
+			data, _ := os.ReadFile(filepath.Join(dir, FileResults))
+			if bytes.Count(data, []byte(`"kind":"request"`)) >= 6 {
+				cancel()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	sum, err := Run(ctx, sc, Options{Dir: dir})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want the interruption", err)
+	}
+	if sum == nil {
+		t.Fatal("no summary after an interruption")
+	}
+	o := sum.Overall
+	if o.Requests.Failed != 0 || o.Requests.Canceled != 0 || o.Requests.OK < 6 {
+		t.Errorf("requests %+v, errors %v %v: the requests in flight should have finished in the grace period", o.Requests, o.Errors, o.ErrorMessages)
 	}
 }

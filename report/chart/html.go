@@ -34,7 +34,8 @@ func WriteHTML(w io.Writer, s *report.Summary, figs []Figure, scenario json.RawM
 	}
 	for _, st := range rows {
 		for _, class := range sortedKeys(st.Errors) {
-			data.Errors = append(data.Errors, htmlError{Stage: st.Name, Class: class, Count: st.Errors[class]})
+			data.Errors = append(data.Errors, htmlError{Stage: st.Name, Class: class, Count: st.Errors[class],
+				Messages: st.ErrorMessages[class]})
 		}
 	}
 	if c := s.Correlation; c != nil {
@@ -122,9 +123,10 @@ type htmlRow struct {
 }
 
 type htmlError struct {
-	Stage string
-	Class string
-	Count int64
+	Stage    string
+	Class    string
+	Count    int64
+	Messages []string // the first distinct messages
 }
 
 type htmlFigure struct {
@@ -197,6 +199,7 @@ pre { background: #f7f7f7; padding: 0.8rem; overflow: auto; font-size: 0.85rem; 
 .pass { color: #00734d; }
 .fail { color: #b3261e; font-weight: 600; }
 tr.fail td { background: #fdecea; }
+td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospace, monospace; font-size: 0.85rem; }
 </style>
 </head>
 <body>
@@ -246,9 +249,9 @@ tr.fail td { background: #fdecea; }
 
 <h2>Errors</h2>
 {{if .Errors}}<table id="errors">
-<thead><tr><th>stage</th><th>error class</th><th>requests</th></tr></thead>
+<thead><tr><th>stage</th><th>error class</th><th>requests</th><th class="msg">first messages</th></tr></thead>
 <tbody>
-{{range .Errors}}<tr><td>{{.Stage}}</td><td>{{.Class}}</td><td>{{.Count}}</td></tr>
+{{range .Errors}}<tr><td>{{.Stage}}</td><td>{{.Class}}</td><td>{{.Count}}</td><td class="msg">{{range .Messages}}<div>{{.}}</div>{{end}}</td></tr>
 {{end}}</tbody>
 </table>{{else}}<p id="errors">No request failed.</p>{{end}}
 {{if .S.Warnings}}<h3>Warnings</h3>
