@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -48,6 +49,8 @@ type Aggregate struct {
 	meta     Summary
 	spec     *results.Spec
 	files    int
+	ending   int           // headers that promise an End record
+	ends     []results.End // End records read
 	warnings []string
 	buf      []time.Duration
 }
@@ -77,6 +80,9 @@ func (a *Aggregate) AddHeader(h *results.Header) {
 	a.corr.AddHeader(h)
 	a.log.header(h)
 	a.files++
+	if h.Ends {
+		a.ending++
+	}
 	if a.files == 1 {
 		a.meta.Tool, a.meta.Version, a.meta.Target, a.meta.Model = h.Tool, h.Version, h.Target, h.Model
 		a.meta.Started = h.Started
@@ -300,6 +306,10 @@ func (a *Aggregate) Summary() *Summary {
 	for _, i := range idx {
 		out.Stages = append(out.Stages, a.stageSummary(a.stages[i], i, a.stageName(i)))
 	}
+	out.Incomplete = a.incomplete()
+	if out.Incomplete != "" {
+		out.Warnings = append(out.Warnings, "the run did not complete ("+out.Incomplete+"): the figures cover part of the load")
+	}
 	out.Correlation = a.corr.Correlation(a.names)
 	explain(out.Correlation)
 	out.Warnings = append([]string(nil), a.warnings...)
@@ -326,6 +336,21 @@ func (a *Aggregate) Summary() *Summary {
 			"%d requests had no usage from the server: their token counts are local estimates", n))
 	}
 	return &out
+}
+
+// incomplete says why the run (or one of the files) did not complete, or
+// "" when every file that promises an end record ended completed.
+func (a *Aggregate) incomplete() string {
+	var why []string
+	for _, e := range a.ends {
+		if !e.Completed && !slices.Contains(why, e.Reason) {
+			why = append(why, e.Reason)
+		}
+	}
+	if len(a.ends) < a.ending {
+		why = append(why, "a results file has no end record: the run was killed before it finished")
+	}
+	return strings.Join(why, "; ")
 }
 
 // stageName returns stage i's name, or "stage-i" when no header names it.

@@ -55,5 +55,7 @@ func (a *Aggregate) AddRecord(rec results.Record) {
 		a.AddSample(*rec.Sample)
 	case rec.Warning != nil:
 		a.Warn(fmt.Sprintf("%s: %s", rec.Warning.Source, rec.Warning.Message))
+	case rec.End != nil:
+		a.ends = append(a.ends, *rec.End)
 	}
 }

@@ -23,6 +23,10 @@ type Summary struct {
 	Overall  Stage     `json:"overall"`
 	Stages   []Stage   `json:"stages"`
 	Warnings []string  `json:"warnings,omitempty"`
+	// Incomplete says why the run did not complete (interrupted,
+	// load.max_duration reached, killed); empty when it did, or when the
+	// results files predate end records.
+	Incomplete string `json:"incomplete,omitempty"`
 
 	// Verdict is the outcome of the scenario's budgets; nil when the
 	// scenario has none.

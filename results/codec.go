@@ -13,7 +13,7 @@ import (
 )
 
 // Record is one record of a results file: exactly one of Header, Result,
-// Sample and Warning is set, as Kind says. A Record of an unknown kind
+// Sample, Warning and End is set, as Kind says. A Record of an unknown kind
 // (written by a newer tool) has none set and its line in Raw.
 type Record struct {
 	Kind    Kind
@@ -21,16 +21,18 @@ type Record struct {
 	Result  *Result
 	Sample  *Sample
 	Warning *Warning
+	End     *End
 	// Raw is the line of a record of an unknown kind; nil otherwise.
 	Raw []byte
 }
 
-// HeaderRecord, ResultRecord, SampleRecord and WarningRecord wrap one
+// HeaderRecord, ResultRecord, SampleRecord, WarningRecord and EndRecord wrap one
 // record for a Writer.
 func HeaderRecord(h *Header) Record   { return Record{Kind: KindHeader, Header: h} }
 func ResultRecord(r *Result) Record   { return Record{Kind: KindRequest, Result: r} }
 func SampleRecord(s *Sample) Record   { return Record{Kind: KindScrape, Sample: s} }
 func WarningRecord(w *Warning) Record { return Record{Kind: KindWarning, Warning: w} }
+func EndRecord(e *End) Record         { return Record{Kind: KindEnd, End: e} }
 
 // value returns the struct the record carries.
 func (r Record) value() (any, error) {
@@ -45,6 +47,8 @@ func (r Record) value() (any, error) {
 		v, ok = r.Sample, r.Sample != nil
 	case KindWarning:
 		v, ok = r.Warning, r.Warning != nil
+	case KindEnd:
+		v, ok = r.End, r.End != nil
 	default:
 		return nil, fmt.Errorf("record kind %q: unknown", r.Kind)
 	}
@@ -293,6 +297,9 @@ func (r *Reader) decode() error {
 	case KindWarning:
 		r.rec.Warning = new(Warning)
 		err = json.Unmarshal(r.raw, r.rec.Warning)
+	case KindEnd:
+		r.rec.End = new(End)
+		err = json.Unmarshal(r.raw, r.rec.End)
 	default:
 		if !json.Valid(r.raw) {
 			return fmt.Errorf("%s record is not valid JSON", kind)

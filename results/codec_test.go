@@ -182,6 +182,10 @@ func FuzzReader(f *testing.F) {
 				if rec.Warning == nil {
 					t.Fatal("warning record without Warning")
 				}
+			case KindEnd:
+				if rec.End == nil {
+					t.Fatal("end record without End")
+				}
 			default:
 				if rec.Raw == nil {
 					t.Fatal("unknown record without Raw")

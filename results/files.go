@@ -164,5 +164,7 @@ func (r Record) Shift(d time.Duration) {
 		r.Sample.At += d
 	case r.Warning != nil:
 		r.Warning.At += d
+	case r.End != nil:
+		r.End.At += d
 	}
 }

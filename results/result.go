@@ -19,6 +19,7 @@ const (
 	KindRequest Kind = "request"
 	KindScrape  Kind = "scrape"
 	KindWarning Kind = "warning"
+	KindEnd     Kind = "end"
 )
 
 // API names the OpenAI endpoint a request went to (Result.API).
@@ -34,6 +35,15 @@ type Warning struct {
 	At      time.Duration `json:"at_ns"`
 	Source  string        `json:"source"` // the component that warned: "scrape", "runner", "harness"
 	Message string        `json:"message"`
+}
+
+// End is the last record of a run that ended by itself, interrupted or
+// not. A results file whose header says Ends and that has no End was cut
+// short: the process was killed.
+type End struct {
+	At        time.Duration `json:"at_ns"`            // when the run ended, from the epoch
+	Completed bool          `json:"completed"`        // every stage ran to its own bound
+	Reason    string        `json:"reason,omitempty"` // why not: the interruption, load.max_duration, a writer failure
 }
 
 // Outcome is how a scheduled request ended. Every scheduled request ends as
@@ -74,6 +84,11 @@ type Header struct {
 	Target   string          `json:"target"` // base URL requests went to (sim://PRESET is resolved to its loopback URL)
 	Model    string          `json:"model"`
 	Scenario json.RawMessage `json:"scenario"` // the resolved scenario, defaults applied; never holds secrets
+
+	// Ends is true when the file's last record is an End once the run
+	// ended by itself (files from before End existed lack both), so that a
+	// file without one is known to be cut short.
+	Ends bool `json:"ends,omitempty"`
 
 	// Spec is the part of Scenario that reports read, decoded once by the
 	// Reader (nil when the header has no scenario). It is not written:

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/servebench/servebench/client"
+	"github.com/servebench/servebench/internal/atomicfile"
 	"github.com/servebench/servebench/internal/loopback"
 	"github.com/servebench/servebench/internal/simurl"
 	"github.com/servebench/servebench/report"
@@ -35,6 +36,66 @@ const (
 	FileVerdict = "verdict.md"
 	FileSimLog  = "sim.log"
 )
+
+// Outputs returns the names of the files a run may write into its
+// directory, the plots included.
+func Outputs() []string {
+	out := []string{FileResults, FileResults + ".gz", FileSummary, FileJUnit, FileVerdict, FileSimLog, chart.HTMLName}
+	for _, name := range chart.PlotNames() {
+		out = append(out, name+".png", name+".svg")
+	}
+	return out
+}
+
+// ClearOutputs removes from dir every file a run may write, so that a run
+// into a used directory leaves nothing stale behind (a junit.xml from a
+// gated run under an ungated one). Other files are left alone.
+func ClearOutputs(dir string) error {
+	for _, name := range Outputs() {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// UsedDirError is PrepareDir's refusal of a directory holding a run.
+type UsedDirError struct {
+	Dir   string
+	Files []string // the run's files found there
+}
+
+func (e *UsedDirError) Error() string {
+	return fmt.Sprintf("--out %s already holds a run (%s): choose another directory, or pass --force to replace it",
+		e.Dir, strings.Join(e.Files, ", "))
+}
+
+// PrepareDir creates a run's output directory, or checks that an existing
+// one holds no run (no file of Outputs): an earlier run's files are never
+// overwritten silently (*UsedDirError). With force they are removed first,
+// so that nothing stale stays beside the new run's files.
+func PrepareDir(dir string, force bool) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return os.MkdirAll(dir, 0o755)
+	case err != nil:
+		return err
+	}
+	var found []string
+	for _, e := range entries {
+		if slices.Contains(Outputs(), e.Name()) {
+			found = append(found, e.Name())
+		}
+	}
+	switch {
+	case len(found) == 0:
+		return nil
+	case !force:
+		return &UsedDirError{Dir: dir, Files: found}
+	}
+	return ClearOutputs(dir)
+}
 
 // Options configure a Run. The zero value of each field selects its
 // documented default.
@@ -140,7 +201,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 	}
 	host, _ := os.Hostname()
 	hdr := &results.Header{Schema: results.Schema, Tool: "servebench", Version: Version(),
-		Started: epoch, Host: host, Target: baseURL, Model: sc.Target.Model, Scenario: resolved, Spec: spec}
+		Started: epoch, Host: host, Target: baseURL, Model: sc.Target.Model, Scenario: resolved, Ends: true, Spec: spec}
 
 	path := filepath.Join(opts.Dir, FileResults)
 	w, err := results.Create(path)
@@ -243,6 +304,14 @@ func load(ctx context.Context, sc *scenario.Scenario, opts Options, w *results.W
 		for _, msg := range health.finish() {
 			warn("harness", msg)
 		}
+		end := &results.End{At: time.Since(epoch), Completed: err == nil && ctx.Err() == nil}
+		if !end.Completed {
+			end.Reason = "interrupted"
+			if err != nil {
+				end.Reason = err.Error()
+			}
+		}
+		records <- results.EndRecord(end)
 		close(records)
 		return err
 	})
@@ -278,23 +347,11 @@ func WriteSummaryFiles(dir string, sum *report.Summary) error {
 		files = append(files, output{FileJUnit, report.WriteJUnit}, output{FileVerdict, report.WriteVerdictMarkdown})
 	}
 	for _, f := range files {
-		if err := writeFile(filepath.Join(dir, f.name), func(w io.Writer) error { return f.write(w, sum) }); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, f.name), func(w io.Writer) error { return f.write(w, sum) }); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Close()
 }
 
 // detectModel sets target.model to the first model the server lists.

@@ -46,6 +46,9 @@ func TestRunEqualsRebuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if sum.Incomplete != "" {
+		t.Errorf("a completed run says incomplete: %q", sum.Incomplete)
+	}
 	if sum.Verdict == nil || sum.Verdict.Pass || sum.Verdict.Failed != 1 {
 		t.Fatalf("verdict = %+v, want one budget missed", sum.Verdict)
 	}
@@ -167,6 +170,9 @@ load: {stages: [{concurrency: 6, requests: 500}]}
 	}
 	if sum == nil {
 		t.Fatal("no summary after an interruption")
+	}
+	if !strings.Contains(sum.Incomplete, "canceled") {
+		t.Errorf("incomplete = %q, want the interruption", sum.Incomplete)
 	}
 	o := sum.Overall
 	if o.Requests.Failed != 0 || o.Requests.Canceled != 0 || o.Requests.OK < 6 {

@@ -2,10 +2,10 @@ package sweep
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/servebench/servebench/internal/atomicfile"
 	"github.com/servebench/servebench/report/chart"
 )
 
@@ -56,10 +56,10 @@ func (p *Plan) plot(dir string, s *Summary) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, FilePNG), png, 0o644); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(dir, FilePNG), png); err != nil {
 		return fmt.Errorf("sweep plot: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, FileSVG), svg, 0o644); err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(dir, FileSVG), svg); err != nil {
 		return fmt.Errorf("sweep plot: %w", err)
 	}
 	return nil

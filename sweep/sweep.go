@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/servebench/servebench/internal/atomicfile"
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/run"
 	"github.com/servebench/servebench/scenario"
@@ -80,11 +81,18 @@ func (p *Plan) Execute(ctx context.Context, opts Options) (*Summary, error) {
 			prefix += fmt.Sprintf(" (repeat %d)", j.Repeat)
 		}
 		var rec RunRecord
+		resumed, done := RunRecord{}, false
+		if opts.Resume && ctx.Err() == nil && j.Done(opts.Dir) {
+			resumed, done = p.resumed(opts.Dir, j)
+			if !done {
+				fmt.Fprintf(log, "%s: running again: %s\n", prefix, resumed.Error)
+			}
+		}
 		switch {
 		case ctx.Err() != nil:
 			rec = p.record(j, StatusSkipped)
-		case opts.Resume && j.Done(opts.Dir):
-			rec = p.resumed(opts.Dir, j)
+		case done:
+			rec = resumed
 			fmt.Fprintf(log, "%s: %s\n", prefix, describe(&rec))
 		default:
 			rec = p.runJob(ctx, opts, j, func(format string, args ...any) {
@@ -107,10 +115,10 @@ func (p *Plan) Execute(ctx context.Context, opts Options) (*Summary, error) {
 }
 
 func (p *Plan) save(dir string, s *Summary) error {
-	if err := writeFile(filepath.Join(dir, FileJSON), func(w io.Writer) error { return WriteJSON(w, s) }); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, FileJSON), func(w io.Writer) error { return WriteJSON(w, s) }); err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
-	if err := writeFile(filepath.Join(dir, FileCSV), func(w io.Writer) error { return WriteCSV(w, s) }); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, FileCSV), func(w io.Writer) error { return WriteCSV(w, s) }); err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
 	return nil
@@ -121,19 +129,28 @@ func (p *Plan) record(j *Job, status string) RunRecord {
 }
 
 // resumed rebuilds a finished run's summary from its results file instead
-// of running it again, judged by the budgets recorded in it.
-func (p *Plan) resumed(dir string, j *Job) RunRecord {
-	rec := p.record(j, StatusResumed)
+// of running it again, judged by the budgets recorded in it. ok is false
+// when the run must run again: it was interrupted (canceled requests, or
+// no clean end), or its results cannot be read; rec.Error says why.
+func (p *Plan) resumed(dir string, j *Job) (rec RunRecord, ok bool) {
+	rec = p.record(j, StatusResumed)
 	_, sum, err := report.Rebuild(filepath.Join(dir, j.Dir, run.FileResults))
-	if err != nil {
-		rec.Status, rec.Error = StatusFailed, "resumed: "+err.Error()
-		return rec
+	switch {
+	case err != nil:
+		rec.Error = err.Error()
+		return rec, false
+	case sum.Incomplete != "":
+		rec.Error = "the earlier run did not complete (" + sum.Incomplete + ")"
+		return rec, false
+	case sum.Overall.Requests.Canceled > 0:
+		rec.Error = fmt.Sprintf("the earlier run had %d canceled requests", sum.Overall.Requests.Canceled)
+		return rec, false
 	}
 	p.takeSummary(sum, &rec)
 	if rec.Status == StatusFailed {
 		rec.Error = "resumed: " + rec.Error
 	}
-	return rec
+	return rec, true
 }
 
 // runJob makes one run: launch the server if any, wait for it, run the
@@ -153,8 +170,8 @@ func (p *Plan) runJob(ctx context.Context, opts Options, j *Job, logf func(strin
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fail("%v", err)
 	}
-	// A summary left by an earlier attempt must not pass for this run's.
-	if err := os.Remove(filepath.Join(dir, run.FileSummary)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	// Outputs left by an earlier attempt must not pass for this run's.
+	if err := run.ClearOutputs(dir); err != nil {
 		return fail("%v", err)
 	}
 	sc := j.Scenario

@@ -452,6 +452,28 @@ sweep: {parameters: {max_num_seqs: [2, 4]}}
 	if calls != 1 {
 		t.Errorf("resume ran %d runs, want the one without a summary", calls)
 	}
+	// Issue 9: an interrupted or killed run leaves a summary too; resume
+	// must run it again, not take its partial figures. Cut job 0's results
+	// before their end record, as a killed run leaves them.
+	path := filepath.Join(dir, p.Jobs[0].Dir, run.FileResults)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSuffix(string(data), "\n"), "\n")
+	if !strings.HasPrefix(lines[len(lines)-1], `{"kind":"end"`) {
+		t.Fatalf("the last record is not the end: %s", lines[len(lines)-1])
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines[:len(lines)-1], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	if _, err := p.Execute(context.Background(), Options{Dir: dir, Run: counting, Resume: true, Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 2 || !strings.Contains(log.String(), "running again: the earlier run did not complete") {
+		t.Errorf("resume ran %d runs in all, want 2; log:\n%s", calls, log.String())
+	}
 }
 
 func TestExecuteInterrupted(t *testing.T) {

@@ -174,3 +174,32 @@ func TestHelpTeaches(t *testing.T) {
 		}
 	}
 }
+
+// TestRunOutRefusesUsedDirectory is issue 9's silent overwrite: a second
+// run into an --out directory that holds a run is refused (exit 2) unless
+// --force, which then clears what the earlier run left, so no stale
+// junit.xml of a gated run stays beside an ungated one.
+func TestRunOutRefusesUsedDirectory(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	gated := writeScenario(t, "name: gated\ntarget: {url: \"sim://tiny\"}\nload: {stages: [{concurrency: 2, requests: 4}]}\nbudgets: {overall: {error_rate: {max: 0}}}\n")
+	plain := writeScenario(t, "name: plain\ntarget: {url: \"sim://tiny\"}\nload: {stages: [{concurrency: 2, requests: 4}]}\n")
+	e, _, errb := testEnv()
+	if err := bench(context.Background(), e, []string{"run", gated, "--out", dir, "--quiet"}); err != nil {
+		t.Fatalf("first run: %v\n%s", err, errb)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "junit.xml")); err != nil {
+		t.Fatalf("the gated run wrote no junit.xml: %v", err)
+	}
+	checkCLI(t, cliCase{"second run refused", []string{"run", plain, "--out", dir, "--quiet"}, exitUsage, "already holds a run"})
+	e2, _, errb2 := testEnv()
+	if err := bench(context.Background(), e2, []string{"run", plain, "--out", dir, "--quiet", "--force"}); err != nil {
+		t.Fatalf("--force: %v\n%s", err, errb2)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "junit.xml")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a stale junit.xml survived --force: %v", err)
+	}
+	if h, err := results.ReadHeader(filepath.Join(dir, "results.jsonl")); err != nil || h.Spec.Name != "plain" {
+		t.Errorf("results.jsonl is not the new run's: %+v, %v", h, err)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,7 +14,7 @@ import (
 	"github.com/servebench/servebench/scenario"
 )
 
-const runUsage = `Usage: bench run SCENARIO [--target URL] [--out DIR] [--set path=value ...]
+const runUsage = `Usage: bench run SCENARIO [--target URL] [--out DIR [--force]] [--set path=value ...]
 
 Runs a scenario file: sends its load to the target, streams one record per
 request (and one per /metrics scrape) to DIR/results.jsonl as each finishes,
@@ -54,6 +53,7 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	target := fs.String("target", "", "override target.url (http://HOST:PORT or sim://PRESET)")
 	outDir := fs.String("out", "", "output directory (default runs/NAME-YYYYMMDD-HHMMSS)")
 	quiet := fs.Bool("quiet", false, "no progress output")
+	force := fs.Bool("force", false, "write into an --out directory that already holds a run, replacing its files")
 	var sets multiFlag
 	fs.Var(&sets, "set", "override a scenario field, `path=value` (repeatable), e.g. load.stages[0].rate=20")
 	pos, err := parseFlags(fs, args)
@@ -75,7 +75,11 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	if dir == "" {
 		dir = filepath.Join("runs", fmt.Sprintf("%s-%s", safeName(sc.Name), time.Now().Format("20060102-150405")))
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := run.PrepareDir(dir, *force); err != nil {
+		var used *run.UsedDirError
+		if errors.As(err, &used) {
+			return usageError{err}
+		}
 		return fmt.Errorf("run: %w", err)
 	}
 	sum, runErr := run.Run(ctx, sc, runOptions(e, sc, dir, *quiet))

@@ -111,7 +111,14 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 	if err := sweep.WriteText(e.stdout, s); err != nil {
 		return errors.Join(execErr, err)
 	}
-	fmt.Fprintf(e.stdout, "sweep: %s, %s, %s\n", filepath.Join(dir, sweep.FileJSON), filepath.Join(dir, sweep.FileCSV), filepath.Join(dir, sweep.FilePNG))
+	// Name only what was written: an interrupted sweep may have no plot.
+	var written []string
+	for _, name := range []string{sweep.FileJSON, sweep.FileCSV, sweep.FilePNG} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			written = append(written, filepath.Join(dir, name))
+		}
+	}
+	fmt.Fprintf(e.stdout, "sweep: %s\n", strings.Join(written, ", "))
 	switch {
 	case ctx.Err() != nil:
 		return errors.Join(execErr, errInterrupted)

@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"github.com/servebench/servebench/internal/atomicfile"
 	"github.com/servebench/servebench/report"
 
 	"github.com/servebench/servebench/report/correlate"
@@ -10,7 +11,6 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -77,7 +77,7 @@ func WriteFiles(dir string, a *report.Aggregate, s *report.Summary) ([]string, e
 		return paths, err
 	}
 	p := filepath.Join(dir, HTMLName)
-	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+	if err := atomicfile.WriteBytes(p, b.Bytes()); err != nil {
 		return paths, fmt.Errorf("write HTML report: %w", err)
 	}
 	return append(paths, p), nil

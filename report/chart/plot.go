@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"maps"
 
+	"github.com/servebench/servebench/internal/atomicfile"
 	"github.com/servebench/servebench/report"
 
 	"github.com/servebench/servebench/report/correlate"
@@ -12,7 +13,6 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -136,7 +136,7 @@ func WritePlots(dir string, figs []Figure) ([]string, error) {
 			data []byte
 		}{{".png", f.PNG}, {".svg", f.SVG}} {
 			p := filepath.Join(dir, f.Name+x.ext)
-			if err := os.WriteFile(p, x.data, 0o644); err != nil {
+			if err := atomicfile.WriteBytes(p, x.data); err != nil {
 				return paths, fmt.Errorf("write plot: %w", err)
 			}
 			paths = append(paths, p)
