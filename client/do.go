@@ -234,7 +234,8 @@ func (c *Client) readWhole(ctx, rctx context.Context, res *results.Result, body 
 
 // httpError records a non-2xx response with a body excerpt.
 func (c *Client) httpError(res *results.Result, resp *http.Response) {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, ErrorExcerptBytes+1))
+	// Enough of the body to parse a JSON error, whose message is kept.
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	res.End = c.since(time.Now())
 	class := results.ErrHTTP4xx
 	if resp.StatusCode >= 500 {
@@ -244,7 +245,15 @@ func (c *Client) httpError(res *results.Result, resp *http.Response) {
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		msg += " (redirects are not followed)"
 	}
-	if e := excerpt(b); e != "" {
+	// Each engine shapes its error body its own way (vLLM's
+	// {"error":{message,type,code}} and its older flat {"object":"error",…},
+	// SGLang's flat one, TGI's {"error":"…","error_type":"…"}, llama.cpp's
+	// {"error":{code,message,type}}): keep the message, not the JSON.
+	e := excerpt(b)
+	if json.Valid(b) {
+		e = errorMessage(b)
+	}
+	if e != "" {
 		msg += ": " + e
 	}
 	c.setFailure(res, &failure{class, msg})

@@ -3,10 +3,12 @@ package client
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -141,5 +143,48 @@ func TestNoRetryAfterResponse(t *testing.T) {
 	}
 	if !strings.Contains(r.Error, "boom") {
 		t.Errorf("error %q", r.Error)
+	}
+}
+
+// TestEngineErrorBodies: every engine answers a bad request with its own
+// JSON shape (ENGINES.md); the record keeps the server's message and type,
+// readable, whatever the shape.
+func TestEngineErrorBodies(t *testing.T) {
+	t.Parallel()
+	bodies := map[string]string{
+		"vllm":           `{"error":{"message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.","type":"BadRequestError","param":null,"code":400}}`,
+		"vllm_flat":      `{"object":"error","message":"The model ` + "`x`" + ` does not exist.","type":"NotFoundError","param":null,"code":404}`,
+		"sglang":         `{"object":"error","message":"The input (4862 tokens) is longer than the model's context length (4096 tokens).","type":"BadRequestError","param":null,"code":400}`,
+		"tgi":            `{"error":"Input validation error: inputs tokens + max_new_tokens must be <= 4096. Given: 4000 inputs tokens and 500 max_new_tokens","error_type":"validation"}`,
+		"llamacpp":       `{"error":{"code":400,"message":"request (4862 tokens) exceeds the available context size (4096 tokens), try increasing it","type":"exceed_context_size_error"}}`,
+		"not_json":       `<html><body>502 Bad Gateway</body></html>`,
+		"truncated_json": `{"error":{"message":"cut`,
+	}
+	want := map[string]string{
+		"vllm":           "BadRequestError: This model's maximum context length is 4096 tokens.",
+		"vllm_flat":      "NotFoundError: The model `x` does not exist.",
+		"sglang":         "BadRequestError: The input (4862 tokens) is longer than the model's context length",
+		"tgi":            "Input validation error: inputs tokens + max_new_tokens must be <= 4096.",
+		"llamacpp":       "exceed_context_size_error: request (4862 tokens) exceeds the available context size (4096 tokens)",
+		"not_json":       "<html><body>502 Bad Gateway</body></html>",
+		"truncated_json": `{"error":{"message":"cut`,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Engine string }
+		json.NewDecoder(r.Body).Decode(&req)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, bodies[req.Engine])
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv.URL, Config{})
+	for engine := range bodies {
+		r := c.Do(context.Background(), &Request{API: results.APIChat, Prompt: "x", Stream: true, Extra: map[string]any{"engine": engine}})
+		if r.ErrorClass != results.ErrHTTP4xx || r.Status != 400 || !strings.Contains(r.Error, want[engine]) {
+			t.Errorf("%s: %s %d %q, want it to contain %q", engine, r.ErrorClass, r.Status, r.Error, want[engine])
+		}
+		if engine != "not_json" && engine != "truncated_json" && strings.Contains(r.Error, `{"`) {
+			t.Errorf("%s: the message is raw JSON: %q", engine, r.Error)
+		}
 	}
 }

@@ -229,6 +229,7 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 		}
 		s.tokens.Prompt += int64(r.PromptTokens)
 		s.tokens.Output += int64(r.OutputTokens)
+		s.tokens.Cached += int64(r.CachedTokens)
 		if r.Estimated {
 			s.tokens.EstimatedRequests++
 		}
@@ -268,6 +269,7 @@ func (s *stageAgg) merge(o *stageAgg) {
 	s.recvOutput += o.recvOutput
 	s.recvPrompt += o.recvPrompt
 	s.warmEnds = append(s.warmEnds, o.warmEnds...)
+	s.tokens.Cached += o.tokens.Cached
 	s.tokens.Prompt += o.tokens.Prompt
 	s.tokens.Output += o.tokens.Output
 	s.tokens.EstimatedRequests += o.tokens.EstimatedRequests

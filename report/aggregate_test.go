@@ -1,6 +1,8 @@
 package report
 
 import (
+	"strings"
+
 	"github.com/servebench/servebench/results"
 
 	"bytes"
@@ -192,5 +194,54 @@ func TestFromFilesMergesMachines(t *testing.T) {
 	// From A's first send (1 s) to B's end (10 s + 1 s + 100 msec + 1000 msec + 1 msec).
 	if want := 12.101 - 1; math.Abs(s.Overall.Duration-want) > 1e-6 {
 		t.Errorf("merged duration = %v s, want %v", s.Overall.Duration, want)
+	}
+}
+
+// TestMergeSequentialRunsWarns is issue 9's `bench report A B` on two runs
+// one after the other: the merged summary warns that the files do not
+// overlap, with each file's start and duration; files of one run from two
+// machines do not warn.
+func TestMergeSequentialRunsWarns(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	start := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+	write := func(name string, started time.Time) string {
+		path := filepath.Join(dir, name)
+		w, err := results.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(results.HeaderRecord(&results.Header{Schema: results.Schema, Started: started,
+			Scenario: json.RawMessage(`{"name":"m","load":{"stages":[{"name":"only"}]}}`)})); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			r := okResult(uint64(i), 0, time.Second+time.Duration(i)*100*msec, 50*msec, 10*msec, 5)
+			if err := w.Write(results.ResultRecord(&r)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	a, b := write("a.jsonl", start), write("b.jsonl", start.Add(10*time.Minute))
+	same := write("c.jsonl", start.Add(200*time.Millisecond))
+	agg, err := FromFiles(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := strings.Join(agg.Summary().Warnings, "\n")
+	if !strings.Contains(w, "do not overlap in time") || !strings.Contains(w, "a.jsonl from 03:00:01 for 1s") ||
+		!strings.Contains(w, "b.jsonl from 03:10:01 for 1s") || !strings.Contains(w, "9m59s of idle gap") {
+		t.Errorf("warnings:\n%s", w)
+	}
+	agg, err = FromFiles(a, same)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(agg.Summary().Warnings, "\n"); strings.Contains(w, "overlap") {
+		t.Errorf("overlapping files warned: %s", w)
 	}
 }

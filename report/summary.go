@@ -145,8 +145,13 @@ type Requests struct {
 // Tokens sums the token counts of the measured ok requests (the rates
 // count the window instead; see Stage).
 type Tokens struct {
-	Prompt            int64 `json:"prompt"`
-	Output            int64 `json:"output"`
+	Prompt int64 `json:"prompt"`
+	Output int64 `json:"output"`
+	// Cached is the part of Prompt the server served from its prefix cache
+	// (usage.prompt_tokens_details.cached_tokens, when it reports it): a
+	// high share from a second run of the same prompts makes its TTFT
+	// incomparable with the first's (see prompts.salt).
+	Cached            int64 `json:"cached,omitempty"`
 	EstimatedRequests int64 `json:"estimated_requests"` // requests whose counts are local estimates (no server usage)
 }
 

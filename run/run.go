@@ -150,6 +150,13 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 	// The epoch: every offset in the results counts from here, monotonic.
 	epoch := time.Now()
 	sc = sc.Clone()
+	if sc.Prompts.Salt == scenario.SaltRandom {
+		// A salt of this run's own, recorded in the header so the run can
+		// be repeated with the same prompts.
+		if err := sc.Set("prompts.salt", fmt.Sprintf("%x", epoch.UnixNano())); err != nil {
+			return nil, &ConfigError{err}
+		}
+	}
 
 	baseURL, stopTarget, err := startTarget(ctx, sc, opts.Dir)
 	if err != nil {

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -94,7 +95,16 @@ func NewPrompts(sc *Scenario) (*Prompts, error) {
 	if spec.SharedPrefixTokens > p.in.lowest() {
 		return nil, fmt.Errorf("prompts: shared_prefix_tokens %d exceeds the smallest input length %d", spec.SharedPrefixTokens, p.in.lowest())
 	}
-	r := rand.New(rand.NewPCG(spec.Seed, 0xc0de_c0de))
+	// The salt changes the words (corpus, shared prefix, where each prompt
+	// starts in the corpus), never the lengths, which At draws from the
+	// seed alone.
+	textSeed := spec.Seed
+	if spec.Salt != "" {
+		h := fnv.New64a()
+		h.Write([]byte(spec.Salt))
+		textSeed = mix(spec.Seed ^ h.Sum64())
+	}
+	r := rand.New(rand.NewPCG(textSeed, 0xc0de_c0de))
 	p.prefixTokens = spec.SharedPrefixTokens
 	p.prefix = tok.Text(p.prefixTokens, r.IntN)
 
@@ -109,7 +119,7 @@ func NewPrompts(sc *Scenario) (*Prompts, error) {
 	p.offs[words] = int32(b.Len())
 	p.corpus = b.String()
 	p.starts = corpusStarts
-	p.stride, p.shift = permutation(p.starts, spec.Seed)
+	p.stride, p.shift = permutation(p.starts, textSeed)
 	return p, nil
 }
 

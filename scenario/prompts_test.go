@@ -223,3 +223,27 @@ func BenchmarkPromptsAt(b *testing.B) {
 		})
 	}
 }
+
+// TestPromptsSalt is issue 9's prefix-cache trap: a second run of the same
+// scenario sends the same prompts and hits the server's prefix cache. A
+// salt changes every prompt's words (the shared prefix too) but not one
+// length, so the workload stays the same.
+func TestPromptsSalt(t *testing.T) {
+	t.Parallel()
+	const doc = "name: p\nprompts: {seed: 11, input_tokens: {dist: uniform, min: 8, max: 50}, output_tokens: {dist: uniform, min: 1, max: 500}, shared_prefix_tokens: 6}\n" + stages
+	plain := mustPrompts(t, doc)
+	salted := mustPrompts(t, strings.Replace(doc, "seed: 11", "seed: 11, salt: run-2", 1))
+	again := mustPrompts(t, strings.Replace(doc, "seed: 11", "seed: 11, salt: run-2", 1))
+	for seq := range uint64(200) {
+		a, b, c := plain.At(seq), salted.At(seq), again.At(seq)
+		if a.InputTokens != b.InputTokens || a.OutputTokens != b.OutputTokens {
+			t.Fatalf("seq %d: lengths %d/%d salted %d/%d", seq, a.InputTokens, a.OutputTokens, b.InputTokens, b.OutputTokens)
+		}
+		if a.Text == b.Text || a.Text[:8] == b.Text[:8] {
+			t.Fatalf("seq %d: the salt left the prompt (or its start) unchanged: %q", seq, b.Text[:min(len(b.Text), 40)])
+		}
+		if b != c {
+			t.Fatalf("seq %d: one salt gave two prompts", seq)
+		}
+	}
+}

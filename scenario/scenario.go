@@ -117,6 +117,13 @@ type PromptSpec struct {
 	// synthetic prompt (to exercise prefix caching); it is part of the
 	// input length, not added to it.
 	SharedPrefixTokens int `yaml:"shared_prefix_tokens" json:"shared_prefix_tokens,omitempty"`
+	// Salt changes the text of synthetic prompts, not their lengths: two
+	// runs with different salts send different words, so the second does
+	// not hit the server's prefix cache with the first one's prompts (which
+	// would make its TTFT look better than it is). "random" draws a new
+	// salt for every run and records it in the results header. Empty (the
+	// default) keeps prompts a pure function of seed and request number.
+	Salt string `yaml:"salt" json:"salt,omitempty"`
 	// Dataset, when its path is set, replaces synthetic prompts.
 	Dataset Dataset `yaml:"dataset" json:"dataset,omitzero"`
 }
@@ -133,6 +140,9 @@ type Dataset struct {
 	// sharegpt.
 	Format string `yaml:"format" json:"format"`
 }
+
+// SaltRandom asks for a new prompt salt for every run (PromptSpec.Salt).
+const SaltRandom = "random"
 
 // Dataset formats.
 const (

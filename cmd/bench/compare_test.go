@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/servebench/servebench/sim"
 )
 
 // compareScenario is a closed loop that keeps the tiny simulator's batch
@@ -187,5 +190,51 @@ func TestCompareUsage(t *testing.T) {
 	}
 	for _, tc := range tests {
 		checkCLI(t, tc)
+	}
+}
+
+// TestComparePrefixCacheWarns is issue 9's cache trap: two runs of one
+// scenario against one long-lived server, the second finding its prompts
+// in the prefix cache, compare as a TTFT improvement. compare warns when
+// the runs' cached shares differ; a salt per run (salt: random) removes
+// the cause, and the warning.
+func TestComparePrefixCacheWarns(t *testing.T) {
+	t.Parallel()
+	cfg, err := sim.ConfigFromURL("sim://tiny?enable_prompt_tokens_details=true&seed=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := sim.Listen(context.Background(), "127.0.0.1:0", cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "cache.yaml")
+	doc := fmt.Sprintf("name: cache\ntarget: {url: %q, model: tiny}\nprompts: {input_tokens: 160, output_tokens: 4}\n"+
+		"scrape: {enabled: false}\nload: {stages: [{concurrency: 1, requests: 8}]}\n", srv.URL())
+	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runTwice := func(name string, extra ...string) (string, string) {
+		var outs [2]string
+		for i := range outs {
+			outs[i] = filepath.Join(dir, fmt.Sprintf("%s-%d", name, i))
+			e, _, errb := testEnv()
+			if err := bench(context.Background(), e, append([]string{"run", file, "--out", outs[i], "--quiet"}, extra...)); err != nil {
+				t.Fatalf("%s run %d: %v\n%s", name, i, err, errb)
+			}
+		}
+		return outs[0], outs[1]
+	}
+	warnings := func(a, b string) string {
+		c, _ := compareJSON(t, a, b)
+		return strings.Join(c.Warnings, "\n")
+	}
+	if w := warnings(runTwice("same")); !strings.Contains(w, "the prefix cache served") {
+		t.Errorf("no cache warning for a second run of the same prompts:\n%s", w)
+	}
+	if w := warnings(runTwice("salted", "--set", "prompts.salt=random")); strings.Contains(w, "prefix cache") {
+		t.Errorf("salted runs warned:\n%s", w)
 	}
 }

@@ -25,6 +25,10 @@ const (
 	// offeredTolerance is how far apart (relative) two open-loop stages'
 	// realised arrival rates may be before the comparison is flagged.
 	offeredTolerance = 0.10
+	// cacheTolerance is how far apart (absolute) the two runs' shares of
+	// prompt tokens served from the prefix cache may be before the
+	// comparison is flagged.
+	cacheTolerance = 0.10
 )
 
 // Options tune Compare. The zero value uses the defaults.
@@ -350,6 +354,19 @@ func loadWarnings(c *Comparison, bs, ns *report.Summary) []string {
 	}
 	if bs.Scenario != ns.Scenario {
 		out = append(out, fmt.Sprintf("different scenarios: %s %q, %s %q", c.BaseLabel, bs.Scenario, c.NewLabel, ns.Scenario))
+	}
+	// A second run of the same prompts finds them in the server's prefix
+	// cache: its TTFT falls for a reason that is not the change compared.
+	share := func(t report.Tokens) float64 {
+		if t.Prompt == 0 {
+			return 0
+		}
+		return float64(t.Cached) / float64(t.Prompt)
+	}
+	if b, n := share(bs.Overall.Tokens), share(ns.Overall.Tokens); math.Abs(n-b) > cacheTolerance {
+		out = append(out, fmt.Sprintf("the prefix cache served %s of %s's prompt tokens and %s of %s's: TTFT is not comparable "+
+			"(a second run of the same prompts hits the cache; give each run its own prompts.salt, or salt: random)",
+			report.FormatPercent(b), c.BaseLabel, report.FormatPercent(n), c.NewLabel))
 	}
 	for _, t := range c.Tables {
 		b, n := t.BaseLoad, t.NewLoad
