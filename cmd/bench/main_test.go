@@ -203,3 +203,21 @@ func TestRunOutRefusesUsedDirectory(t *testing.T) {
 		t.Errorf("results.jsonl is not the new run's: %+v, %v", h, err)
 	}
 }
+
+// TestSetAppliedTogether is issue 9's --set order: overrides valid only
+// together (a min above the old max, then a larger max) work in either
+// order, and a bad --target is reported as --target.
+func TestSetAppliedTogether(t *testing.T) {
+	t.Parallel()
+	file := writeScenario(t, "name: sets\ntarget: {url: \"sim://tiny\"}\nprompts: {output_tokens: {dist: uniform, min: 2, max: 4}}\nload: {stages: [{concurrency: 1, requests: 2}]}\n")
+	for _, order := range [][]string{
+		{"--set", "prompts.output_tokens.min=20", "--set", "prompts.output_tokens.max=24"},
+		{"--set", "prompts.output_tokens.max=24", "--set", "prompts.output_tokens.min=20"},
+	} {
+		e, out, errb := testEnv()
+		if err := bench(context.Background(), e, append([]string{"run", file, "--out", t.TempDir(), "--quiet"}, order...)); err != nil {
+			t.Errorf("%v: %v\n%s%s", order, err, out, errb)
+		}
+	}
+	checkCLI(t, cliCase{"bad target", []string{"run", file, "--target", "ftp://127.0.0.1:1"}, exitUsage, "--target ftp://127.0.0.1:1:"})
+}
