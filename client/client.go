@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -50,13 +51,22 @@ const (
 // documented default.
 type Config struct {
 	// BaseURL is the server's root, with or without the /v1 suffix, for
-	// example http://127.0.0.1:8000 or http://127.0.0.1:8000/v1. Its host
-	// must be a loopback address or resolve to one: every connection is
-	// checked at dial time.
+	// example http://127.0.0.1:8000 or http://127.0.0.1:8000/v1. Unless
+	// AllowRemote, its host must be a loopback address or resolve to one:
+	// every connection is checked at dial time.
 	BaseURL string
 	// APIKey is sent as a bearer token when not empty. It is never logged
 	// nor written into a Result.
 	APIKey string
+	// Headers are sent with every request, after the client's own (so they
+	// may override Content-Type but not the body).
+	Headers map[string]string
+	// AllowRemote lets the client connect to a host that is not loopback;
+	// the caller sets it only on the user's explicit opt-in.
+	AllowRemote bool
+	// TLS configures https connections (a private CA bundle, or
+	// verification off); nil uses the system's roots.
+	TLS *tls.Config
 	// Epoch is the run's epoch: every offset in a Result is measured from
 	// it with the monotonic clock, so it must come from time.Now() in this
 	// process (a parsed time has no monotonic reading). Zero means the
@@ -98,6 +108,7 @@ type Client struct {
 	loadCounter func() (*tokenizer.Tokenizer, error)
 	chunks      atomic.Int64 // token-bearing chunks received, all requests
 	requests    atomic.Uint64
+	headers     map[string]string
 }
 
 // requestKey returns a key unique to one request of this client, for the
@@ -115,7 +126,8 @@ func (c *Client) Chunks() int64 { return c.chunks.Load() }
 // concurrent streams: an idle pool of MaxConns connections to the one host,
 // no compression, HTTP/1.1 only, no proxy, no redirects, loopback only.
 func New(cfg Config) (*Client, error) {
-	root, err := normalizeBaseURL(cfg.BaseURL)
+	policy := loopback.Policy{AllowRemote: cfg.AllowRemote}
+	root, err := normalizeBaseURL(cfg.BaseURL, policy)
 	if err != nil {
 		return nil, err
 	}
@@ -132,13 +144,14 @@ func New(cfg Config) (*Client, error) {
 		chatURL:   root + "/v1/chat/completions",
 		complURL:  root + "/v1/completions",
 		apiKey:    cfg.APIKey,
+		headers:   maps.Clone(cfg.Headers),
 		epoch:     epoch,
 		connect:   orDefault(cfg.Connect, DefaultConnectTimeout),
 		firstByte: orDefault(cfg.FirstByte, DefaultFirstByteTimeout),
 		idle:      orDefault(cfg.Idle, DefaultIdleTimeout),
 		total:     orDefault(cfg.Total, DefaultTotalTimeout),
 	}
-	dialer := &net.Dialer{KeepAlive: 30 * time.Second, Control: loopback.DialControl}
+	dialer := &net.Dialer{KeepAlive: 30 * time.Second, Control: policy.DialControl()}
 	if c.connect > 0 {
 		dialer.Timeout = c.connect
 	}
@@ -153,6 +166,7 @@ func New(cfg Config) (*Client, error) {
 		// A non-nil empty map disables HTTP/2 over TLS: one stream per
 		// connection keeps a slow stream from delaying its neighbours.
 		TLSNextProto:    map[string]func(string, *tls.Conn) http.RoundTripper{},
+		TLSClientConfig: cfg.TLS,
 		ReadBufferSize:  connBufBytes,
 		WriteBufferSize: connBufBytes,
 	}
@@ -163,7 +177,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	oc := openai.DefaultConfig(cfg.APIKey)
 	oc.BaseURL = root + "/v1"
-	oc.HTTPClient = c.http
+	oc.HTTPClient = headerDoer{c}
 	c.oa = openai.NewClientWithConfig(oc)
 	c.streams.New = func() any { return newStream() }
 	c.loadCounter = sync.OnceValues(func() (*tokenizer.Tokenizer, error) { return tokenizer.Load("") })
@@ -215,9 +229,7 @@ func (c *Client) Warm(ctx context.Context, n int) (int, error) {
 				errs <- err
 				return
 			}
-			if c.apiKey != "" {
-				req.Header.Set("Authorization", "Bearer "+c.apiKey)
-			}
+			c.setHeaders(req)
 			resp, err := c.http.Do(req)
 			if err != nil {
 				errs <- err
@@ -261,8 +273,27 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
+// setHeaders sets the API key and the configured headers on req.
+func (c *Client) setHeaders(req *http.Request) {
+	if c.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
+	for k, v := range c.headers {
+		req.Header.Set(k, v)
+	}
+}
+
+// headerDoer sends go-openai's requests (model listing) with the
+// configured headers.
+type headerDoer struct{ c *Client }
+
+func (d headerDoer) Do(req *http.Request) (*http.Response, error) {
+	d.c.setHeaders(req)
+	return d.c.http.Do(req)
+}
+
 // normalizeBaseURL returns the server root without a trailing slash or /v1.
-func normalizeBaseURL(raw string) (string, error) {
+func normalizeBaseURL(raw string, policy loopback.Policy) (string, error) {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil {
 		return "", fmt.Errorf("base URL %q: %w", raw, err)
@@ -276,7 +307,7 @@ func normalizeBaseURL(raw string) (string, error) {
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return "", fmt.Errorf("base URL %q: must hold no credentials, query or fragment", raw)
 	}
-	if !loopback.Host(u.Hostname()) {
+	if !policy.Host(u.Hostname()) {
 		return "", fmt.Errorf("base URL %q: host %q: %w", raw, u.Hostname(), loopback.ErrNotLoopback)
 	}
 	p := strings.TrimRight(u.Path, "/")

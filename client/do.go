@@ -88,9 +88,7 @@ func (c *Client) Do(ctx context.Context, r *Request) (res results.Result) {
 	if r.Stream {
 		req.Header.Set("Accept", "text/event-stream")
 	}
-	if c.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.apiKey)
-	}
+	c.setHeaders(req)
 
 	sentAt := time.Now()
 	res.Sent = c.since(sentAt)

@@ -1,14 +1,19 @@
 package run
 
 import (
+	"bytes"
 	"context"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/servebench/servebench/scenario"
@@ -101,5 +106,109 @@ func TestUnreachableTarget(t *testing.T) {
 	_, err = Run(context.Background(), sc, Options{Dir: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), "cannot reach") || strings.Contains(err.Error(), "target.model") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestHeadersKeyFileAndTLS: an https server with a private CA (the
+// bundle passed as target.tls.ca_file), an API key read from a file, and a
+// tenant header. Every request, the model listing included, carries the
+// key and the header; the results header records the header's name, never
+// its value, and no key. With insecure_skip_verify instead of the bundle
+// the run still works and its summary warns.
+func TestHeadersKeyFileAndTLS(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	mux := http.NewServeMux()
+	record := func(r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Header.Get("Authorization") == "Bearer sk-file-key" && r.Header.Get("X-Tenant") == "bench-secret" {
+			seen[r.URL.Path]++
+		}
+	}
+	mux.HandleFunc("/v1/models", func(w http.ResponseWriter, r *http.Request) {
+		record(r)
+		io.WriteString(w, `{"object":"list","data":[{"id":"m","object":"model"}]}`)
+	})
+	mux.HandleFunc("/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		record(r)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n")
+	})
+	srv := httptest.NewTLSServer(mux)
+	defer srv.Close()
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(dir, "key")
+	if err := os.WriteFile(keyFile, []byte("sk-file-key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, tls string
+		warns     bool
+	}{
+		{"ca bundle", "{ca_file: " + ca + "}", false},
+		{"insecure", "{insecure_skip_verify: true}", true},
+	} {
+		sc := parse(t, fmt.Sprintf("name: tls\ntarget: {url: %q, api_key_file: %s, headers: {X-Tenant: bench-secret}, tls: %s}\n"+
+			"scrape: {enabled: false}\nload: {stages: [{concurrency: 2, requests: 4}]}\n", srv.URL, keyFile, tc.tls))
+		key, err := APIKey(sc, func(string) string { return "" })
+		if err != nil || key != "sk-file-key" {
+			t.Fatalf("%s: key %q, %v", tc.name, key, err)
+		}
+		out := filepath.Join(dir, tc.name)
+		os.Mkdir(out, 0o755)
+		sum, err := Run(context.Background(), sc, Options{Dir: out, APIKey: key})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if sum.Overall.Requests.OK != 4 {
+			t.Errorf("%s: requests %+v %v", tc.name, sum.Overall.Requests, sum.Overall.ErrorMessages)
+		}
+		warned := strings.Contains(strings.Join(sum.Warnings, "\n"), "TLS certificate verification is off")
+		if warned != tc.warns {
+			t.Errorf("%s: insecure warning %v, want %v: %q", tc.name, warned, tc.warns, sum.Warnings)
+		}
+		data, _ := os.ReadFile(filepath.Join(out, FileResults))
+		if bytes.Contains(data, []byte("bench-secret")) || bytes.Contains(data, []byte("sk-file-key")) ||
+			!bytes.Contains(data, []byte(`"X-Tenant":"redacted"`)) {
+			t.Errorf("%s: the results file leaks the header or the key, or lost the header's name", tc.name)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if seen["/v1/models"] == 0 || seen["/v1/chat/completions"] != 8 {
+		t.Errorf("requests with the key and the header: %v", seen)
+	}
+}
+
+// TestDescribePrintsHostAndLoad: before it starts, a run names where its
+// load goes and what it is, stage by stage.
+func TestDescribePrintsHostAndLoad(t *testing.T) {
+	t.Parallel()
+	url := fakeServer(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) })
+	sc := parse(t, fmt.Sprintf(`name: shown
+target: {url: %q, model: m}
+scrape: {enabled: false}
+load:
+  stages:
+    - {name: warm, concurrency: 3, requests: 3}
+    - {name: burst, rate: 50, arrival: constant, requests: 5, max_concurrency: 9}
+`, url))
+	var progress strings.Builder
+	Run(context.Background(), sc, Options{Dir: t.TempDir(), Progress: &progress})
+	for _, want := range []string{"load goes to " + url + ", this machine", "stage warm: closed loop, 3 workers, 3 requests",
+		"stage burst: open loop, constant arrivals at 50 req/s, at most 9 in flight, 5 requests"} {
+		if !strings.Contains(progress.String(), want) {
+			t.Errorf("progress lacks %q:\n%s", want, progress.String())
+		}
+	}
+	remote := parse(t, "name: far\ntarget: {url: \"http://10.9.8.7:8000\", allow_remote: true}\nload: {stages: [{concurrency: 1, requests: 1}]}\n")
+	if d := Describe(remote); !strings.Contains(d, "http://10.9.8.7:8000, ANOTHER MACHINE") {
+		t.Errorf("Describe(remote) = %q", d)
 	}
 }

@@ -2,11 +2,14 @@ package run
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -166,15 +169,22 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 	// in-flight request has been recorded.
 	defer stopTarget()
 
+	tlsConf, err := tlsConfig(sc)
+	if err != nil {
+		return nil, &ConfigError{err}
+	}
 	cl, err := client.New(client.Config{
-		BaseURL:   baseURL,
-		APIKey:    opts.APIKey,
-		Epoch:     epoch,
-		MaxConns:  sc.MaxConcurrency(),
-		Connect:   sc.Target.Timeouts.Connect.D(),
-		FirstByte: sc.Target.Timeouts.FirstByte.D(),
-		Idle:      sc.Target.Timeouts.Idle.D(),
-		Total:     sc.Target.Timeouts.Total.D(),
+		BaseURL:     baseURL,
+		APIKey:      opts.APIKey,
+		Headers:     sc.Target.Headers,
+		AllowRemote: sc.Target.AllowRemote,
+		TLS:         tlsConf,
+		Epoch:       epoch,
+		MaxConns:    sc.MaxConcurrency(),
+		Connect:     sc.Target.Timeouts.Connect.D(),
+		FirstByte:   sc.Target.Timeouts.FirstByte.D(),
+		Idle:        sc.Target.Timeouts.Idle.D(),
+		Total:       sc.Target.Timeouts.Total.D(),
 	})
 	if err != nil {
 		return nil, &ConfigError{fmt.Errorf("target: %w", err)}
@@ -296,14 +306,17 @@ func load(ctx context.Context, sc *scenario.Scenario, opts Options, w *results.W
 
 	drawCtx, stopDraw := context.WithCancel(context.Background())
 	if opts.Progress != nil {
-		fmt.Fprintf(opts.Progress, "running %q against %s (model %s); results → %s\n",
-			sc.Name, baseURL, sc.Target.Model, filepath.Join(opts.Dir, FileResults))
+		fmt.Fprintf(opts.Progress, "running %q against %s (model %s); results → %s\n%s",
+			sc.Name, baseURL, sc.Target.Model, filepath.Join(opts.Dir, FileResults), Describe(sc))
 		g.Go(func() error { prog.draw(drawCtx, opts.Progress, opts.Terminal, 5*time.Second); return nil })
 	}
 	g.Go(func() error {
 		defer stopDraw()
 		warn := func(source, msg string) {
 			records <- results.WarningRecord(&results.Warning{At: time.Since(epoch), Source: source, Message: msg})
+		}
+		if sc.Target.TLS.InsecureSkipVerify {
+			warn("target", "TLS certificate verification is off (target.tls.insecure_skip_verify): the server was not authenticated")
 		}
 		stopScrape := startScraper(sc, baseURL, epoch, records, warn)
 		err := sched.Run(runCtx, emit)
@@ -361,6 +374,79 @@ func WriteSummaryFiles(dir string, sum *report.Summary) error {
 	return nil
 }
 
+// tlsConfig builds the TLS configuration of an https target: the CA
+// bundle to trust, and verification off when the scenario asks for it.
+// It returns nil for the defaults.
+func tlsConfig(sc *scenario.Scenario) (*tls.Config, error) {
+	t := sc.Target.TLS
+	if t.CAFile == "" && !t.InsecureSkipVerify {
+		return nil, nil
+	}
+	conf := &tls.Config{InsecureSkipVerify: t.InsecureSkipVerify} // #nosec G402 -- only on the user's explicit setting, warned in the summary
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(sc.Path(t.CAFile))
+		if err != nil {
+			return nil, fmt.Errorf("target.tls.ca_file: %w", err)
+		}
+		conf.RootCAs = x509.NewCertPool()
+		if !conf.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("target.tls.ca_file %s: no PEM certificate in it", sc.Path(t.CAFile))
+		}
+	}
+	return conf, nil
+}
+
+// APIKey returns the API key a scenario names: the value of the
+// environment variable target.api_key_env (read with getenv), or the first
+// line of the file target.api_key_file; "" when it names none.
+func APIKey(sc *scenario.Scenario, getenv func(string) string) (string, error) {
+	switch {
+	case sc.Target.APIKeyEnv != "":
+		return getenv(sc.Target.APIKeyEnv), nil
+	case sc.Target.APIKeyFile != "":
+		b, err := os.ReadFile(sc.Path(sc.Target.APIKeyFile))
+		if err != nil {
+			return "", fmt.Errorf("target.api_key_file: %w", err)
+		}
+		key, _, _ := strings.Cut(string(b), "\n")
+		return strings.TrimSpace(key), nil
+	}
+	return "", nil
+}
+
+// Describe says, in one line per stage, where the load goes and what it is:
+// what a user should read before a run sends load to another machine.
+func Describe(sc *scenario.Scenario) string {
+	var b strings.Builder
+	host := sc.Target.URL
+	if u, err := url.Parse(sc.Target.URL); err == nil && u.Host != "" {
+		host = u.Redacted()
+	}
+	where := "this machine"
+	if !simurl.Is(sc.Target.URL) && !loopback.CheckURLHost(sc.Target.URL) {
+		where = "ANOTHER MACHINE (target.allow_remote)"
+	}
+	fmt.Fprintf(&b, "load goes to %s, %s; at most %s\n", host, where, sc.Load.MaxDuration)
+	for i := range sc.Load.Stages {
+		st := &sc.Load.Stages[i]
+		var load string
+		if st.Open() {
+			load = fmt.Sprintf("open loop, %s arrivals at %g req/s, at most %d in flight", st.Arrival, st.RatePerSec, st.MaxConcurrency)
+		} else {
+			load = fmt.Sprintf("closed loop, %d workers", st.Concurrency)
+		}
+		var bounds []string
+		if st.Requests > 0 {
+			bounds = append(bounds, fmt.Sprintf("%d requests", st.Requests))
+		}
+		if st.Duration > 0 {
+			bounds = append(bounds, "for "+st.Duration.String())
+		}
+		fmt.Fprintf(&b, "  stage %s: %s, %s\n", st.Name, load, strings.Join(bounds, ", "))
+	}
+	return b.String()
+}
+
 // detectModel sets target.model to the first model the server lists.
 func detectModel(ctx context.Context, cl *client.Client, sc *scenario.Scenario, baseURL string) error {
 	models, err := cl.Models(ctx)
@@ -398,7 +484,9 @@ func startScraper(sc *scenario.Scenario, baseURL string, epoch time.Time, record
 			return func() {}
 		}
 	}
-	s, err := scrape.New(scrape.Config{URL: u, Interval: sc.Scrape.Interval.D(), Profile: sc.Scrape.Profile, Epoch: epoch})
+	tlsConf, _ := tlsConfig(sc) // checked when the client was made
+	s, err := scrape.New(scrape.Config{URL: u, Interval: sc.Scrape.Interval.D(), Profile: sc.Scrape.Profile, Epoch: epoch,
+		AllowRemote: sc.Target.AllowRemote, Headers: sc.Target.Headers, TLS: tlsConf})
 	if err != nil {
 		warn("scrape", err.Error())
 		return func() {}
@@ -435,7 +523,7 @@ func startScraper(sc *scenario.Scenario, baseURL string, epoch time.Time, record
 // non-loopback targets.
 func startTarget(ctx context.Context, sc *scenario.Scenario, dir string) (baseURL string, stop func(), err error) {
 	if !simurl.Is(sc.Target.URL) {
-		if err := loopback.CheckURL(sc.Target.URL); err != nil {
+		if err := sc.Policy().CheckURL(sc.Target.URL); err != nil {
 			return "", nil, configErr("target.url %w", err)
 		}
 		return sc.Target.URL, func() {}, nil

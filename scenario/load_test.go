@@ -294,3 +294,23 @@ func TestHugeDocument(t *testing.T) {
 		t.Errorf("err = %.300v", err)
 	}
 }
+
+// TestRemoteTargetOptIn: a non-loopback target is refused with its file,
+// line and field, and accepted with target.allow_remote (validation only:
+// nothing is dialled).
+func TestRemoteTargetOptIn(t *testing.T) {
+	t.Parallel()
+	const doc = "name: r\ntarget:\n  url: http://10.0.0.7:8000/v1\nload: {stages: [{concurrency: 1, requests: 1}]}\n"
+	_, err := Parse("r.yaml", []byte(doc))
+	if err == nil || !strings.Contains(err.Error(), `r.yaml:3: target.url: host "10.0.0.7" is not loopback`) || !strings.Contains(err.Error(), "allow_remote") {
+		t.Errorf("err = %v", err)
+	}
+	sc, err := Parse("r.yaml", []byte(strings.Replace(doc, "target:\n", "target:\n  allow_remote: true\n", 1)))
+	if err != nil || !sc.Policy().AllowRemote {
+		t.Errorf("with allow_remote: %v", err)
+	}
+	if _, err := Parse("r.yaml", []byte(strings.Replace(doc, "target:\n", "target:\n  headers: {\"Bad Name\": x}\n  tls: {insecure_skip_verify: true}\n  allow_remote: true\n", 1))); err == nil ||
+		!strings.Contains(err.Error(), "target.headers.Bad Name: is not a valid HTTP header name") || !strings.Contains(err.Error(), "target.tls: applies to https targets only") {
+		t.Errorf("bad header and tls: %v", err)
+	}
+}

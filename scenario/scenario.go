@@ -1,6 +1,9 @@
 package scenario
 
 import (
+	"path/filepath"
+
+	"github.com/servebench/servebench/internal/loopback"
 	"github.com/servebench/servebench/results"
 
 	"encoding/json"
@@ -52,8 +55,13 @@ type position struct {
 // Target is the server under test.
 type Target struct {
 	// URL is http(s)://HOST:PORT[/PATH] (the OpenAI base URL, with or without
-	// /v1) or sim://PRESET for the built-in simulator. HOST must be loopback.
+	// /v1) or sim://PRESET for the built-in simulator. HOST must be loopback
+	// unless AllowRemote.
 	URL string `yaml:"url" json:"url"`
+	// AllowRemote opts in to sending load to a host that is not this
+	// machine (a GPU node, a Kubernetes Service). Off by default: load
+	// generation pointed at the wrong URL is a denial of service.
+	AllowRemote bool `yaml:"allow_remote" json:"allow_remote,omitempty"`
 	// Model is the model name sent in requests; empty means auto-detect from
 	// GET /v1/models (done by the caller before the run).
 	Model string `yaml:"model" json:"model"`
@@ -62,10 +70,44 @@ type Target struct {
 	// APIKeyEnv names the environment variable that holds the API key. The
 	// key itself is never stored in a Scenario.
 	APIKeyEnv string `yaml:"api_key_env" json:"api_key_env,omitempty"`
+	// APIKeyFile names a file holding the API key (its first line), as a
+	// mounted Kubernetes secret provides it; relative to the scenario file.
+	// At most one of APIKeyEnv and APIKeyFile.
+	APIKeyFile string `yaml:"api_key_file" json:"api_key_file,omitempty"`
+	// Headers are sent with every request (a gateway's routing or tenant
+	// header). Their values may be secrets: the resolved scenario in the
+	// results header carries the names only.
+	Headers Headers `yaml:"headers" json:"headers,omitempty"`
+	// TLS configures https targets.
+	TLS TLS `yaml:"tls" json:"tls,omitzero"`
 	// Stream asks for SSE streaming (default true).
 	Stream *bool `yaml:"stream" json:"stream"`
 	// Timeouts bound each request.
 	Timeouts Timeouts `yaml:"timeouts" json:"timeouts"`
+}
+
+// Headers are extra request headers, name to value. Encoded as JSON (the
+// resolved scenario of the results header), the values are replaced by
+// "redacted": a header may carry a credential.
+type Headers map[string]string
+
+// MarshalJSON writes the header names with redacted values.
+func (h Headers) MarshalJSON() ([]byte, error) {
+	red := make(map[string]string, len(h))
+	for k := range h {
+		red[k] = "redacted"
+	}
+	return json.Marshal(red)
+}
+
+// TLS configures the connection to an https target.
+type TLS struct {
+	// CAFile is a PEM bundle of the certificate authorities to trust (a
+	// private CA), relative to the scenario file; empty uses the system's.
+	CAFile string `yaml:"ca_file" json:"ca_file,omitempty"`
+	// InsecureSkipVerify turns certificate verification off. Only for a
+	// test deployment: the run records a warning in its summary and report.
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify" json:"insecure_skip_verify,omitempty"`
 }
 
 // Timeouts bound each request (see the client package for their exact
@@ -315,6 +357,21 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// Policy is where the scenario may send load: loopback only, unless
+// target.allow_remote opts in.
+func (sc *Scenario) Policy() loopback.Policy {
+	return loopback.Policy{AllowRemote: sc.Target.AllowRemote}
+}
+
+// Path resolves a path given in the scenario file (dataset, CA bundle, API
+// key file) against the file's directory.
+func (sc *Scenario) Path(p string) string {
+	if p == "" || filepath.IsAbs(p) || sc.src.dir == "" {
+		return p
+	}
+	return filepath.Join(sc.src.dir, p)
 }
 
 // MaxConcurrency is the largest number of requests the scenario can have in

@@ -344,7 +344,7 @@ func (v *validator) sweep(sc *Scenario) {
 		v.add("sweep", "%d runs (combinations × repeats) is more than %d", n, maxSweepRuns)
 	}
 	if s.Server != nil {
-		v.sweepServer(s)
+		v.sweepServer(s, sc.Target.AllowRemote)
 		return
 	}
 	if len(server) > 0 && !strings.HasPrefix(sc.Target.URL, "sim:") {
@@ -364,7 +364,7 @@ func (v *validator) sweepField(sc *Scenario, field, path string, vals []string) 
 	}
 }
 
-func (v *validator) sweepServer(s *Sweep) {
+func (v *validator) sweepServer(s *Sweep, remote bool) {
 	sv := s.Server
 	if len(sv.Command.Args) == 0 && strings.TrimSpace(sv.Command.Shell) == "" {
 		v.add("sweep.server.command", "is required: the server's command line, as a list or a shell string")
@@ -398,11 +398,11 @@ func (v *validator) sweepServer(s *Sweep) {
 		v.add("sweep.server."+field, "%v", err)
 		return
 	}
-	v.url("sweep.server.base_url", l.BaseURL, false)
-	v.readyURL(l.ReadyURL)
+	v.url("sweep.server.base_url", l.BaseURL, false, remote)
+	v.readyURL(l.ReadyURL, remote)
 }
 
-func (v *validator) readyURL(raw string) {
+func (v *validator) readyURL(raw string, remote bool) {
 	const field = "sweep.server.ready_url"
 	u, err := url.Parse(raw)
 	switch {
@@ -410,7 +410,7 @@ func (v *validator) readyURL(raw string) {
 		v.add(field, "not a URL: %v", errorTail(err))
 	case u.Scheme != "http" && u.Scheme != "https":
 		v.add(field, "want http://HOST:PORT/PATH, got %q", raw)
-	case !loopback.Host(u.Hostname()):
-		v.add(field, "host %q is not loopback: servebench only polls 127.0.0.0/8, ::1 or localhost", u.Hostname())
+	case !(loopback.Policy{AllowRemote: remote}).Host(u.Hostname()):
+		v.add(field, "host %q is not loopback: servebench only polls 127.0.0.0/8, ::1 or localhost unless target.allow_remote opts in", u.Hostname())
 	}
 }

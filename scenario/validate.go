@@ -29,7 +29,8 @@ const (
 var knownTokenizers = []string{"o200k_base", "cl100k_base"}
 
 var (
-	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 )
 
 // Validate reports every problem in the scenario, each as a *FieldError
@@ -42,10 +43,10 @@ func (sc *Scenario) Validate() error {
 	if strings.TrimSpace(sc.Name) == "" {
 		v.add("name", "is required")
 	}
-	v.target(&sc.Target)
+	v.target(sc)
 	v.request(sc)
 	v.prompts(sc)
-	v.scrape(&sc.Scrape)
+	v.scrape(&sc.Scrape, sc.Target.AllowRemote)
 	v.load(&sc.Load)
 	v.budgets(sc)
 	v.sweep(sc)
@@ -62,8 +63,28 @@ func (v *validator) add(field, format string, args ...any) {
 	v.errs = append(v.errs, &FieldError{File: pos.file, Line: pos.line, Field: field, Msg: fmt.Sprintf(format, args...)})
 }
 
-func (v *validator) target(t *Target) {
-	v.url("target.url", t.URL, true)
+func (v *validator) target(sc *Scenario) {
+	t := &sc.Target
+	v.url("target.url", t.URL, true, t.AllowRemote)
+	if t.APIKeyEnv != "" && t.APIKeyFile != "" {
+		v.add("target.api_key_file", "give api_key_env or api_key_file, not both")
+	}
+	for _, f := range []struct{ field, path string }{{"target.api_key_file", t.APIKeyFile}, {"target.tls.ca_file", t.TLS.CAFile}} {
+		if f.path == "" {
+			continue
+		}
+		if fi, err := os.Stat(sc.Path(f.path)); err != nil || !fi.Mode().IsRegular() {
+			v.add(f.field, "cannot read %s: %v", sc.Path(f.path), errorOr(err, "not a regular file"))
+		}
+	}
+	for name := range t.Headers {
+		if !headerNameRE.MatchString(name) {
+			v.add("target.headers."+name, "is not a valid HTTP header name")
+		}
+	}
+	if (t.TLS.CAFile != "" || t.TLS.InsecureSkipVerify) && !strings.HasPrefix(t.URL, "https:") {
+		v.add("target.tls", "applies to https targets only")
+	}
 	if t.API != results.APIChat && t.API != results.APICompletions {
 		v.add("target.api", "want %s or %s, got %q", results.APIChat, results.APICompletions, t.API)
 	}
@@ -88,9 +109,9 @@ func (v *validator) target(t *Target) {
 	}
 }
 
-// url checks a base URL: http(s) to a loopback host, or sim://PRESET when
-// sim is allowed.
-func (v *validator) url(field, raw string, sim bool) {
+// url checks a base URL: http(s) to a loopback host (any host when remote
+// is allowed), or sim://PRESET when sim is allowed.
+func (v *validator) url(field, raw string, sim, remote bool) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		v.add(field, "not a URL: %v", errorTail(err))
@@ -110,8 +131,8 @@ func (v *validator) url(field, raw string, sim bool) {
 			v.add(field, "missing host in %q", raw)
 			return
 		}
-		if !loopback.Host(u.Hostname()) {
-			v.add(field, "host %q is not loopback: servebench only sends load to 127.0.0.0/8, ::1 or localhost", u.Hostname())
+		if !(loopback.Policy{AllowRemote: remote}).Host(u.Hostname()) {
+			v.add(field, "host %q is not loopback: servebench sends load to 127.0.0.0/8, ::1 or localhost unless target.allow_remote: true (or --allow-remote) opts in", u.Hostname())
 		}
 		if u.User != nil {
 			v.add(field, "credentials in the URL are not allowed (use target.api_key_env)")
@@ -301,9 +322,9 @@ func (d *Dist) highest() int {
 
 var scrapeProfiles = []string{"auto", "vllm", "sglang", "tgi", "llamacpp"}
 
-func (v *validator) scrape(s *Scrape) {
+func (v *validator) scrape(s *Scrape, remote bool) {
 	if s.URL != "" {
-		v.url("scrape.url", s.URL, false)
+		v.url("scrape.url", s.URL, false, remote)
 	}
 	if s.Interval < Duration(minScrape) {
 		v.add("scrape.interval", "must be at least %s, got %s", minScrape, s.Interval)
@@ -394,4 +415,11 @@ func (v *validator) stage(f string, st *Stage) {
 	} else if st.Duration > 0 && w.Duration >= st.Duration {
 		v.add(f+".warmup.duration", "%s leaves no measured time (the stage lasts %s, warmup included)", w.Duration, st.Duration)
 	}
+}
+
+func errorOr(err error, msg string) string {
+	if err != nil {
+		return errorTail(err)
+	}
+	return msg
 }

@@ -1,6 +1,8 @@
 package scrape
 
 import (
+	"crypto/tls"
+
 	"github.com/servebench/servebench/internal/loopback"
 	"github.com/servebench/servebench/results"
 
@@ -37,8 +39,19 @@ var ErrNoMetricsEndpoint = errors.New("target has no metrics endpoint")
 // Config configures a Scraper.
 type Config struct {
 	// URL is the metrics page, for example "http://127.0.0.1:8000/metrics".
-	// Its host must be a loopback address or "localhost".
+	// Its host must be a loopback address or "localhost", unless
+	// AllowRemote.
 	URL string
+
+	// AllowRemote allows a metrics page on another machine (the user's
+	// explicit opt-in for the target).
+	AllowRemote bool
+
+	// Headers are sent with every scrape (a gateway's auth header).
+	Headers map[string]string
+
+	// TLS configures an https page; nil uses the system's roots.
+	TLS *tls.Config
 
 	// Interval is the time between scrapes: DefaultInterval when zero, at
 	// least MinInterval.
@@ -96,7 +109,8 @@ type Scraper struct {
 
 // New validates cfg, applies its defaults and returns a Scraper.
 func New(cfg Config) (*Scraper, error) {
-	if err := loopback.CheckURL(cfg.URL); err != nil {
+	policy := loopback.Policy{AllowRemote: cfg.AllowRemote}
+	if err := policy.CheckURL(cfg.URL); err != nil {
 		return nil, fmt.Errorf("scrape: %w", err)
 	}
 	switch {
@@ -133,13 +147,14 @@ func New(cfg Config) (*Scraper, error) {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.Proxy = nil
 		tr.MaxIdleConnsPerHost = 1
+		tr.TLSClientConfig = cfg.TLS
 		s.http, s.private = &http.Client{Transport: tr}, true
 	}
 	s.http.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if len(via) >= 5 {
 			return errors.New("stopped after 5 redirects")
 		}
-		return loopback.CheckURL(req.URL.String())
+		return policy.CheckURL(req.URL.String())
 	}
 	return s, nil
 }
@@ -237,6 +252,9 @@ func (s *Scraper) fetch(ctx context.Context) (results.Sample, string, error) {
 		return smp, "request", fmt.Errorf("scrape %s: %w", s.cfg.URL, err)
 	}
 	req.Header.Set("Accept", acceptHeader)
+	for k, v := range s.cfg.Headers {
+		req.Header.Set(k, v)
+	}
 	smp.Start = s.since()
 	resp, err := s.http.Do(req)
 	smp.At = s.since()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -27,8 +28,11 @@ The target is the scenario's target.url unless --target overrides it:
                           on a free loopback port (presets: tiny,
                           gpt-oss-120b-h100, gpt-oss-20b-a100, deepseek-r1-32b)
   http://127.0.0.1:8000   any OpenAI-compatible server (vLLM, SGLang, TGI,
-                          llama.cpp, …) on this machine; load is only ever
-                          sent to loopback addresses
+                          llama.cpp, …) on this machine
+  https://vllm.internal   a server elsewhere, with --allow-remote (or
+                          target.allow_remote: true): without it load only
+                          goes to loopback addresses; the run then prints
+                          the host and the load before it starts
 
 When the scenario has a budgets block, the run is judged after the load:
 the verdict is printed, written into summary.json, DIR/junit.xml and
@@ -46,16 +50,15 @@ Examples:
   bench run my.yaml --target http://127.0.0.1:8000 --set load.stages[0].concurrency=64
   bench run my.yaml --set prompts.input_tokens.value=4096 --set request.max_tokens=256
   bench run scenarios/release-gate.yaml --target http://127.0.0.1:8000   # exit 3 if a budget is missed
+  bench run my.yaml --target http://10.0.0.7:8000 --allow-remote --header X-Tenant:bench
 `
 
 func runCmd(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "run", runUsage)
-	target := fs.String("target", "", "override target.url (http://HOST:PORT or sim://PRESET)")
+	load := scenarioFlags(fs)
 	outDir := fs.String("out", "", "output directory (default runs/NAME-YYYYMMDD-HHMMSS)")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	force := fs.Bool("force", false, "write into an --out directory that already holds a run, replacing its files")
-	var sets multiFlag
-	fs.Var(&sets, "set", "override a scenario field, `path=value` (repeatable), e.g. load.stages[0].rate=20")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -64,7 +67,7 @@ func runCmd(ctx context.Context, e env, args []string) error {
 		fs.Usage()
 		return usagef("run: want exactly one scenario file, got %d", len(pos))
 	}
-	sc, err := loadScenario(pos[0], *target, sets)
+	sc, err := load(pos[0])
 	if err != nil {
 		return err
 	}
@@ -82,7 +85,15 @@ func runCmd(ctx context.Context, e env, args []string) error {
 		}
 		return fmt.Errorf("run: %w", err)
 	}
-	sum, runErr := run.Run(ctx, sc, runOptions(e, sc, dir, *quiet))
+	opts, err := runOptions(e, sc, dir, *quiet)
+	if err != nil {
+		return err
+	}
+	if *quiet && sc.Target.AllowRemote {
+		// Load leaving this machine is announced, quiet or not.
+		fmt.Fprint(e.stderr, run.Describe(sc))
+	}
+	sum, runErr := run.Run(ctx, sc, opts)
 	if ctx.Err() != nil && !errors.Is(runErr, errInterrupted) {
 		runErr = errors.Join(runErr, errInterrupted)
 	}
@@ -108,35 +119,56 @@ func runCmd(ctx context.Context, e env, args []string) error {
 
 // runOptions are the run library's options for a run from the command
 // line: the API key from the environment, progress on stderr.
-func runOptions(e env, sc *scenario.Scenario, dir string, quiet bool) run.Options {
+func runOptions(e env, sc *scenario.Scenario, dir string, quiet bool) (run.Options, error) {
 	o := run.Options{Dir: dir, Terminal: e.isTerminal}
-	if sc.Target.APIKeyEnv != "" {
-		o.APIKey = e.getenv(sc.Target.APIKeyEnv)
+	key, err := run.APIKey(sc, e.getenv)
+	if err != nil {
+		return o, usageError{err}
 	}
+	o.APIKey = key
 	if !quiet {
 		o.Progress = e.stderr
 	}
-	return o
+	return o, nil
 }
 
-// loadScenario loads the file and applies the command-line overrides:
-// --target first, then every --set at once, validated together, so
-// overrides that are valid only together (a min and a max) work in any
-// order.
-func loadScenario(path, target string, sets []string) (*scenario.Scenario, error) {
-	sc, err := scenario.Load(path)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	if target != "" {
-		if err := sc.Set("target.url", target); err != nil {
-			return nil, usageError{fmt.Errorf("--target %s: %w", target, err)}
+// scenarioFlags registers the flags that change the scenario (--target,
+// --allow-remote, --header, --set) and returns the function that loads a
+// scenario file with them applied: --target first, then every override at
+// once, validated together, so overrides valid only together (a min and a
+// max) work in any order.
+func scenarioFlags(fs *flag.FlagSet) func(path string) (*scenario.Scenario, error) {
+	target := fs.String("target", "", "override target.url (http://HOST:PORT or sim://PRESET)")
+	allowRemote := fs.Bool("allow-remote", false, "allow a target that is not this machine (target.allow_remote)")
+	var sets, headers multiFlag
+	fs.Var(&headers, "header", "send a header with every request, `Name:value` (repeatable; target.headers)")
+	fs.Var(&sets, "set", "override a scenario field, `path=value` (repeatable), e.g. load.stages[0].rate=20")
+	return func(path string) (*scenario.Scenario, error) {
+		sc, err := scenario.Load(path)
+		if err != nil {
+			return nil, usageError{err}
 		}
+		if *target != "" {
+			if err := sc.Set("target.url", *target); err != nil {
+				return nil, usageError{fmt.Errorf("--target %s: %w", *target, err)}
+			}
+		}
+		var all []string
+		if *allowRemote {
+			all = append(all, "target.allow_remote=true")
+		}
+		for _, h := range headers {
+			name, value, ok := strings.Cut(h, ":")
+			if !ok || strings.TrimSpace(name) == "" {
+				return nil, usagef("--header %q: want Name:value", h)
+			}
+			all = append(all, "target.headers."+strings.TrimSpace(name)+"="+strings.TrimSpace(value))
+		}
+		if err := sc.Override(append(all, sets...)...); err != nil {
+			return nil, usageError{err}
+		}
+		return sc, nil
 	}
-	if err := sc.Override(sets...); err != nil {
-		return nil, usageError{err}
-	}
-	return sc, nil
 }
 
 func safeName(s string) string {

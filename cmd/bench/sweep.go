@@ -63,9 +63,7 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 	dryRun := fs.Bool("dry-run", false, "print each run's directory, target and server command, and run nothing")
 	resume := fs.Bool("resume", false, "skip runs whose directory under --out already holds a summary.json")
 	quiet := fs.Bool("quiet", false, "no per-run progress output")
-	target := fs.String("target", "", "override target.url (when the sweep has no server section)")
-	var sets multiFlag
-	fs.Var(&sets, "set", "override a scenario field, `path=value` (repeatable), e.g. sweep.repeats=3")
+	load := scenarioFlags(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -74,7 +72,7 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 		fs.Usage()
 		return usagef("sweep: want exactly one scenario file, got %d", len(pos))
 	}
-	sc, err := loadScenario(pos[0], *target, sets)
+	sc, err := load(pos[0])
 	if err != nil {
 		return err
 	}
@@ -100,7 +98,11 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 		return plan.DryRun(e.stdout, dir, *resume)
 	}
 	runOne := func(ctx context.Context, sc *scenario.Scenario, dir string) (*report.Summary, error) {
-		return run.Run(ctx, sc, runOptions(e, sc, dir, *quiet))
+		opts, err := runOptions(e, sc, dir, *quiet)
+		if err != nil {
+			return nil, err
+		}
+		return run.Run(ctx, sc, opts)
 	}
 	log := e.stderr
 	fmt.Fprintf(log, "sweep %q: %d runs → %s\n", sc.Name, len(plan.Jobs), dir)

@@ -52,3 +52,33 @@ func TestPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyRemoteOptIn: a non-loopback target is refused by the default
+// policy and allowed with the explicit opt-in. Nothing is dialled: the
+// policy is a function of the URL.
+func TestPolicyRemoteOptIn(t *testing.T) {
+	t.Parallel()
+	strict, open := Policy{}, Policy{AllowRemote: true}
+	for _, u := range []string{"http://10.0.0.5:8000/v1", "https://vllm.example.internal", "http://192.168.1.2:30000"} {
+		if err := strict.CheckURL(u); err == nil || !strings.Contains(err.Error(), "--allow-remote") {
+			t.Errorf("strict.CheckURL(%q) = %v, want a refusal that names the opt-in", u, err)
+		}
+		if err := open.CheckURL(u); err != nil {
+			t.Errorf("open.CheckURL(%q) = %v", u, err)
+		}
+	}
+	for _, u := range []string{"ftp://10.0.0.5/", "http:///v1", "sim://tiny"} {
+		if err := open.CheckURL(u); err == nil {
+			t.Errorf("open.CheckURL(%q) accepted", u)
+		}
+	}
+	if strict.Host("10.0.0.5") || !open.Host("10.0.0.5") || open.Host("") || !strict.Host("localhost") {
+		t.Error("Policy.Host disagrees with CheckURL")
+	}
+	if strict.DialControl() == nil || open.DialControl() != nil {
+		t.Error("the strict policy must check dials; the open one need not")
+	}
+	if err := strict.DialControl()("tcp", "10.0.0.5:8000", nil); !errors.Is(err, ErrNotLoopback) {
+		t.Errorf("strict dial control = %v", err)
+	}
+}
