@@ -41,8 +41,9 @@ const (
 	// MaxBodyBytes bounds a non-streaming response body, in bytes.
 	MaxBodyBytes = 64 << 20
 
-	readerBytes    = 16 << 10 // per-stream bufio.Reader, pooled
-	connBufBytes   = 16 << 10 // transport read and write buffers, per connection
+	readerBytes    = 4 << 10 // per-stream bufio.Reader, pooled; longer lines are gathered in stream.long
+	connReadBytes  = 8 << 10 // transport read buffer, per connection: a socket read brings in tens of chunks
+	connWriteBytes = 4 << 10 // transport write buffer: a long prompt is written in several writes
 	drainGrace     = 200 * time.Millisecond
 	idleConnExpiry = 90 * time.Second
 )
@@ -167,8 +168,8 @@ func New(cfg Config) (*Client, error) {
 		// connection keeps a slow stream from delaying its neighbours.
 		TLSNextProto:    map[string]func(string, *tls.Conn) http.RoundTripper{},
 		TLSClientConfig: cfg.TLS,
-		ReadBufferSize:  connBufBytes,
-		WriteBufferSize: connBufBytes,
+		ReadBufferSize:  connReadBytes,
+		WriteBufferSize: connWriteBytes,
 	}
 	c.http = &http.Client{
 		Transport: c.transport,

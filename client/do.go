@@ -411,6 +411,15 @@ func (s *stream) pump(wd *watchdog, since func(time.Time) time.Duration) (end ti
 	first := true
 	for {
 		line, err := s.readLine()
+		if len(line) == 0 && err == nil && !first {
+			// An event's blank separator: nothing to stamp. Half of an SSE
+			// stream's lines are these, and a clock read was a fifth of the
+			// client's cost per chunk.
+			if fail = s.handleLine(line, time.Time{}); fail != nil {
+				return time.Now(), fail, nil
+			}
+			continue
+		}
 		now := time.Now() // the line's arrival, before any decoding
 		if len(line) > 0 || err == nil {
 			if first {

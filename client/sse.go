@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -86,6 +85,20 @@ type stream struct {
 	usageSeen bool      // a usage object seen (the last one is authoritative)
 	perChunk  bool      // every token-bearing chunk so far carried cumulative usage
 	lastCum   int       // completion_tokens at the last token-bearing chunk
+
+	unreported int64 // token-bearing chunks not yet added to live
+}
+
+// liveBatch is how many chunks a stream counts before adding them to the
+// client's live counter.
+const liveBatch = 16
+
+// flushLive adds the chunks not yet reported to the live counter.
+func (s *stream) flushLive() {
+	if s.live != nil && s.unreported > 0 {
+		s.live.Add(s.unreported)
+	}
+	s.unreported = 0
 }
 
 func newStream() *stream {
@@ -101,7 +114,7 @@ func (s *stream) reset(body io.Reader, res *results.Result, epoch, sentAt time.T
 	s.long = s.long[:0]
 	s.res, s.epoch, s.sentAt = res, epoch, sentAt
 	s.errEvent, s.errData, s.done, s.finished, s.usageSeen = false, false, false, false, false
-	s.perChunk, s.lastCum = true, 0
+	s.perChunk, s.lastCum, s.unreported = true, 0, 0
 }
 
 // release drops references to the request before s returns to the pool.
@@ -183,32 +196,19 @@ func (s *stream) handleData(v []byte, now time.Time) *failure {
 		s.done = true
 		return nil
 	}
-	ck := &s.ck
-	clear(ck.Choices[:cap(ck.Choices)])
-	ck.Choices = ck.Choices[:0]
-	ck.Usage = wireUsage{PromptTokens: usageAbsent, CompletionTokens: usageAbsent}
-	ck.Error = ck.Error[:0]
-	if err := gojson.UnmarshalOf(v, ck, gojson.DecodeNoCopyString()); err != nil {
-		return &failure{results.ErrMalformedChunk, fmt.Sprintf("%v: %s", err, excerpt(v))}
-	}
-	if len(ck.Error) > 0 && !bytes.Equal(ck.Error, []byte("null")) {
-		return &failure{results.ErrServerErrorEvent, errorMessage(v)}
+	sc, f := s.decodeChunk(v)
+	if f != nil {
+		return f
 	}
 	res := s.res
-	tokens, content := false, false
-	for i := range ck.Choices {
-		c := &ck.Choices[i]
-		if c.Delta.Content != "" || c.Text != "" {
-			tokens, content = true, true
-		} else if c.Delta.Reasoning != "" || c.Delta.ReasoningContent != "" {
-			tokens = true
-		}
-		if c.FinishReason != "" && !s.finished {
-			s.finished = true
-			res.FinishReason = strings.Clone(c.FinishReason)
-		}
+	tokens, content := sc.tokens, sc.content
+	if sc.finish != nil && !s.finished {
+		s.finished = true
+		res.FinishReason = string(sc.finish)
 	}
-	hasUsage := ck.Usage.PromptTokens != usageAbsent || ck.Usage.CompletionTokens != usageAbsent
+	hasUsage := sc.hasUsage
+	ck := &s.ck
+	ck.Usage = sc.usage
 	if hasUsage {
 		s.usageSeen = true
 		res.PromptTokens = max(ck.Usage.PromptTokens, 0)
@@ -228,8 +228,10 @@ func (s *stream) handleData(v []byte, now time.Time) *failure {
 	}
 	res.LastToken = at
 	res.ChunkTimes = append(res.ChunkTimes, now.Sub(s.sentAt))
-	if s.live != nil {
-		s.live.Add(1)
+	// The live counter is shared by every stream: add in batches, so
+	// thousands of streams do not contend for its cache line per chunk.
+	if s.unreported++; s.unreported == liveBatch {
+		s.flushLive()
 	}
 	if s.perChunk {
 		if !hasUsage {
@@ -248,9 +250,53 @@ func (s *stream) handleData(v []byte, now time.Time) *failure {
 	return nil
 }
 
+// chunkScan is what one chunk says: whether a choice carried tokens
+// (content, text or reasoning) and content, the first finish_reason, and
+// the usage.
+type chunkScan struct {
+	tokens, content bool
+	finish          []byte // valid until the next decode
+	hasUsage        bool
+	usage           wireUsage
+}
+
+// decodeChunk decodes one chunk with go-json into the reused wireChunk,
+// with the in-band error check. (A hand-written single-pass scanner of the
+// few members read was tried and measured slower than go-json on these
+// chunks: 491 against 434 ns in the same run.)
+func (s *stream) decodeChunk(v []byte) (chunkScan, *failure) {
+	ck := &s.ck
+	clear(ck.Choices[:cap(ck.Choices)])
+	ck.Choices = ck.Choices[:0]
+	ck.Usage = wireUsage{PromptTokens: usageAbsent, CompletionTokens: usageAbsent}
+	ck.Error = ck.Error[:0]
+	if err := gojson.UnmarshalOf(v, ck, gojson.DecodeNoCopyString()); err != nil {
+		return chunkScan{}, &failure{results.ErrMalformedChunk, fmt.Sprintf("%v: %s", err, excerpt(v))}
+	}
+	if len(ck.Error) > 0 && !bytes.Equal(ck.Error, []byte("null")) {
+		return chunkScan{}, &failure{results.ErrServerErrorEvent, errorMessage(v)}
+	}
+	var out chunkScan
+	for i := range ck.Choices {
+		c := &ck.Choices[i]
+		if c.Delta.Content != "" || c.Text != "" {
+			out.tokens, out.content = true, true
+		} else if c.Delta.Reasoning != "" || c.Delta.ReasoningContent != "" {
+			out.tokens = true
+		}
+		if c.FinishReason != "" && out.finish == nil {
+			out.finish = []byte(c.FinishReason)
+		}
+	}
+	out.usage = ck.Usage
+	out.hasUsage = ck.Usage.PromptTokens != usageAbsent || ck.Usage.CompletionTokens != usageAbsent
+	return out, nil
+}
+
 // finish completes res after the stream ended. readErr is the error
 // that ended reading (io.EOF for a clean end), or nil after [DONE].
 func (s *stream) finish(readErr error) *failure {
+	s.flushLive()
 	res := s.res
 	if !s.perChunk || len(res.ChunkTokens) != len(res.ChunkTimes) {
 		res.ChunkTokens = nil

@@ -78,6 +78,7 @@ func commands() []command {
 		{"check", "judge saved results against a scenario's budgets", checkCmd},
 		{"compare", "compare two runs, benchstat-style; gate on regressions", compareCmd},
 		{"sim", "serve the built-in vLLM-like simulator", simCmd},
+		{"selftest", "measure this machine's ingest ceiling: servebench against a raw reader", selftestCmd},
 		{"version", "print the version", versionCmd},
 		{"help", "explain a command", nil},
 	}
