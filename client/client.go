@@ -3,12 +3,14 @@ package client
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +20,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/servebench/servebench/internal/loopback"
+	"github.com/servebench/servebench/internal/redact"
 	"github.com/servebench/servebench/internal/tokenizer"
 )
 
@@ -110,6 +113,7 @@ type Client struct {
 	chunks      atomic.Int64 // token-bearing chunks received, all requests
 	requests    atomic.Uint64
 	headers     map[string]string
+	redact      *redact.Redactor // the key and header values, out of every message
 }
 
 // requestKey returns a key unique to one request of this client, for the
@@ -146,6 +150,7 @@ func New(cfg Config) (*Client, error) {
 		complURL:  root + "/v1/completions",
 		apiKey:    cfg.APIKey,
 		headers:   maps.Clone(cfg.Headers),
+		redact:    redact.New(append(slices.Collect(maps.Values(cfg.Headers)), cfg.APIKey)...),
 		epoch:     epoch,
 		connect:   orDefault(cfg.Connect, DefaultConnectTimeout),
 		firstByte: orDefault(cfg.FirstByte, DefaultFirstByteTimeout),
@@ -199,8 +204,14 @@ func (c *Client) Epoch() time.Time { return c.epoch }
 // none.
 func (c *Client) Models(ctx context.Context) ([]string, error) {
 	list, err := c.oa.ListModels(ctx)
-	if err != nil {
+	var netErr *net.OpError
+	switch {
+	case errors.As(err, &netErr):
 		return nil, fmt.Errorf("list models at %s: %w", c.root, err)
+	case err != nil:
+		// The server's answer may echo the key: its text is redacted (and
+		// so not wrapped).
+		return nil, fmt.Errorf("list models at %s: %s", c.root, c.redact.String(err.Error()))
 	}
 	ids := make([]string, 0, len(list.Models))
 	for _, m := range list.Models {

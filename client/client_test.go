@@ -203,8 +203,6 @@ func TestNonStreaming(t *testing.T) {
 	}{
 		{"chat", Request{API: results.APIChat, Prompt: "x"}, 5, false, "stop"},
 		{"completions_estimated", Request{API: results.APICompletions, Prompt: "x"}, 2, true, "length"},
-		// a server that answers JSON to a streaming request
-		{"stream_answered_whole", Request{API: results.APIChat, Prompt: "x", Stream: true}, 5, false, "stop"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,8 @@
 package client
 
 import (
+	"unicode/utf8"
+
 	"github.com/servebench/servebench/results"
 
 	"bytes"
@@ -58,14 +60,31 @@ func (c *Client) Do(ctx context.Context, r *Request) (res results.Result) {
 		return res
 	}
 
+	// The request's resources are released in reverse order by cleanup,
+	// at return; or in the background after a finished stream, whose
+	// body's end is drained there (see below).
+	var cleanup []func()
+	background := false
+	defer func() {
+		release := func() {
+			for i := len(cleanup) - 1; i >= 0; i-- {
+				cleanup[i]()
+			}
+		}
+		if background {
+			go release()
+		} else {
+			release()
+		}
+	}()
 	tctx := ctx
 	if c.total > 0 {
 		var cancelTotal context.CancelFunc
 		tctx, cancelTotal = context.WithTimeoutCause(ctx, c.total, errTotalTimeout)
-		defer cancelTotal()
+		cleanup = append(cleanup, cancelTotal)
 	}
 	rctx, cancel := context.WithCancelCause(tctx)
-	defer cancel(nil)
+	cleanup = append(cleanup, func() { cancel(nil) })
 
 	// A server that closes a kept-alive connection right after a response
 	// (llama.cpp's, among others) leaves a dead connection in the pool, and
@@ -93,13 +112,13 @@ func (c *Client) Do(ctx context.Context, r *Request) (res results.Result) {
 	sentAt := time.Now()
 	res.Sent = c.since(sentAt)
 	wd := c.watch(res.Sent, cancel)
-	defer wd.stop()
+	cleanup = append(cleanup, wd.stop)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		c.fail(ctx, rctx, &res, err, results.ErrConnect)
 		return res
 	}
-	defer resp.Body.Close()
+	cleanup = append(cleanup, func() { resp.Body.Close() })
 	res.Headers = c.since(time.Now())
 	res.Status = resp.StatusCode
 
@@ -108,20 +127,80 @@ func (c *Client) Do(ctx context.Context, r *Request) (res results.Result) {
 		c.httpError(&res, resp)
 		return res
 	}
-	ctype, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if r.Stream && ctype != "application/json" {
-		c.readStream(ctx, rctx, &res, resp.Body, sentAt, wd, r.MaxTokens)
+	if r.Stream && !isEventStream(resp) {
+		wd.begin(res.Headers)
+		c.notSSE(&res, resp)
+		return res
+	}
+	if r.Stream {
+		if c.readStream(ctx, rctx, &res, resp.Body, sentAt, wd, r.MaxTokens) {
+			// [DONE] came: the record is complete. The end of the body is
+			// read in the background, bounded by the watchdog, so that the
+			// connection goes back to the pool without holding the worker
+			// (a server that keeps the body open after [DONE] cost every
+			// request of a closed loop the whole drain grace).
+			wd.drain(c.since(time.Now()))
+			cleanup = append(cleanup, func() { _, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) })
+			background = true
+		}
 	} else {
-		// A JSON body answers a non-streaming request, or a streaming one
-		// that the server chose not to stream.
 		wd.begin(res.Headers)
 		c.readWhole(ctx, rctx, &res, resp.Body)
 	}
 	return res
 }
 
-// readStream reads an SSE body into res.
-func (c *Client) readStream(ctx, rctx context.Context, res *results.Result, body io.Reader, sentAt time.Time, wd *watchdog, maxTokens int) {
+// isEventStream reports whether a 2xx response to a streaming request is an
+// event stream: Content-Type text/event-stream, or none at all (a lenient
+// server), and no content encoding (the client asks for none).
+func isEventStream(resp *http.Response) bool {
+	if enc := resp.Header.Get("Content-Encoding"); enc != "" && enc != "identity" {
+		return false
+	}
+	ct := resp.Header.Get("Content-Type")
+	if ct == "" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "text/event-stream"
+}
+
+// notSSE records a streaming request whose 2xx answer is not an event
+// stream: an HTML page from a proxy, a whole JSON response from a server
+// that ignores stream, a compressed or binary body.
+func (c *Client) notSSE(res *results.Result, resp *http.Response) {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	res.End = c.since(time.Now())
+	what := resp.Header.Get("Content-Type")
+	if what == "" {
+		what = "none"
+	}
+	if enc := resp.Header.Get("Content-Encoding"); enc != "" {
+		what += ", Content-Encoding " + enc
+	}
+	msg := fmt.Sprintf("a streaming request was answered %s without an event stream (Content-Type %s)", resp.Status, what)
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
+		msg += ": the server does not stream; set target.stream: false to measure whole responses"
+	}
+	if e := printable(excerpt(b)); e != "" {
+		msg += ": " + e
+	}
+	c.setFailure(res, &failure{results.ErrNotSSE, msg})
+}
+
+// printable returns s when it is text, or a note that it is binary.
+func printable(s string) string {
+	for _, r := range s {
+		if r == utf8.RuneError || (r < 0x20 && r != '\n' && r != '\r' && r != '\t') {
+			return fmt.Sprintf("(%d bytes of binary data)", len(s))
+		}
+	}
+	return s
+}
+
+// readStream reads an SSE body into res. It reports whether the stream
+// completed with [DONE], leaving the end of the body to the caller.
+func (c *Client) readStream(ctx, rctx context.Context, res *results.Result, body io.Reader, sentAt time.Time, wd *watchdog, maxTokens int) (done bool) {
 	s := c.streams.Get().(*stream)
 	defer func() {
 		s.release()
@@ -150,15 +229,10 @@ func (c *Client) readStream(ctx, rctx context.Context, res *results.Result, body
 	res.End = c.since(end)
 	if fail != nil {
 		c.setFailure(res, fail)
-		return
+		return false
 	}
 	res.Outcome = results.OK
-	if s.done {
-		// Read the end of the chunked body so that the connection goes back
-		// to the pool; bounded in time by the watchdog.
-		wd.drain(c.since(time.Now()))
-		_, _ = io.Copy(io.Discard, io.LimitReader(s.br, 64<<10))
-	}
+	return s.done
 }
 
 // wholeResponse is the part of a non-streaming chat or completions
@@ -297,7 +371,9 @@ func (c *Client) contextFailure(ctx, rctx context.Context) *failure {
 }
 
 func (c *Client) setFailure(res *results.Result, f *failure) {
-	res.ErrorClass, res.Error = f.class, f.msg
+	// A server may echo the API key or a header in its error: redact it
+	// before the message is stored.
+	res.ErrorClass, res.Error = f.class, c.redact.String(f.msg)
 	res.Outcome = results.Failed
 	if f.class == results.ErrCanceled {
 		res.Outcome = results.Canceled

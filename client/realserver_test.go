@@ -2,6 +2,8 @@ package client
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -309,5 +311,88 @@ func TestNoRetainedHeapPerRequest(t *testing.T) {
 	t.Logf("heap in use after 10,000 requests %.1f MB, after 50,000 %+.2f MB", float64(base)/(1<<20), float64(grown)/(1<<20))
 	if grown > 3<<19 {
 		t.Errorf("heap grew by %.1f MB over 40,000 requests: something is retained per request", float64(grown)/(1<<20))
+	}
+}
+
+// TestDoneThenHeldOpen is issue 11's drain stall: a server that sends
+// [DONE] and keeps the body open made every request wait the whole drain
+// grace (200 ms) before its worker could go on. Do returns at [DONE]; the
+// body's end is left to the background.
+func TestDoneThenHeldOpen(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"length"}]}`+"\n\ndata: [DONE]\n\n")
+		w.(http.Flusher).Flush()
+		select { // held open, as some servers do
+		case <-time.After(2 * time.Second):
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv.URL, Config{})
+	const n = 20
+	start := time.Now()
+	for range n {
+		if r := c.Do(context.Background(), &Request{API: results.APIChat, Prompt: "x", Stream: true}); r.Outcome != results.OK {
+			t.Fatalf("%s %s", r.Outcome, r.Error)
+		}
+	}
+	// Waiting out the 200 ms grace each would take 4 s.
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("%d sequential requests took %v: each waited for the body to end after [DONE]", n, d)
+	}
+}
+
+// TestNotSSE is issue 11's non-SSE answers to a streaming request: an HTML
+// page from a proxy, a gzip-encoded stream, binary, a whole JSON response
+// from a server that does not stream. Each is a failure of class not_sse
+// naming the Content-Type (they were stream_truncated "after 0 token
+// chunks", or ok with no TTFT). A stream without a Content-Type is read.
+func TestNotSSE(t *testing.T) {
+	t.Parallel()
+	const sse = `data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"length"}]}` + "\n\ndata: [DONE]\n\n"
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(sse))
+	zw.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Kind string }
+		json.NewDecoder(r.Body).Decode(&req)
+		h := w.Header()
+		switch req.Kind {
+		case "html":
+			h.Set("Content-Type", "text/html; charset=utf-8")
+			io.WriteString(w, "<html><body>Welcome to nginx!</body></html>")
+		case "gzip":
+			h.Set("Content-Type", "text/event-stream")
+			h.Set("Content-Encoding", "gzip")
+			w.Write(gz.Bytes())
+		case "binary":
+			h.Set("Content-Type", "application/octet-stream")
+			w.Write([]byte{0x00, 0xff, 0x10, 0x80})
+		case "json":
+			h.Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`)
+		case "no type":
+			h["Content-Type"] = nil
+			io.WriteString(w, sse)
+		}
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv.URL, Config{})
+	for _, tc := range []struct{ kind, want string }{
+		{"html", "(Content-Type text/html; charset=utf-8): <html><body>Welcome to nginx!"},
+		{"gzip", "Content-Encoding gzip"},
+		{"binary", "(Content-Type application/octet-stream): (4 bytes of binary data)"},
+		{"json", "the server does not stream; set target.stream: false"},
+	} {
+		r := c.Do(context.Background(), &Request{API: results.APIChat, Prompt: "x", Stream: true, Extra: map[string]any{"kind": tc.kind}})
+		if r.Outcome != results.Failed || r.ErrorClass != results.ErrNotSSE || !strings.Contains(r.Error, tc.want) {
+			t.Errorf("%s: %s %s %q, want not_sse containing %q", tc.kind, r.Outcome, r.ErrorClass, r.Error, tc.want)
+		}
+	}
+	if r := c.Do(context.Background(), &Request{API: results.APIChat, Prompt: "x", Stream: true, Extra: map[string]any{"kind": "no type"}}); r.Outcome != results.OK {
+		t.Errorf("an event stream without Content-Type: %s %s", r.Outcome, r.Error)
 	}
 }

@@ -72,6 +72,7 @@ const (
 	ErrMalformedChunk   ErrorClass = "malformed_chunk"    // a data line that is not the expected JSON
 	ErrServerErrorEvent ErrorClass = "server_error_event" // the server sent an error object inside the stream
 	ErrCanceled         ErrorClass = "canceled"           // the run's context was canceled mid-request
+	ErrNotSSE           ErrorClass = "not_sse"            // a streaming request answered 2xx with no event stream (HTML, JSON, binary, compressed)
 )
 
 // Header is the first record of a results file.

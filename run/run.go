@@ -318,7 +318,7 @@ func load(ctx context.Context, sc *scenario.Scenario, opts Options, w *results.W
 		if sc.Target.TLS.InsecureSkipVerify {
 			warn("target", "TLS certificate verification is off (target.tls.insecure_skip_verify): the server was not authenticated")
 		}
-		stopScrape := startScraper(sc, baseURL, epoch, records, warn)
+		stopScrape := startScraper(sc, baseURL, epoch, records, warn, append(slices.Collect(maps.Values(sc.Target.Headers)), opts.APIKey))
 		err := sched.Run(runCtx, emit)
 		stopScrape()
 		for _, msg := range health.finish() {
@@ -472,7 +472,7 @@ func detectModel(ctx context.Context, cl *client.Client, sc *scenario.Scenario, 
 // a function that stops the scraper, waits for its final scrape and records
 // its warnings. A failed or missing scrape is never fatal.
 func startScraper(sc *scenario.Scenario, baseURL string, epoch time.Time, records chan<- results.Record,
-	warn func(source, msg string)) (stop func()) {
+	warn func(source, msg string), secrets []string) (stop func()) {
 	if sc.Scrape.Enabled != nil && !*sc.Scrape.Enabled {
 		return func() {}
 	}
@@ -486,7 +486,7 @@ func startScraper(sc *scenario.Scenario, baseURL string, epoch time.Time, record
 	}
 	tlsConf, _ := tlsConfig(sc) // checked when the client was made
 	s, err := scrape.New(scrape.Config{URL: u, Interval: sc.Scrape.Interval.D(), Profile: sc.Scrape.Profile, Epoch: epoch,
-		AllowRemote: sc.Target.AllowRemote, Headers: sc.Target.Headers, TLS: tlsConf})
+		AllowRemote: sc.Target.AllowRemote, Headers: sc.Target.Headers, TLS: tlsConf, Secrets: secrets})
 	if err != nil {
 		warn("scrape", err.Error())
 		return func() {}

@@ -319,12 +319,15 @@ func (r *scheduler) send(ctx context.Context, seq uint64, stage int, warm bool, 
 }
 
 // drop emits the record of an arrival that found no free slot.
+//
+// It runs on the scheduler's goroutine, so it builds no prompt: a dataset
+// prompt may need tokenizing, which would hold back the next arrivals of an
+// overloaded stage. The record carries no token lengths.
 func (r *scheduler) drop(seq uint64, stage int, warm bool, at time.Duration, emit func(results.Result)) {
-	req := r.request(seq)
 	r.dropped.Add(1)
 	emit(results.Result{
 		Seq: seq, Stage: stage, Warmup: warm, Outcome: results.Dropped,
-		API: req.API, Stream: req.Stream, Scheduled: at, InputTokens: req.InputTokens, MaxTokens: req.MaxTokens,
+		API: r.tmpl.API, Stream: r.tmpl.Stream, Scheduled: at,
 	})
 	r.done.Add(1)
 }

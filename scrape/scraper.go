@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 
 	"github.com/servebench/servebench/internal/loopback"
+	"github.com/servebench/servebench/internal/redact"
 	"github.com/servebench/servebench/results"
 
 	"bytes"
@@ -53,6 +54,10 @@ type Config struct {
 	// TLS configures an https page; nil uses the system's roots.
 	TLS *tls.Config
 
+	// Secrets (the API key, header values) are removed from every error a
+	// sample or a warning records, should the server echo one.
+	Secrets []string
+
 	// Interval is the time between scrapes: DefaultInterval when zero, at
 	// least MinInterval.
 	Interval time.Duration
@@ -95,6 +100,7 @@ type Scraper struct {
 	private bool // the http client is ours: close its idle connections at the end
 	parser  *Parser
 	profile string // configured, or detected and then fixed
+	redact  *redact.Redactor
 	buf     bytes.Buffer
 	index   uint64
 
@@ -139,7 +145,8 @@ func New(cfg Config) (*Scraper, error) {
 	if cfg.MaxScrapes <= 0 {
 		cfg.MaxScrapes = DefaultMaxScrapes
 	}
-	s := &Scraper{cfg: cfg, parser: NewParser(), profile: cfg.Profile, warned: map[string]bool{}}
+	s := &Scraper{cfg: cfg, parser: NewParser(), profile: cfg.Profile, warned: map[string]bool{},
+		redact: redact.New(cfg.Secrets...)}
 	if cfg.HTTPClient != nil {
 		c := *cfg.HTTPClient
 		s.http = &c
@@ -228,6 +235,7 @@ func (s *Scraper) scrape(ctx context.Context, emit func(results.Sample)) {
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			return // cut short by the end of the run; the final scrape follows
 		}
+		err = redacted{s.redact.String(err.Error()), err}
 		smp.OK, smp.Error = false, err.Error()
 		smp.Reading = results.Reading{}
 		s.failed.Add(1)
@@ -304,6 +312,16 @@ func (s *Scraper) fetch(ctx context.Context) (results.Sample, string, error) {
 	smp.Reading = rd
 	return smp, "", nil
 }
+
+// redacted is an error whose text had secrets removed; it still wraps the
+// original, so callers can test for ErrNoMetricsEndpoint.
+type redacted struct {
+	msg string
+	err error
+}
+
+func (e redacted) Error() string { return e.msg }
+func (e redacted) Unwrap() error { return e.err }
 
 func (s *Scraper) warn(class string, err error) {
 	s.mu.Lock()
