@@ -52,6 +52,7 @@ type Aggregate struct {
 	ending   int           // headers that promise an End record
 	ends     []results.End // End records read
 	warnings []string
+	skipped  map[string]int // records not aggregated, by reason
 	buf      []time.Duration
 }
 
@@ -116,9 +117,47 @@ func (a *Aggregate) Scenario() []byte { return a.corr.Scenario() }
 // Warn attaches a non-fatal problem to the summary.
 func (a *Aggregate) Warn(msg string) { a.warnings = append(a.warnings, msg) }
 
+// Limits on what a record may say, so that a damaged or crafted file
+// cannot make the aggregate grow without bound (every stage costs its
+// histograms, about 1.6 MB).
+const (
+	maxStages = 1000
+	maxOffset = 366 * 24 * time.Hour
+)
+
+// check returns why a record cannot be aggregated, or "".
+func (a *Aggregate) check(r *results.Result) string {
+	switch r.Outcome {
+	case results.OK, results.Failed, results.Canceled, results.Dropped:
+	default:
+		return fmt.Sprintf("an unknown outcome %q", r.Outcome)
+	}
+	if r.Stage < 0 || r.Stage >= maxStages || (a.spec != nil && r.Stage >= len(a.spec.Load.Stages) && len(a.spec.Load.Stages) > 0) {
+		return "a stage the scenario does not have"
+	}
+	for _, t := range []time.Duration{r.Scheduled, r.Sent, r.Headers, r.FirstToken, r.FirstContent, r.LastToken, r.End} {
+		if t < 0 || t > maxOffset {
+			return "a time outside the run"
+		}
+	}
+	if n := len(r.ChunkTimes); n > 0 && (r.ChunkTimes[0] < 0 || r.ChunkTimes[n-1] > maxOffset) {
+		return "a chunk time outside the run"
+	}
+	return ""
+}
+
 // Add accumulates one request record; r is not retained. Warmup records
-// are counted as such, and count on the timeline, but in no statistic.
+// are counted as such, and count on the timeline, but in no statistic. A
+// record that cannot be (an unknown outcome, a stage the scenario lacks, a
+// time outside the run) is skipped and counted in a warning.
 func (a *Aggregate) Add(r *results.Result) {
+	if why := a.check(r); why != "" {
+		if a.skipped == nil {
+			a.skipped = map[string]int{}
+		}
+		a.skipped[why]++
+		return
+	}
 	st, ok := a.stages[r.Stage]
 	if !ok {
 		st = newStageAgg(len(a.latency))
@@ -308,13 +347,16 @@ func (a *Aggregate) Summary() *Summary {
 	for _, i := range idx {
 		out.Stages = append(out.Stages, a.stageSummary(a.stages[i], i, a.stageName(i)))
 	}
+	out.Correlation = a.corr.Correlation(a.names)
+	explain(out.Correlation)
+	out.Warnings = append([]string(nil), a.warnings...)
+	for _, why := range sortedKeys(a.skipped) {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%d request records were skipped: they have %s (a damaged or foreign results file?)", a.skipped[why], why))
+	}
 	out.Incomplete = a.incomplete()
 	if out.Incomplete != "" {
 		out.Warnings = append(out.Warnings, "the run did not complete ("+out.Incomplete+"): the figures cover part of the load")
 	}
-	out.Correlation = a.corr.Correlation(a.names)
-	explain(out.Correlation)
-	out.Warnings = append([]string(nil), a.warnings...)
 	for _, st := range out.Stages {
 		if lag := st.ScheduleLag; lag.Count > 0 && lag.P99 > scheduleLagWarnMS {
 			out.Warnings = append(out.Warnings, fmt.Sprintf(

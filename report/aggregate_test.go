@@ -1,6 +1,7 @@
 package report
 
 import (
+	"runtime"
 	"strings"
 
 	"github.com/servebench/servebench/results"
@@ -243,5 +244,64 @@ func TestMergeSequentialRunsWarns(t *testing.T) {
 	}
 	if w := strings.Join(agg.Summary().Warnings, "\n"); strings.Contains(w, "overlap") {
 		t.Errorf("overlapping files warned: %s", w)
+	}
+}
+
+// TestUntrustedInput is issue 11's `bench report` trusting its input: the
+// same file given twice is refused; records with an unknown outcome, a
+// stage the scenario lacks or a time outside the run are skipped and
+// counted in warnings; and a crafted file that names a thousand stages
+// (each would cost its histograms) leaves the heap small.
+func TestUntrustedInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "crafted.jsonl")
+	w, err := results.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(results.HeaderRecord(&results.Header{Schema: results.Schema, RunID: "r1", Started: time.Unix(0, 0).UTC(),
+		Scenario: json.RawMessage(`{"name":"c","load":{"stages":[{"name":"only"}]}}`)}))
+	for i := range 5000 {
+		r := okResult(uint64(i), 0, time.Second, 20*msec, 10*msec, 3)
+		switch i % 5 {
+		case 1:
+			r.Stage = 10 + i // a stage the scenario lacks
+		case 2:
+			r.Outcome = "exploded"
+		case 3:
+			r.End = 1 << 62
+		}
+		w.Write(results.ResultRecord(&r))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FromFiles(path, path); err == nil || !strings.Contains(err.Error(), "are the same run") {
+		t.Errorf("the same file twice: %v", err)
+	}
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	before := ms.HeapInuse
+	a, err := FromFiles(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := a.Summary()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	if grown := int64(ms.HeapInuse) - int64(before); grown > 64<<20 {
+		t.Errorf("the crafted file took %d MB", grown>>20)
+	}
+	w2 := strings.Join(s.Warnings, "\n")
+	for _, want := range []string{"1000 request records were skipped: they have a stage the scenario does not have",
+		`1000 request records were skipped: they have an unknown outcome "exploded"`, "1000 request records were skipped: they have a time outside the run"} {
+		if !strings.Contains(w2, want) {
+			t.Errorf("warnings lack %q:\n%s", want, w2)
+		}
+	}
+	if s.Overall.Requests.OK != 2000 || len(s.Stages) != 1 {
+		t.Errorf("ok %d in %d stages, want 2000 in 1", s.Overall.Requests.OK, len(s.Stages))
 	}
 }

@@ -49,6 +49,7 @@ func OpenFiles(paths ...string) (*Files, error) {
 		return nil, fmt.Errorf("no results files")
 	}
 	f := &Files{paths: make([]string, len(paths)), headers: make([]*Header, len(paths))}
+	seen := map[string]string{} // run identity → path
 	for i, p := range paths {
 		p = Path(p)
 		f.paths[i] = p
@@ -57,6 +58,11 @@ func OpenFiles(paths ...string) (*Files, error) {
 			return nil, err
 		}
 		f.headers[i] = h
+		id := h.identity()
+		if first, ok := seen[id]; ok {
+			return nil, fmt.Errorf("%s and %s are the same run (%s): give each results file once", first, p, id)
+		}
+		seen[id] = p
 		if i == 0 || h.Started.Before(f.epoch) {
 			f.epoch = h.Started
 		}
@@ -167,4 +173,13 @@ func (r Record) Shift(d time.Duration) {
 	case r.End != nil:
 		r.End.At += d
 	}
+}
+
+// identity names a run: its RunID, or for files from before run ids its
+// start time, host and target, which two runs do not share.
+func (h *Header) identity() string {
+	if h.RunID != "" {
+		return "run " + h.RunID
+	}
+	return fmt.Sprintf("started %s on host %q against %s", h.Started.Format(time.RFC3339Nano), h.Host, h.Target)
 }

@@ -77,11 +77,14 @@ const (
 
 // Header is the first record of a results file.
 type Header struct {
-	Schema   int             `json:"schema"` // Schema
-	Tool     string          `json:"tool"`   // "servebench"
-	Version  string          `json:"version"`
-	Started  time.Time       `json:"started"` // wall-clock time of the run's epoch; every *_ns offset counts from it
-	Host     string          `json:"host,omitempty"`
+	Schema  int       `json:"schema"` // Schema
+	Tool    string    `json:"tool"`   // "servebench"
+	Version string    `json:"version"`
+	Started time.Time `json:"started"` // wall-clock time of the run's epoch; every *_ns offset counts from it
+	Host    string    `json:"host,omitempty"`
+	// RunID identifies the run (random, set by the run); merging refuses
+	// two files of one run.
+	RunID    string          `json:"run_id,omitempty"`
 	Target   string          `json:"target"` // base URL requests went to (sim://PRESET is resolved to its loopback URL)
 	Model    string          `json:"model"`
 	Scenario json.RawMessage `json:"scenario"` // the resolved scenario, defaults applied; never holds secrets

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/servebench/servebench/scenario"
@@ -210,5 +211,35 @@ load:
 	remote := parse(t, "name: far\ntarget: {url: \"http://10.9.8.7:8000\", allow_remote: true}\nload: {stages: [{concurrency: 1, requests: 1}]}\n")
 	if d := Describe(remote); !strings.Contains(d, "http://10.9.8.7:8000, ANOTHER MACHINE") {
 		t.Errorf("Describe(remote) = %q", d)
+	}
+}
+
+// TestCircuitBreaker is issue 11's dead target: the server dies after ten
+// requests. The run stops once nearly every recent request failed instead
+// of sending the rest of 2,000 requests to a dead port; it says why and
+// fails.
+func TestCircuitBreaker(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int64
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			return
+		}
+		if n.Add(1) == 10 {
+			go srv.Close() // the server dies
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"length"}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	sc := parse(t, fmt.Sprintf("name: dies\ntarget: {url: %q, model: m}\nscrape: {enabled: false}\nload: {stages: [{concurrency: 4, requests: 2000}]}\n", srv.URL))
+	sum, err := Run(context.Background(), sc, Options{Dir: t.TempDir()})
+	if !errors.Is(err, ErrCircuitOpen) {
+		t.Fatalf("err = %v, want the circuit breaker", err)
+	}
+	if sum == nil || sum.Overall.Requests.Failed > 60 || !strings.Contains(sum.Incomplete, "circuit breaker open: ") ||
+		!strings.Contains(sum.Incomplete, "of the last 20 requests failed") {
+		t.Errorf("summary: requests %+v, incomplete %q", sum.Overall.Requests, sum.Incomplete)
 	}
 }

@@ -2,8 +2,10 @@ package run
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -217,8 +219,8 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	hdr := &results.Header{Schema: results.Schema, Tool: "servebench", Version: Version(),
-		Started: epoch, Host: host, Target: baseURL, Model: sc.Target.Model, Scenario: resolved, Ends: true, Spec: spec}
+	hdr := &results.Header{Schema: results.Schema, Tool: "servebench", Version: Version(), Started: epoch, Host: host,
+		RunID: runID(), Target: baseURL, Model: sc.Target.Model, Scenario: resolved, Ends: true, Spec: spec}
 
 	path := filepath.Join(opts.Dir, FileResults)
 	w, err := results.Create(path)
@@ -242,10 +244,18 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 // its figures describe nothing.
 var ErrNoSuccess = errors.New("no request succeeded")
 
+// ErrMostFailed is the error of a run that completed with more failed
+// requests than successful ones: its figures describe a broken service.
+var ErrMostFailed = errors.New("most requests failed")
+
 // noSuccess returns an error wrapping ErrNoSuccess, with the counts and the
 // server's first messages, when no measured request of a run succeeded.
 func noSuccess(sum *report.Summary) error {
 	o := &sum.Overall
+	if o.Requests.OK > 0 && o.Requests.Failed > o.Requests.OK {
+		return fmt.Errorf("%w: %d of %d finished requests failed (errors %v)", ErrMostFailed,
+			o.Requests.Failed, o.Requests.Failed+o.Requests.OK, o.Errors)
+	}
 	if o.Requests.OK > 0 || o.Requests.Scheduled == 0 {
 		return nil
 	}
@@ -372,6 +382,13 @@ func WriteSummaryFiles(dir string, sum *report.Summary) error {
 		}
 	}
 	return nil
+}
+
+// runID returns a random identifier for a run's header.
+func runID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand never fails on supported platforms
+	return hex.EncodeToString(b[:])
 }
 
 // tlsConfig builds the TLS configuration of an https target: the CA

@@ -171,8 +171,8 @@ load: {stages: [{concurrency: 6, requests: 500}]}
 	if sum == nil {
 		t.Fatal("no summary after an interruption")
 	}
-	if !strings.Contains(sum.Incomplete, "canceled") {
-		t.Errorf("incomplete = %q, want the interruption", sum.Incomplete)
+	if !strings.Contains(sum.Incomplete, "canceled") || !strings.Contains(strings.Join(sum.Warnings, "\n"), "the run did not complete") {
+		t.Errorf("incomplete = %q, warnings %q: want the interruption said", sum.Incomplete, sum.Warnings)
 	}
 	o := sum.Overall
 	if o.Requests.Failed != 0 || o.Requests.Canceled != 0 || o.Requests.OK < 6 {

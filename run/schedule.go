@@ -30,6 +30,10 @@ const DefaultGrace = 5 * time.Second
 // the run.
 var ErrMaxDuration = errors.New("load.max_duration reached")
 
+// ErrCircuitOpen is the cause returned by Run when the circuit breaker
+// stopped the run: nearly every recent request failed.
+var ErrCircuitOpen = errors.New("circuit breaker open")
+
 // option configures a scheduler.
 type option func(*scheduler)
 
@@ -59,6 +63,14 @@ type scheduler struct {
 
 	mu  sync.Mutex // makes (Seq, Scheduled) pairs increase together
 	seq uint64
+
+	// The circuit breaker: the outcomes of the last finished requests
+	// (true: failed), a ring of load.circuit_breaker.window.
+	breakMu  sync.Mutex
+	recent   []bool
+	next     int
+	failures int
+	trip     context.CancelCauseFunc
 
 	stage                                  atomic.Int64
 	scheduled, done                        atomic.Uint64
@@ -151,8 +163,11 @@ func (r *scheduler) Run(ctx context.Context, emit func(results.Result)) error {
 	if !r.started.CompareAndSwap(false, true) {
 		return errors.New("scenario runner: Run called twice")
 	}
-	stop, cancelStop := context.WithTimeoutCause(ctx, r.sc.Load.MaxDuration.D(), ErrMaxDuration)
-	defer cancelStop()
+	bounded, cancelBound := context.WithTimeoutCause(ctx, r.sc.Load.MaxDuration.D(), ErrMaxDuration)
+	defer cancelBound()
+	stop, trip := context.WithCancelCause(bounded)
+	defer trip(nil)
+	r.trip = trip
 	// Requests outlive stop by the grace period: their context is detached
 	// from ctx and canceled by the watcher below.
 	reqCtx, cancelReqs := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -195,8 +210,11 @@ func (r *scheduler) Run(ctx context.Context, emit func(results.Result)) error {
 	if completed {
 		return nil
 	}
-	if ctx.Err() != nil {
+	switch cause := context.Cause(stop); {
+	case ctx.Err() != nil:
 		return fmt.Errorf("scenario %s: stopped: %w", r.sc.Name, context.Cause(ctx))
+	case errors.Is(cause, ErrCircuitOpen):
+		return fmt.Errorf("scenario %s: %w", r.sc.Name, cause)
 	}
 	return fmt.Errorf("scenario %s: stopped after %s: %w", r.sc.Name, r.sc.Load.MaxDuration, ErrMaxDuration)
 }
@@ -308,14 +326,44 @@ func (r *scheduler) send(ctx context.Context, seq uint64, stage int, warm bool, 
 	case results.OK:
 		r.ok.Add(1)
 		r.outToks.Add(uint64(max(res.OutputTokens, 0)))
+		r.breaker(false, &res)
 	case results.Canceled:
 		r.canceled.Add(1)
 	default:
 		r.failed.Add(1)
+		r.breaker(true, &res)
 	}
 	emit(res)
 	r.done.Add(1)
 	r.inFlight.Add(-1)
+}
+
+// breaker records a finished request and stops the run when, of the last
+// window requests, the configured share failed.
+func (r *scheduler) breaker(failed bool, res *results.Result) {
+	cb := r.sc.Load.CircuitBreaker
+	if cb.Enabled == nil || !*cb.Enabled || cb.Window < 1 {
+		return
+	}
+	r.breakMu.Lock()
+	defer r.breakMu.Unlock()
+	if len(r.recent) < cb.Window {
+		r.recent = append(r.recent, failed)
+	} else {
+		if r.recent[r.next] {
+			r.failures--
+		}
+		r.recent[r.next] = failed
+		r.next = (r.next + 1) % cb.Window
+	}
+	if failed {
+		r.failures++
+	}
+	if len(r.recent) == cb.Window && float64(r.failures) >= cb.Failures*float64(cb.Window) && r.trip != nil {
+		r.trip(fmt.Errorf("%w: %d of the last %d requests failed (the last: %s: %s); the rest of the load was not sent",
+			ErrCircuitOpen, r.failures, cb.Window, res.ErrorClass, res.Error))
+		r.trip = nil
+	}
 }
 
 // drop emits the record of an arrival that found no free slot.

@@ -22,6 +22,8 @@ const (
 	DefaultScrapeInterval    = time.Second
 	DefaultScrapeProfile     = "auto"
 	DefaultMaxDuration       = 30 * time.Minute
+	DefaultBreakerWindow     = 20   // load.circuit_breaker.window, requests
+	DefaultBreakerFailures   = 0.9  // load.circuit_breaker.failures, a share
 	DefaultMaxConcurrency    = 1024 // open-loop requests in flight
 	DefaultBurstiness        = 1.0
 	DefaultNormalSpreadSigma = 4 // an unset normal max is mean + 4 stddev
@@ -78,6 +80,13 @@ func (sc *Scenario) Defaults() {
 
 	l := &sc.Load
 	setDuration(&l.MaxDuration, DefaultMaxDuration)
+	l.CircuitBreaker.Enabled = orTrue(l.CircuitBreaker.Enabled)
+	if l.CircuitBreaker.Window == 0 {
+		l.CircuitBreaker.Window = DefaultBreakerWindow
+	}
+	if l.CircuitBreaker.Failures == 0 {
+		l.CircuitBreaker.Failures = DefaultBreakerFailures
+	}
 	for i := range l.Stages {
 		st := &l.Stages[i]
 		if st.Name == "" {

@@ -249,6 +249,18 @@ type LoadSpec struct {
 	// MaxDuration is the safety bound on the whole run (default 30m).
 	MaxDuration Duration `yaml:"max_duration" json:"max_duration"`
 	Stages      []Stage  `yaml:"stages" json:"stages"`
+	// CircuitBreaker stops the run when the target plainly stopped
+	// answering, instead of sending the rest of the load to a dead port.
+	CircuitBreaker CircuitBreaker `yaml:"circuit_breaker" json:"circuit_breaker"`
+}
+
+// CircuitBreaker stops a run when, of the last Window requests that
+// finished, the share Failures or more failed (whatever the class: a dead
+// port, a server refusing every request). It is on by default.
+type CircuitBreaker struct {
+	Enabled  *bool   `yaml:"enabled" json:"enabled"`   // default true
+	Window   int     `yaml:"window" json:"window"`     // finished requests looked at (default 20)
+	Failures float64 `yaml:"failures" json:"failures"` // share of them failed that trips it (default 0.9)
 }
 
 // Stage is one closed-loop (Concurrency > 0) or open-loop (RatePerSec > 0)

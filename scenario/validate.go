@@ -342,6 +342,12 @@ func (v *validator) load(l *LoadSpec) {
 	if l.MaxDuration <= 0 {
 		v.add("load.max_duration", "must be positive, got %s", l.MaxDuration)
 	}
+	if cb := l.CircuitBreaker; cb.Window < 2 || cb.Window > 100_000 {
+		v.add("load.circuit_breaker.window", "want a number of requests from 2 to 100000, got %d", cb.Window)
+	}
+	if cb := l.CircuitBreaker; !(cb.Failures > 0 && cb.Failures <= 1) {
+		v.add("load.circuit_breaker.failures", "want a share above 0 and at most 1 (0.9 is 90 %%), got %g", cb.Failures)
+	}
 	if len(l.Stages) == 0 {
 		v.add("load.stages", "at least one stage is required")
 	}
