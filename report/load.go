@@ -19,7 +19,7 @@ func FromFiles(paths ...string) (*Aggregate, error) {
 		return nil, err
 	}
 	a := New()
-	spans := make([]span, len(paths))
+	spans := make([]span, len(files.Paths()))
 	for rec, err := range files.All() {
 		if err != nil {
 			return nil, err
