@@ -53,6 +53,9 @@ type Aggregate struct {
 	ends     []results.End // End records read
 	warnings []string
 	buf      []time.Duration
+
+	shardFiles []shardFile // one per shard header added (shards.go)
+	curShard   int         // the shardFiles entry of the latest header; −1 when it is not a shard's
 }
 
 // New returns an empty Aggregate.
@@ -64,7 +67,7 @@ func New() *Aggregate {
 		}
 	}
 	return &Aggregate{latency: lat, stages: map[int]*stageAgg{}, log: newRequestLog(), corr: correlate.New(),
-		names: map[int]string{}}
+		names: map[int]string{}, curShard: -1}
 }
 
 // AddHeader records a results file's header: run metadata and stage names.
@@ -79,6 +82,7 @@ func (a *Aggregate) AddHeader(h *results.Header) {
 	}
 	a.corr.AddHeader(h)
 	a.log.header(h)
+	a.addShardHeader(h)
 	a.files++
 	if h.Ends {
 		a.ending++
@@ -315,6 +319,9 @@ func (a *Aggregate) Summary() *Summary {
 	out.Correlation = a.corr.Correlation(a.names)
 	explain(out.Correlation)
 	out.Warnings = append([]string(nil), a.warnings...)
+	var shardWarnings []string
+	out.Shards, shardWarnings = a.shardSummary()
+	out.Warnings = append(out.Warnings, shardWarnings...)
 	for _, st := range out.Stages {
 		if lag := st.ScheduleLag; lag.Count > 0 && lag.P99 > scheduleLagWarnMS {
 			out.Warnings = append(out.Warnings, fmt.Sprintf(
