@@ -91,7 +91,7 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	}
 	if *quiet && sc.Target.AllowRemote {
 		// Load leaving this machine is announced, quiet or not.
-		fmt.Fprint(e.stderr, run.Describe(sc))
+		fmt.Fprint(e.stderr, run.Describe(sc, scenario.Shard{}))
 	}
 	sum, runErr := run.Run(ctx, sc, opts)
 	if ctx.Err() != nil && !errors.Is(runErr, errInterrupted) {
