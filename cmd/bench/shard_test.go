@@ -40,8 +40,11 @@ load:
 // shards' records (percentiles within the histograms' 0.1 %), and the
 // shards' open-loop arrivals together must be the scenario's one schedule
 // at its rate. Then a missing shard is refused.
+//
+// It is not parallel: its three processes would take the CPU from the
+// package's parallel tests, and some of those (the comparison of a doubled
+// decode cost) need the simulator to keep its pace.
 func TestShardsMergeExactly(t *testing.T) {
-	t.Parallel()
 	ctx := t.Context()
 	cfg, err := sim.Preset("tiny")
 	if err != nil {
