@@ -54,6 +54,9 @@ type Aggregate struct {
 	warnings []string
 	skipped  map[string]int // records not aggregated, by reason
 	buf      []time.Duration
+
+	shardFiles []shardFile // one per shard header added (shards.go)
+	curShard   int         // the shardFiles entry of the latest header; −1 when it is not a shard's
 }
 
 // New returns an empty Aggregate.
@@ -65,7 +68,7 @@ func New() *Aggregate {
 		}
 	}
 	return &Aggregate{latency: lat, stages: map[int]*stageAgg{}, log: newRequestLog(), corr: correlate.New(),
-		names: map[int]string{}}
+		names: map[int]string{}, curShard: -1}
 }
 
 // AddHeader records a results file's header: run metadata and stage names.
@@ -80,6 +83,7 @@ func (a *Aggregate) AddHeader(h *results.Header) {
 	}
 	a.corr.AddHeader(h)
 	a.log.header(h)
+	a.addShardHeader(h)
 	a.files++
 	if h.Ends {
 		a.ending++
@@ -357,6 +361,9 @@ func (a *Aggregate) Summary() *Summary {
 	if out.Incomplete != "" {
 		out.Warnings = append(out.Warnings, "the run did not complete ("+out.Incomplete+"): the figures cover part of the load")
 	}
+	var shardWarnings []string
+	out.Shards, shardWarnings = a.shardSummary()
+	out.Warnings = append(out.Warnings, shardWarnings...)
 	for _, st := range out.Stages {
 		if lag := st.ScheduleLag; lag.Count > 0 && lag.P99 > scheduleLagWarnMS {
 			out.Warnings = append(out.Warnings, fmt.Sprintf(

@@ -14,4 +14,10 @@
 // into another: the two summaries are the same bytes. The metric table
 // (results.Metrics) says which figures exist, their units and direction;
 // Stage.Dist and Stage.Figure read them from a summary.
+//
+// The shards of a sharded run (results.Header.Shard) merge through the
+// same path: Reader checks they are one complete set of one scenario,
+// reads them in shard order so the summary does not depend on the order
+// of the files, keeps one shard's scrapes of a server, and the summary
+// says which shards it holds and how far apart they began (shards.go).
 package report

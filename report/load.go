@@ -2,6 +2,7 @@ package report
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,22 +11,60 @@ import (
 	"github.com/servebench/servebench/results"
 )
 
+// Reader reads results files into an Aggregate. The zero Reader is
+// strict: FromFiles and Rebuild use it.
+type Reader struct {
+	// Partial accepts a shard set that lacks some of its run's shards
+	// (results.ErrIncompleteShards): the summary then names the shards
+	// merged and the missing ones, and gets no verdict.
+	Partial bool
+}
+
 // FromFiles reads one or more results files (or run directories) into a
 // new Aggregate, each file once, with offsets on the files' common epoch (Files).
 // Reader warnings (a truncated last line) become summary warnings.
-func FromFiles(paths ...string) (*Aggregate, error) {
+//
+// Files that are shards of a sharded run (results.Header.Shard) must be
+// one shard set (results.Shards): the shards of one scenario, each once,
+// all of them unless Partial. They are read in shard order, so the
+// summary does not depend on the order of paths; and when several shards
+// scraped one server, the lowest-numbered shard's scrapes of it are kept
+// and the others' left out, so the server's series is not counted twice
+// nor interleaved from machines whose clocks differ.
+func (rd Reader) FromFiles(paths ...string) (*Aggregate, error) {
 	files, err := results.OpenFiles(paths...)
 	if err != nil {
 		return nil, err
 	}
+	set, err := results.Shards(files.Paths(), files.Headers())
+	switch {
+	case errors.Is(err, results.ErrIncompleteShards) && !rd.Partial:
+		return nil, fmt.Errorf("%w: merge every shard of the run, or pass --partial to merge these alone", err)
+	case err != nil && !errors.Is(err, results.ErrIncompleteShards):
+		return nil, err
+	}
+	if set != nil {
+		ordered, _ := results.OrderShards(files.Paths(), files.Headers())
+		if files, err = results.OpenFiles(ordered...); err != nil {
+			return nil, err
+		}
+	}
 	a := New()
-	spans := make([]span, len(paths))
+	spans := make([]span, len(files.Paths()))
+	scraper := map[string]int{} // target → the file whose scrapes of it are kept
 	for rec, err := range files.All() {
 		if err != nil {
 			return nil, err
 		}
 		if r := rec.Result; r != nil && r.Sent != 0 {
 			spans[rec.File].add(r.Sent, max(r.End, r.Sent))
+		}
+		if s := rec.Sample; s != nil && set != nil {
+			if f, ok := scraper[s.Target]; !ok {
+				scraper[s.Target] = rec.File
+			} else if f != rec.File {
+				continue
+			}
 		}
 		a.AddRecord(rec.Record)
 	}
@@ -89,17 +128,24 @@ func gaps(paths []string, epoch time.Time, spans []span) string {
 		"with bench compare", strings.Join(parts, "; "), gap.Round(100*time.Millisecond))
 }
 
+// FromFiles reads results files with the zero (strict) Reader.
+func FromFiles(paths ...string) (*Aggregate, error) { return Reader{}.FromFiles(paths...) }
+
+// Rebuild rebuilds results files with the zero (strict) Reader.
+func Rebuild(paths ...string) (*Aggregate, *Summary, error) { return Reader{}.Rebuild(paths...) }
+
 // Rebuild reads results files (or run directories) as `bench report` does:
 // it returns their aggregate and summary, judged by the budgets recorded
-// in the first header when it has any, so that a gated run's summary.json
-// is rebuilt byte for byte.
-func Rebuild(paths ...string) (*Aggregate, *Summary, error) {
-	a, err := FromFiles(paths...)
+// in the first header when it has any and the files hold the whole load
+// (Aggregate.WholeLoad), so that a gated run's summary.json is rebuilt
+// byte for byte.
+func (rd Reader) Rebuild(paths ...string) (*Aggregate, *Summary, error) {
+	a, err := rd.FromFiles(paths...)
 	if err != nil {
 		return nil, nil, err
 	}
 	s := a.Summary()
-	if spec := a.Spec(); spec != nil && spec.Budgets != nil {
+	if spec := a.Spec(); spec != nil && spec.Budgets != nil && a.WholeLoad() {
 		s.Verdict = a.Evaluate(s, spec.Budgets, spec.SLO)
 	}
 	return a, s, nil
@@ -119,5 +165,6 @@ func (a *Aggregate) AddRecord(rec results.Record) {
 		a.Warn(fmt.Sprintf("%s: %s", rec.Warning.Source, rec.Warning.Message))
 	case rec.End != nil:
 		a.ends = append(a.ends, *rec.End)
+		a.addShardEnd(rec.End)
 	}
 }

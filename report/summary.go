@@ -20,9 +20,12 @@ type Summary struct {
 	Model    string    `json:"model"`
 	Started  time.Time `json:"started"` // the (earliest) run epoch
 	Files    int       `json:"files"`   // results files merged into this summary
-	Overall  Stage     `json:"overall"`
-	Stages   []Stage   `json:"stages"`
-	Warnings []string  `json:"warnings,omitempty"`
+	// Shards describes the shards of a sharded run whose results this
+	// summary merges (bench run --shard); nil for whole runs.
+	Shards   *Shards  `json:"shards,omitempty"`
+	Overall  Stage    `json:"overall"`
+	Stages   []Stage  `json:"stages"`
+	Warnings []string `json:"warnings,omitempty"`
 	// Incomplete says why the run did not complete (interrupted,
 	// load.max_duration reached, killed); empty when it did, or when the
 	// results files predate end records.
@@ -191,4 +194,19 @@ func (d Dist) Stat(stat string) (v float64, ok bool) {
 		return d.Max, true
 	}
 	return 0, false
+}
+
+// Shards describes the shard set a summary merges.
+type Shards struct {
+	Count        int       `json:"count"`             // the run's shards
+	Merged       []int     `json:"merged"`            // the indexes of the shards merged, ascending
+	Missing      []int     `json:"missing,omitempty"` // the shards absent (merged with --partial)
+	ScenarioHash string    `json:"scenario_hash"`     // the scenario every shard ran (results.Shard.ScenarioHash)
+	StartAt      time.Time `json:"start_at,omitzero"` // the agreed start (--start-at), when there was one
+	// StartSpread is the time from the first shard's start of load to the
+	// last one's, in seconds, by each machine's clock; MaxLate is how long
+	// after StartAt the last shard began, in seconds. Both are 0 when the
+	// shards' end records are missing.
+	StartSpread float64 `json:"start_spread_s"`
+	MaxLate     float64 `json:"max_late_s,omitempty"`
 }

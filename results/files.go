@@ -5,6 +5,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -41,17 +42,60 @@ func Path(p string) string {
 	return p
 }
 
-// OpenFiles reads the header of every file; a run directory stands for the
-// results file inside it (Path). It fails when a file cannot be read, does
-// not start with a header, or has a newer schema than this package reads.
+// Expand returns the results files that paths name: a file stands for
+// itself, a run directory for the results file inside it (Path), and a
+// directory that holds none for the results files of its run
+// subdirectories, in name order, as the shards of a sharded run sit
+// side by side (shard-0/, shard-1/, …). A directory with neither is an
+// error.
+func Expand(paths ...string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil || !fi.IsDir() {
+			out = append(out, p) // opening it says what is wrong
+			continue
+		}
+		if r := Path(p); r != p {
+			out = append(out, r)
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return nil, fmt.Errorf("results directory: %w", err)
+		}
+		n := len(out)
+		for _, e := range entries { // sorted by name
+			if !e.IsDir() {
+				continue
+			}
+			sub := filepath.Join(p, e.Name())
+			if r := Path(sub); r != sub {
+				out = append(out, r)
+			}
+		}
+		if len(out) == n {
+			return nil, fmt.Errorf("%s holds no results file (%s), nor do its subdirectories", p, strings.Join(fileNames, " or "))
+		}
+	}
+	return out, nil
+}
+
+// OpenFiles reads the header of every file; paths are expanded by Expand
+// (a run directory, or a directory of runs). It fails when a file cannot
+// be read, does not start with a header, or has a newer schema than this
+// package reads.
 func OpenFiles(paths ...string) (*Files, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("no results files")
 	}
+	paths, err := Expand(paths...)
+	if err != nil {
+		return nil, err
+	}
 	f := &Files{paths: make([]string, len(paths)), headers: make([]*Header, len(paths))}
 	seen := map[string]string{} // run identity → path
 	for i, p := range paths {
-		p = Path(p)
 		f.paths[i] = p
 		h, err := ReadHeader(p)
 		if err != nil {
@@ -172,14 +216,19 @@ func (r Record) Shift(d time.Duration) {
 		r.Warning.At += d
 	case r.End != nil:
 		r.End.At += d
+		move(&r.End.Began)
 	}
 }
 
 // identity names a run: its RunID, or for files from before run ids its
 // start time, host and target, which two runs do not share.
 func (h *Header) identity() string {
+	id := fmt.Sprintf("started %s on host %q against %s", h.Started.Format(time.RFC3339Nano), h.Host, h.Target)
 	if h.RunID != "" {
-		return "run " + h.RunID
+		id = "run " + h.RunID
 	}
-	return fmt.Sprintf("started %s on host %q against %s", h.Started.Format(time.RFC3339Nano), h.Host, h.Target)
+	if h.Shard != nil {
+		id += fmt.Sprintf(", shard %d/%d", h.Shard.Index, h.Shard.Count)
+	}
+	return id
 }

@@ -44,6 +44,10 @@ type End struct {
 	At        time.Duration `json:"at_ns"`            // when the run ended, from the epoch
 	Completed bool          `json:"completed"`        // every stage ran to its own bound
 	Reason    string        `json:"reason,omitempty"` // why not: the interruption, load.max_duration, a writer failure
+	// Began is when the load began, from the epoch: after the connections
+	// were opened, the first scrape taken and, for a shard, the agreed
+	// start (Shard.StartAt) reached. 0 when the load never began.
+	Began time.Duration `json:"began_ns,omitempty"`
 }
 
 // Outcome is how a scheduled request ended. Every scheduled request ends as
@@ -93,6 +97,12 @@ type Header struct {
 	// ended by itself (files from before End existed lack both), so that a
 	// file without one is known to be cut short.
 	Ends bool `json:"ends,omitempty"`
+
+	// Shard says which share of a sharded run's load the file holds (bench
+	// run --shard); nil for a whole run. Scenario is then the whole
+	// scenario, the same in every shard's file: the shard's own share of
+	// each stage follows from it and the shard (scenario.Shard).
+	Shard *Shard `json:"shard,omitempty"`
 
 	// Spec is the part of Scenario that reports read, decoded once by the
 	// Reader (nil when the header has no scenario). It is not written:

@@ -19,4 +19,8 @@
 // itself (health.go), so that a client-side bottleneck is reported rather
 // than measured as server latency. It never touches signals or process
 // state: canceling its context is the graceful stop.
+//
+// A run can be one shard of several (Options.Shard, Options.StartAt): it
+// sends its share of the load, starting at an agreed wall-clock time, and
+// Merge writes the outputs of the shards' results merged.
 package run

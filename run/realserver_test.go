@@ -209,7 +209,7 @@ load:
 		}
 	}
 	remote := parse(t, "name: far\ntarget: {url: \"http://10.9.8.7:8000\", allow_remote: true}\nload: {stages: [{concurrency: 1, requests: 1}]}\n")
-	if d := Describe(remote); !strings.Contains(d, "http://10.9.8.7:8000, ANOTHER MACHINE") {
+	if d := Describe(remote, scenario.Shard{}); !strings.Contains(d, "http://10.9.8.7:8000, ANOTHER MACHINE") {
 		t.Errorf("Describe(remote) = %q", d)
 	}
 }

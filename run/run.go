@@ -120,7 +120,27 @@ type Options struct {
 	// Grace is how long in-flight requests may finish once the run is
 	// stopped (DefaultGrace when zero; negative cancels them at once).
 	Grace time.Duration
+
+	// Shard makes the run one of Shard.Count load generators sharing the
+	// scenario's load (see scenario.Shard); its results header names the
+	// shard and the scenario's hash, and its results merge with the other
+	// shards' (report.FromFiles, Merge). The zero value runs the whole
+	// load.
+	Shard scenario.Shard
+	// StartAt, when not zero, is the wall-clock time the load starts: the
+	// run prepares (target, model, connections, first scrape), then waits
+	// until StartAt, so that shards on several machines start together.
+	// It must lie within MaxStartDelay of now; a time already past starts
+	// the load at once, and the summary then says how late it began.
+	StartAt time.Time
+	// NoScrape turns the /metrics scraper off whatever the scenario says:
+	// with several shards, one scrapes the server for all.
+	NoScrape bool
 }
+
+// MaxStartDelay bounds Options.StartAt: a start further away, ahead or
+// behind, is a mistake (a wrong date, a stale value) rather than a plan.
+const MaxStartDelay = time.Hour
 
 // ConfigError is a run that could not start because of its scenario or
 // target (a bad URL, an unknown simulator preset, a non-loopback host):
@@ -154,11 +174,35 @@ func configErr(format string, args ...any) error {
 func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summary, error) {
 	// The epoch: every offset in the results counts from here, monotonic.
 	epoch := time.Now()
+	if err := opts.Shard.Check(sc); err != nil {
+		return nil, configErr("--shard %s: %w", opts.Shard, err)
+	}
+	if !opts.StartAt.IsZero() {
+		if d := opts.StartAt.Sub(epoch); d > MaxStartDelay || d < -MaxStartDelay {
+			return nil, configErr("--start-at %s is %s from now: want a time within %s (a shared start a few minutes ahead)",
+				opts.StartAt.UTC().Format(time.RFC3339), d.Round(time.Second), MaxStartDelay)
+		}
+	}
+	// The scenario as the shards were given it: what a merge checks they share.
+	hash, err := sc.Hash()
+	if err != nil {
+		return nil, err
+	}
 	sc = sc.Clone()
 	if sc.Prompts.Salt == scenario.SaltRandom {
 		// A salt of this run's own, recorded in the header so the run can
-		// be repeated with the same prompts.
-		if err := sc.Set("prompts.salt", fmt.Sprintf("%x", epoch.UnixNano())); err != nil {
+		// be repeated with the same prompts. Shards agreeing on a start
+		// take it from that start, so they share one salt.
+		base := epoch
+		if !opts.StartAt.IsZero() {
+			base = opts.StartAt
+		}
+		if err := sc.Set("prompts.salt", fmt.Sprintf("%x", base.UnixNano())); err != nil {
+			return nil, &ConfigError{err}
+		}
+	}
+	if opts.NoScrape {
+		if err := sc.Set("scrape.enabled", "false"); err != nil {
 			return nil, &ConfigError{err}
 		}
 	}
@@ -182,7 +226,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 		AllowRemote: sc.Target.AllowRemote,
 		TLS:         tlsConf,
 		Epoch:       epoch,
-		MaxConns:    sc.MaxConcurrency(),
+		MaxConns:    opts.Shard.MaxConcurrency(sc),
 		Connect:     sc.Target.Timeouts.Connect.D(),
 		FirstByte:   sc.Target.Timeouts.FirstByte.D(),
 		Idle:        sc.Target.Timeouts.Idle.D(),
@@ -199,14 +243,14 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 	}
 	// Open the connections the run will need before the load, so the first
 	// requests' TTFT does not include a burst of dials.
-	if _, err := cl.Warm(ctx, sc.MaxConcurrency()); err != nil && ctx.Err() == nil {
+	if _, err := cl.Warm(ctx, opts.Shard.MaxConcurrency(sc)); err != nil && ctx.Err() == nil {
 		return nil, fmt.Errorf("connect to %s: %w", baseURL, err)
 	}
 	grace := opts.Grace
 	if grace == 0 {
 		grace = DefaultGrace
 	}
-	sched, err := newScheduler(sc, cl, withEpoch(epoch), withGrace(grace))
+	sched, err := newScheduler(sc, cl, withEpoch(epoch), withGrace(grace), withShard(opts.Shard))
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
@@ -221,6 +265,12 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 	host, _ := os.Hostname()
 	hdr := &results.Header{Schema: results.Schema, Tool: "servebench", Version: Version(), Started: epoch, Host: host,
 		RunID: runID(), Target: baseURL, Model: sc.Target.Model, Scenario: resolved, Ends: true, Spec: spec}
+	if opts.Shard.Count > 0 {
+		hdr.Shard = &results.Shard{Index: opts.Shard.Index, Count: opts.Shard.Count, ScenarioHash: hash}
+		if !opts.StartAt.IsZero() {
+			hdr.Shard.StartAt = opts.StartAt.UTC()
+		}
+	}
 
 	path := filepath.Join(opts.Dir, FileResults)
 	w, err := results.Create(path)
@@ -317,7 +367,7 @@ func load(ctx context.Context, sc *scenario.Scenario, opts Options, w *results.W
 	drawCtx, stopDraw := context.WithCancel(context.Background())
 	if opts.Progress != nil {
 		fmt.Fprintf(opts.Progress, "running %q against %s (model %s); results → %s\n%s",
-			sc.Name, baseURL, sc.Target.Model, filepath.Join(opts.Dir, FileResults), Describe(sc))
+			sc.Name, baseURL, sc.Target.Model, filepath.Join(opts.Dir, FileResults), Describe(sc, opts.Shard))
 		g.Go(func() error { prog.draw(drawCtx, opts.Progress, opts.Terminal, 5*time.Second); return nil })
 	}
 	g.Go(func() error {
@@ -329,12 +379,17 @@ func load(ctx context.Context, sc *scenario.Scenario, opts Options, w *results.W
 			warn("target", "TLS certificate verification is off (target.tls.insecure_skip_verify): the server was not authenticated")
 		}
 		stopScrape := startScraper(sc, baseURL, epoch, records, warn, append(slices.Collect(maps.Values(sc.Target.Headers)), opts.APIKey))
-		err := sched.Run(runCtx, emit)
+		var began time.Duration
+		err := waitUntil(runCtx, opts.StartAt, opts.Progress)
+		if err == nil {
+			began = time.Since(epoch)
+			err = sched.Run(runCtx, emit)
+		}
 		stopScrape()
 		for _, msg := range health.finish() {
 			warn("harness", msg)
 		}
-		end := &results.End{At: time.Since(epoch), Completed: err == nil && ctx.Err() == nil}
+		end := &results.End{At: time.Since(epoch), Completed: err == nil && ctx.Err() == nil, Began: began}
 		if !end.Completed {
 			end.Reason = "interrupted"
 			if err != nil {
@@ -348,12 +403,34 @@ func load(ctx context.Context, sc *scenario.Scenario, opts Options, w *results.W
 	return g.Wait()
 }
 
+// waitUntil returns when the wall clock reaches t (at once for a zero or
+// past t), or with ctx's cause when ctx ends first. A wait of more than a
+// second is announced on progress.
+func waitUntil(ctx context.Context, t time.Time, progress io.Writer) error {
+	d := time.Until(t)
+	if t.IsZero() || d <= 0 {
+		return nil
+	}
+	if progress != nil && d > time.Second {
+		fmt.Fprintf(progress, "waiting %s for the agreed start, %s\n", d.Round(time.Second), t.UTC().Format(time.RFC3339Nano))
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stopped before the agreed start: %w", context.Cause(ctx))
+	}
+}
+
 // finish computes the summary from agg, judges it when the scenario has
-// budgets, and writes summary.json, the verdict files, the plots and
+// budgets (and the results hold the whole load: a shard alone is not
+// judged), and writes summary.json, the verdict files, the plots and
 // report.html into dir.
 func finish(dir string, agg *report.Aggregate, spec *results.Spec) (*report.Summary, error) {
 	sum := agg.Summary()
-	if spec != nil && spec.Budgets != nil {
+	if spec != nil && spec.Budgets != nil && agg.WholeLoad() {
 		sum.Verdict = agg.Evaluate(sum, spec.Budgets, spec.SLO)
 	}
 	if err := WriteSummaryFiles(dir, sum); err != nil {
@@ -432,8 +509,9 @@ func APIKey(sc *scenario.Scenario, getenv func(string) string) (string, error) {
 }
 
 // Describe says, in one line per stage, where the load goes and what it is:
-// what a user should read before a run sends load to another machine.
-func Describe(sc *scenario.Scenario) string {
+// what a user should read before a run sends load to another machine. For
+// a shard (Count > 1) it describes the shard's share.
+func Describe(sc *scenario.Scenario, sh scenario.Shard) string {
 	var b strings.Builder
 	host := sc.Target.URL
 	if u, err := url.Parse(sc.Target.URL); err == nil && u.Host != "" {
@@ -444,17 +522,23 @@ func Describe(sc *scenario.Scenario) string {
 		where = "ANOTHER MACHINE (target.allow_remote)"
 	}
 	fmt.Fprintf(&b, "load goes to %s, %s; at most %s\n", host, where, sc.Load.MaxDuration)
+	if sh.Count > 1 {
+		fmt.Fprintf(&b, "shard %s: this machine sends its share of each stage\n", sh)
+	}
 	for i := range sc.Load.Stages {
 		st := &sc.Load.Stages[i]
+		share := sh.Stage(st)
 		var load string
 		if st.Open() {
-			load = fmt.Sprintf("open loop, %s arrivals at %g req/s, at most %d in flight", st.Arrival, st.RatePerSec, st.MaxConcurrency)
+			load = fmt.Sprintf("open loop, %s arrivals at %g req/s, at most %d in flight", st.Arrival, share.RatePerSec, share.MaxConcurrency)
 		} else {
-			load = fmt.Sprintf("closed loop, %d workers", st.Concurrency)
+			load = fmt.Sprintf("closed loop, %d workers", share.Concurrency)
 		}
 		var bounds []string
 		if st.Requests > 0 {
-			bounds = append(bounds, fmt.Sprintf("%d requests", st.Requests))
+			// An open loop's shard sends the arrivals k ≡ Index (mod
+			// Count) below the bound: Share of them.
+			bounds = append(bounds, fmt.Sprintf("%d requests", sh.Share(st.Requests)))
 		}
 		if st.Duration > 0 {
 			bounds = append(bounds, "for "+st.Duration.String())

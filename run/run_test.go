@@ -179,3 +179,107 @@ load: {stages: [{concurrency: 6, requests: 500}]}
 		t.Errorf("requests %+v, errors %v %v: the requests in flight should have finished in the grace period", o.Requests, o.Errors, o.ErrorMessages)
 	}
 }
+
+// TestShardRun runs shard 1 of 2 of a gated scenario with an agreed start
+// and scraping left to the other shard: the header names the shard, the
+// scenario's hash and the start; the load begins no earlier than the
+// start; the shard alone gets no verdict, and its summary says it holds
+// part of the load, as `bench report --partial` rebuilds it.
+func TestShardRun(t *testing.T) {
+	t.Parallel()
+	sc, err := scenario.Parse("gated.yaml", []byte(gated))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash, _ := sc.Hash()
+	dir := t.TempDir()
+	start := time.Now().Add(300 * time.Millisecond)
+	sum, err := Run(context.Background(), sc, Options{Dir: dir, Shard: scenario.Shard{Index: 1, Count: 2}, StartAt: start, NoScrape: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Verdict != nil {
+		t.Errorf("a shard alone was judged: %+v", sum.Verdict)
+	}
+	if sum.Overall.Requests.OK+sum.Overall.Requests.Warmup != 12+10 {
+		t.Errorf("requests = %+v, want the shard's 12 closed-loop and 10 open-loop ones", sum.Overall.Requests)
+	}
+	if s := sum.Shards; s == nil || s.Count != 2 || len(s.Merged) != 1 || s.Merged[0] != 1 || len(s.Missing) != 1 || s.ScenarioHash != hash {
+		t.Errorf("shards = %+v", s)
+	}
+	if !strings.Contains(strings.Join(sum.Warnings, "\n"), "these results hold shard 1 of 2") {
+		t.Errorf("warnings do not say the results hold a shard: %q", sum.Warnings)
+	}
+	if sum.Correlation != nil && sum.Correlation.ScrapeOK != 0 {
+		t.Errorf("the shard scraped although told not to: %d samples", sum.Correlation.ScrapeOK)
+	}
+	f, err := results.OpenFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := f.Headers()[0]
+	if h.Shard == nil || h.Shard.Index != 1 || h.Shard.Count != 2 || h.Shard.ScenarioHash != hash || !h.Shard.StartAt.Equal(start) {
+		t.Errorf("header shard = %+v", h.Shard)
+	}
+	for rec, err := range f.All() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := rec.End; e != nil && h.Started.Add(e.Began).Before(start) {
+			t.Errorf("the load began at %v, before the agreed start %v", h.Started.Add(e.Began), start)
+		}
+		if r := rec.Result; r != nil && h.Started.Add(r.Scheduled).Before(start) {
+			t.Errorf("seq %d scheduled before the agreed start", r.Seq)
+		}
+	}
+
+	if _, err := report.FromFiles(dir); !errors.Is(err, results.ErrIncompleteShards) {
+		t.Errorf("a lone shard was merged without --partial: %v", err)
+	}
+	_, rebuilt, err := report.Reader{Partial: true}.Rebuild(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want bytes.Buffer
+	_ = report.WriteJSON(&got, rebuilt)
+	_ = report.WriteJSON(&want, sum)
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Errorf("the partial rebuild differs from the shard's summary:\nrebuilt %s\nrun     %s", got.Bytes(), want.Bytes())
+	}
+}
+
+// TestStartAtBounded: a start more than MaxStartDelay away is refused
+// before anything runs, and a run waiting for its start stops when its
+// context is canceled.
+func TestStartAtBounded(t *testing.T) {
+	t.Parallel()
+	sc, err := scenario.Parse("gated.yaml", []byte(gated))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), sc, Options{Dir: t.TempDir(), StartAt: time.Now().Add(2 * time.Hour)})
+	var cfg *ConfigError
+	if !errors.As(err, &cfg) || !strings.Contains(err.Error(), "want a time within 1h0m0s") {
+		t.Errorf("a start two hours ahead: %v", err)
+	}
+	// Cancel once the run says it waits.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	progress := writerFunc(func(p []byte) (int, error) {
+		if bytes.Contains(p, []byte("for the agreed start")) {
+			cancel()
+		}
+		return len(p), nil
+	})
+	sum, err := Run(ctx, sc, Options{Dir: t.TempDir(), StartAt: time.Now().Add(50 * time.Minute), Progress: progress})
+	if err == nil || !strings.Contains(err.Error(), "stopped before the agreed start") {
+		t.Errorf("a canceled wait: %v", err)
+	}
+	if sum == nil || sum.Overall.Requests.Scheduled != 0 || sum.Incomplete == "" {
+		t.Errorf("a run stopped while waiting: %+v", sum)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

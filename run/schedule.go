@@ -46,6 +46,12 @@ func withEpoch(t time.Time) option { return func(r *scheduler) { r.epoch = t } }
 // before they are canceled (default DefaultGrace; 0 cancels at once).
 func withGrace(d time.Duration) option { return func(r *scheduler) { r.grace = max(d, 0) } }
 
+// withShard makes the scheduler run one shard's share of every stage (see
+// scenario.Shard): its part of the closed loops' workers and requests,
+// its arrivals of the open loops' schedules, and sequence numbers strided
+// by the shard count. The default is the whole load.
+func withShard(sh scenario.Shard) option { return func(r *scheduler) { r.shard = sh } }
+
 // withPrompts supplies prebuilt prompts (for example to share them between
 // runs of one scenario); by default newScheduler builds them.
 func withPrompts(p *scenario.Prompts) option { return func(r *scheduler) { r.prompts = p } }
@@ -60,6 +66,8 @@ type scheduler struct {
 	grace   time.Duration
 	tmpl    client.Request // the fields every request shares
 	started atomic.Bool
+	shard   scenario.Shard
+	step    uint64 // the sequence-number stride: the shard count, or 1
 
 	mu  sync.Mutex // makes (Seq, Scheduled) pairs increase together
 	seq uint64
@@ -106,8 +114,13 @@ func newScheduler(sc *scenario.Scenario, d Doer, opts ...option) (*scheduler, er
 	for _, o := range opts {
 		o(r)
 	}
+	if err := r.shard.Check(r.sc); err != nil {
+		return nil, fmt.Errorf("scenario runner: shard %s: %w", r.shard, err)
+	}
+	r.step = uint64(max(r.shard.Count, 1))
+	r.seq = uint64(r.shard.Index)
 	if r.prompts == nil {
-		p, err := scenario.NewPrompts(r.sc)
+		p, err := scenario.NewShardPrompts(r.sc, r.shard)
 		if err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
@@ -223,9 +236,12 @@ func (r *scheduler) Run(ctx context.Context, emit func(results.Result)) error {
 func (r *scheduler) since() time.Duration { return time.Since(r.epoch) }
 
 // closed runs a closed-loop stage: st.Concurrency workers, each sending its
-// next request as soon as its previous one finished. It reports whether
-// the stage ended by its own bounds (not by stop).
-func (r *scheduler) closed(stop, reqCtx context.Context, idx int, st *scenario.Stage, emit func(results.Result)) bool {
+// next request as soon as its previous one finished (a shard runs its
+// share of the workers and requests). It reports whether the stage ended
+// by its own bounds (not by stop).
+func (r *scheduler) closed(stop, reqCtx context.Context, idx int, whole *scenario.Stage, emit func(results.Result)) bool {
+	share := r.shard.Stage(whole)
+	st := &share
 	start := r.since()
 	var issued int // guarded by r.mu
 	claim := func() (seq uint64, at time.Duration, warm, ok bool) {
@@ -237,7 +253,7 @@ func (r *scheduler) closed(stop, reqCtx context.Context, idx int, st *scenario.S
 		}
 		warm = issued < st.Warmup.Requests || at-start < st.Warmup.Duration.D()
 		seq = r.seq
-		r.seq++
+		r.seq += r.step
 		issued++
 		return seq, at, warm, true
 	}
@@ -262,16 +278,20 @@ func (r *scheduler) closed(stop, reqCtx context.Context, idx int, st *scenario.S
 // open runs an open-loop stage: arrivals at the schedule's offsets, each
 // sent in its own goroutine if fewer than st.MaxConcurrency requests are in
 // flight, else recorded as dropped. The scheduler never waits for a
-// response. It reports whether the stage ended by its own bounds.
+// response. A shard computes the stage's whole schedule and sends its own
+// arrivals (scenario.Shard.Owns) within its share of the slots. It reports
+// whether the stage ended by its own bounds.
 func (r *scheduler) open(stop, reqCtx context.Context, idx int, st *scenario.Stage, emit func(results.Result)) bool {
 	sched := scenario.NewSchedule(st, r.sc.ArrivalSeed(idx))
 	start := r.since()
-	slots := make(chan struct{}, st.MaxConcurrency)
+	slots := make(chan struct{}, r.shard.Stage(st).MaxConcurrency)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	for n := uint64(0); ; n++ {
+	// n counts the stage's arrivals, every shard's: this shard's are
+	// Index, Index+Count, …
+	for n := uint64(r.shard.Index); ; n += r.step {
 		wait, done := sched.Next(r.since()-start, n)
 		if done {
 			return true
@@ -291,7 +311,7 @@ func (r *scheduler) open(stop, reqCtx context.Context, idx int, st *scenario.Sta
 		warm := n < uint64(max(st.Warmup.Requests, 0)) || offset < st.Warmup.Duration.D()
 		r.mu.Lock()
 		seq := r.seq
-		r.seq++
+		r.seq += r.step
 		r.mu.Unlock()
 		r.scheduled.Add(1)
 		select {

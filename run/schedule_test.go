@@ -485,3 +485,80 @@ func TestNewRunnerNeedsDefaults(t *testing.T) {
 		t.Errorf("newScheduler after Defaults: %v", err)
 	}
 }
+
+// TestShardsSplitTheLoad runs three shards of one scenario against one
+// server and checks the split: sequence numbers unique across shards and
+// strided by the shard count; each closed-loop shard its share of the
+// requests and warmup; and in the open loop, each shard's arrivals exactly
+// the unsharded schedule's arrivals k ≡ shard (mod 3), warmup flags
+// included, so that together they are the scenario's schedule.
+func TestShardsSplitTheLoad(t *testing.T) {
+	t.Parallel()
+	srv := newStreamServer(t, time.Millisecond, time.Millisecond, 2)
+	const doc = `
+name: shards
+prompts: {seed: 9, input_tokens: 16, output_tokens: 2}
+load:
+  stages:
+    - {name: closed, concurrency: 5, requests: 20, warmup: {requests: 4}}
+    - {name: open, rate: 400, arrival: poisson, max_concurrency: 30, requests: 31, warmup: {requests: 3}}
+`
+	sc, err := scenario.Parse("run.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := &sc.Load.Stages[1]
+	sched := scenario.NewSchedule(open, sc.ArrivalSeed(1))
+	const n = 3
+	seen := map[uint64]int{}
+	arrivals := 0
+	for i := range n {
+		sh := scenario.Shard{Index: i, Count: n}
+		r, recs, err := runScenario(t, t.Context(), srv, doc, withShard(sh))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var closed, closedWarm int
+		var opened []results.Result
+		for _, rec := range recs {
+			if o, dup := seen[rec.Seq]; dup {
+				t.Fatalf("seq %d sent by shards %d and %d", rec.Seq, o, i)
+			}
+			seen[rec.Seq] = i
+			if rec.Seq%n != uint64(i) {
+				t.Errorf("shard %d numbered a request %d", i, rec.Seq)
+			}
+			if rec.Stage == 0 {
+				closed++
+				if rec.Warmup {
+					closedWarm++
+				}
+			} else {
+				opened = append(opened, rec)
+			}
+		}
+		if closed != sh.Share(20) || closedWarm != sh.Share(4) {
+			t.Errorf("shard %d: %d closed-loop requests (%d warmup), want %d (%d)", i, closed, closedWarm, sh.Share(20), sh.Share(4))
+		}
+		if p := r.counters(); uint64(len(recs)) != p.Scheduled {
+			t.Errorf("shard %d: %d records, %d scheduled", i, len(recs), p.Scheduled)
+		}
+		slices.SortFunc(opened, func(a, b results.Result) int { return int(a.Scheduled - b.Scheduled) })
+		if len(opened) != sh.Share(31) {
+			t.Fatalf("shard %d: %d arrivals, want %d", i, len(opened), sh.Share(31))
+		}
+		arrivals += len(opened)
+		for j, rec := range opened {
+			k := uint64(i + n*j)
+			if got, want := rec.Scheduled-opened[0].Scheduled, sched.Offset(k)-sched.Offset(uint64(i)); got != want {
+				t.Errorf("shard %d, its arrival %d (the stage's %d): at +%v, want +%v", i, j, k, got, want)
+			}
+			if rec.Warmup != (k < 3) {
+				t.Errorf("shard %d: the stage's arrival %d has warmup %v", i, k, rec.Warmup)
+			}
+		}
+	}
+	if len(seen) != 20+31 || arrivals != 31 {
+		t.Errorf("the shards sent %d requests (%d arrivals), want 51 (31)", len(seen), arrivals)
+	}
+}

@@ -37,4 +37,11 @@
 // Sequence numbers are unique, start at 0 and increase in scheduling order
 // across the whole run. The prompt of a request is a pure function of the
 // scenario's seed and the request's sequence number.
+//
+// # Shards
+//
+// A run can be split over several load generators (Shard, `bench run
+// --shard i/n`): each runs its share of every stage, numbers its requests
+// i, i+n, i+2n, … so that sequence numbers and prompts stay unique across
+// shards, and the shards' results merge into the run's (package report).
 package scenario

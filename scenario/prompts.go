@@ -34,7 +34,8 @@ type Prompt struct {
 //
 // Dataset prompts cycle through the dataset's usable entries in a seeded
 // order that visits each entry once per pass; input lengths are counted
-// with the tokenizer, once per entry.
+// with the tokenizer, once per entry. A shard's prompts (NewShardPrompts)
+// cycle through its part of the entries only.
 //
 // At is cheap (no allocation for synthetic prompts without a shared prefix)
 // and Prompts is safe for concurrent use.
@@ -55,6 +56,7 @@ type Prompts struct {
 
 	// Dataset prompts.
 	entries []entry
+	shards  uint64 // sequence numbers are strided by the shard count: seq / shards counts the shard's own requests
 }
 
 // corpusStarts is the number of distinct start positions of synthetic
@@ -74,18 +76,40 @@ type entry struct {
 // NewPrompts builds the prompts of a scenario whose defaults are applied:
 // it loads the tokenizer and generates the synthetic corpus (a few
 // milliseconds) or reads the dataset file.
-func NewPrompts(sc *Scenario) (*Prompts, error) {
+func NewPrompts(sc *Scenario) (*Prompts, error) { return NewShardPrompts(sc, Shard{}) }
+
+// NewShardPrompts builds the prompts of one shard of a sharded run (see
+// Shard), whose sequence numbers are strided by the shard count. Synthetic
+// prompts are those of NewPrompts: distinct sequence numbers give distinct
+// prompts. A dataset is partitioned: the shard keeps the usable entries at
+// positions i with i mod Count = Index and cycles through them alone; a
+// dataset with fewer usable entries than shards is an error.
+func NewShardPrompts(sc *Scenario, sh Shard) (*Prompts, error) {
 	spec := &sc.Prompts
 	tok, err := tokenizer.Load(spec.Tokenizer)
 	if err != nil {
 		return nil, fmt.Errorf("prompts: %w", err)
 	}
-	p := &Prompts{tok: tok, seed: spec.Seed, in: spec.InputTokens, out: spec.OutputTokens}
+	p := &Prompts{tok: tok, seed: spec.Seed, in: spec.InputTokens, out: spec.OutputTokens, shards: uint64(sh.n())}
 	if spec.Dataset.Path != "" {
 		p.in = nil
 		p.entries, err = readDataset(sc.DatasetPath(), spec.Dataset.Format)
 		if err != nil {
 			return nil, err
+		}
+		if n := sh.n(); n > 1 {
+			if len(p.entries) < n {
+				return nil, &FieldError{File: sc.DatasetPath(), Msg: fmt.Sprintf(
+					"%d usable prompts cannot be split over %d shards: each shard needs at least one", len(p.entries), n)}
+			}
+			// Keep this shard's part. The entries hold atomics: move them
+			// one by one rather than copy the slice.
+			part := make([]entry, 0, len(p.entries)/n+1)
+			for i := sh.Index; i < len(p.entries); i += n {
+				part = append(part, entry{prompt: p.entries[i].prompt, answer: p.entries[i].answer})
+				part[len(part)-1].output.Store(p.entries[i].output.Load())
+			}
+			p.entries = part
 		}
 		p.starts = uint64(len(p.entries))
 		p.stride, p.shift = permutation(p.starts, spec.Seed)
@@ -155,10 +179,13 @@ func (p *Prompts) At(seq uint64) Prompt {
 	var src rand.PCG
 	src.Seed(p.seed, mix(seq))
 	r := rand.New(&src)
-	pos := (p.stride*(seq%p.starts) + p.shift) % p.starts
 	if p.entries != nil {
-		return p.entry(pos, r)
+		// A shard numbers its requests Index, Index+Count, …: its own
+		// request number walks its own part of the dataset.
+		own := seq / p.shards
+		return p.entry((p.stride*(own%p.starts)+p.shift)%p.starts, r)
 	}
+	pos := (p.stride*(seq%p.starts) + p.shift) % p.starts
 	n := p.in.draw(r)
 	out := p.out.draw(r)
 	text := p.corpus[p.offs[pos]:p.offs[pos+uint64(n-p.prefixTokens)]]

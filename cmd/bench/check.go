@@ -13,7 +13,7 @@ import (
 	"github.com/servebench/servebench/scenario"
 )
 
-const checkUsage = `Usage: bench check RESULTS... [--budgets SCENARIO] [--format text|json|markdown|junit] [--out DIR]
+const checkUsage = `Usage: bench check RESULTS... [--budgets SCENARIO] [--format text|json|markdown|junit] [--out DIR] [--partial]
 
 Judges saved results against latency budgets, without running anything.
 RESULTS are results files or run directories (several are merged, as by
@@ -48,6 +48,7 @@ func checkCmd(ctx context.Context, e env, args []string) error {
 	budgetsFile := fs.String("budgets", "", "scenario `file` whose budgets and slo to judge by (default: the results' own scenario)")
 	format := fs.String("format", "text", "stdout format: text, json, markdown or junit")
 	outDir := fs.String("out", "", "also write summary.json, junit.xml and verdict.md into `DIR`")
+	partial := fs.Bool("partial", false, "accept a sharded run's results that lack shards (and judge them)")
 	paths, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -66,7 +67,7 @@ func checkCmd(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	agg, err := report.FromFiles(paths...)
+	agg, err := report.Reader{Partial: *partial}.FromFiles(paths...)
 	if err != nil {
 		return fmt.Errorf("check: %w", err)
 	}

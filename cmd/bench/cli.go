@@ -74,6 +74,7 @@ func commands() []command {
 		{"run", "run a scenario file and write results, summary and report", runCmd},
 		{"sweep", "run a scenario once per server-setting value; recommend one", sweepCmd},
 		{"report", "rebuild the summary from one or more results files", reportCmd},
+		{"merge", "merge a sharded run's results into one summary, plots and report", mergeCmd},
 		{"plot", "draw the plots and report.html from one or more results files", plotCmd},
 		{"check", "judge saved results against a scenario's budgets", checkCmd},
 		{"compare", "compare two runs, benchstat-style; gate on regressions", compareCmd},
@@ -95,6 +96,7 @@ Examples:
   bench run scenarios/quickstart.yaml             # against the built-in simulator, no server needed
   bench run my.yaml --target http://127.0.0.1:8000 --set load.stages[0].concurrency=32
   bench report runs/quickstart-*/results.jsonl --format json
+  bench merge runs/big/shard-0 runs/big/shard-1 --out runs/big/merged   # shards of one run
   bench sim --preset gpt-oss-120b-h100        # serve the simulator for another client
 
 Exit codes: 0 ok, 1 run failed, 2 usage or scenario error, 3 budget missed, 130 interrupted.

@@ -9,13 +9,14 @@ import (
 	"github.com/servebench/servebench/report/compare"
 )
 
-const compareUsage = `Usage: bench compare BASE NEW [--max-regression [SCOPE:]METRIC[.STAT]=N% ...] [--alpha 0.05] [--min-change 5%] [--format text|json]
+const compareUsage = `Usage: bench compare BASE NEW [--max-regression [SCOPE:]METRIC[.STAT]=N% ...] [--alpha 0.05] [--min-change 5%] [--format text|json] [--partial]
 
 Compares a baseline run with a new one, benchstat-style: for the whole run
 and for each stage both have, every latency percentile (TTFT, time to first
 content, ITL, TPOT, E2E), throughput and error rate on both sides, the
 relative change, and whether the change is significant. BASE and NEW are
-results files or run directories.
+results files or run directories; a directory of run directories (the
+shards of a sharded run, shard-0/, shard-1/, …) stands for their merge.
 
 Significance comes from the Mann-Whitney U test (two-sided) on per-request
 values: one TTFT, TPOT and E2E per request, and each request's mean ITL.
@@ -48,6 +49,7 @@ func compareCmd(ctx context.Context, e env, args []string) error {
 	alpha := fs.Float64("alpha", compare.DefaultAlpha, "significance level of the rank test")
 	minChange := fs.String("min-change", "5%", "smallest relative change flagged as a regression or improvement")
 	format := fs.String("format", "text", "output format: text or json")
+	partial := fs.Bool("partial", false, "accept sharded runs whose results lack shards")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -78,11 +80,12 @@ func compareCmd(ctx context.Context, e env, args []string) error {
 		}
 		opts.MaxRegression[k] = v
 	}
-	base, err := report.FromFiles(pos[0])
+	rd := report.Reader{Partial: *partial}
+	base, err := rd.FromFiles(pos[0])
 	if err != nil {
 		return fmt.Errorf("compare: base: %w", err)
 	}
-	cand, err := report.FromFiles(pos[1])
+	cand, err := rd.FromFiles(pos[1])
 	if err != nil {
 		return fmt.Errorf("compare: new: %w", err)
 	}

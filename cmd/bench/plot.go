@@ -11,7 +11,7 @@ import (
 	"github.com/servebench/servebench/results"
 )
 
-const plotUsage = `Usage: bench plot RESULTS... [--out DIR]
+const plotUsage = `Usage: bench plot RESULTS... [--out DIR] [--partial]
 
 Draws a run's plots and HTML report from saved results files (results.jsonl
 or .jsonl.gz, or a run directory holding one), exactly as 'bench run' drew
@@ -36,6 +36,7 @@ Examples:
 func plotCmd(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "plot", plotUsage)
 	outDir := fs.String("out", "", "output directory (default: the first results file's directory)")
+	partial := fs.Bool("partial", false, "accept a sharded run's results that lack shards")
 	paths, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -47,11 +48,14 @@ func plotCmd(ctx context.Context, e env, args []string) error {
 	dir := *outDir
 	if dir == "" {
 		dir = filepath.Dir(results.Path(paths[0]))
+		if fi, err := os.Stat(paths[0]); err == nil && fi.IsDir() {
+			dir = paths[0] // a run directory, or a directory of shards
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
-	agg, sum, err := report.Rebuild(paths...)
+	agg, sum, err := report.Reader{Partial: *partial}.Rebuild(paths...)
 	if err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}

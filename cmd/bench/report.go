@@ -7,22 +7,25 @@ import (
 	"github.com/servebench/servebench/report"
 )
 
-const reportUsage = `Usage: bench report RESULTS... [--format text|json]
+const reportUsage = `Usage: bench report RESULTS... [--format text|json] [--partial]
 
 Rebuilds the summary from saved results files (results.jsonl or .jsonl.gz,
 or a run directory holding one). Several files, for example from several
 load-generating machines, are merged into one summary. The JSON output is
-byte for byte the summary.json that 'bench run' wrote.
+byte for byte the summary.json that 'bench run' wrote. The shards of a
+sharded run merge as with 'bench merge': all of them, unless --partial.
 
 Examples:
   bench report runs/quickstart-20261122-030000/results.jsonl
   bench report runs/quickstart-20261122-030000 --format json > summary.json
   bench report hostA/results.jsonl hostB/results.jsonl
+  bench report runs/big                    # a directory of shard-*/ run directories
 `
 
 func reportCmd(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "report", reportUsage)
 	format := fs.String("format", "text", "output format: text or json")
+	partial := fs.Bool("partial", false, "accept a sharded run's results that lack shards")
 	paths, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -34,7 +37,7 @@ func reportCmd(ctx context.Context, e env, args []string) error {
 	if *format != "text" && *format != "json" {
 		return usagef("report: --format %q: want text or json", *format)
 	}
-	_, s, err := report.Rebuild(paths...)
+	_, s, err := report.Reader{Partial: *partial}.Rebuild(paths...)
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}

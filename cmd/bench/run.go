@@ -16,6 +16,7 @@ import (
 )
 
 const runUsage = `Usage: bench run SCENARIO [--target URL] [--out DIR [--force]] [--set path=value ...]
+                 [--shard I/N [--start-at TIME] [--scrape-shard K]]
 
 Runs a scenario file: sends its load to the target, streams one record per
 request (and one per /metrics scrape) to DIR/results.jsonl as each finishes,
@@ -39,6 +40,18 @@ the verdict is printed, written into summary.json, DIR/junit.xml and
 DIR/verdict.md, and a missed budget gives exit code 3 (see 'bench help
 check', which judges saved results again).
 
+--shard I/N runs shard I (counting from 0) of N load generators sharing the
+scenario's load, for more load than one machine can send: each runs 1/N
+of every stage (a closed loop's workers and requests divided as evenly as
+integers allow, every Nth arrival of an open loop's schedule), numbers its
+requests so no two shards send the same prompt, and writes a results file
+whose header names the shard and the scenario's hash. --start-at TIME
+(RFC 3339, within an hour) makes the shards begin their load together:
+each prepares, then waits for it. --scrape-shard K lets only shard K
+scrape the server. A shard's budgets are not judged; 'bench merge' merges
+the shards' results into the run's summary, plots and report (see 'bench
+help merge').
+
 Ctrl-C stops new requests, gives in-flight ones a short grace period, then
 writes the summary and exits with code 130; a second Ctrl-C aborts at once.
 Records already written are never lost: 'bench report DIR' rebuilds the
@@ -51,6 +64,7 @@ Examples:
   bench run my.yaml --set prompts.input_tokens.value=4096 --set request.max_tokens=256
   bench run scenarios/release-gate.yaml --target http://127.0.0.1:8000   # exit 3 if a budget is missed
   bench run my.yaml --target http://10.0.0.7:8000 --allow-remote --header X-Tenant:bench
+  bench run my.yaml --shard 0/4 --start-at 2026-11-22T03:00:00Z --scrape-shard 0 --out runs/big/shard-0
 `
 
 func runCmd(ctx context.Context, e env, args []string) error {
@@ -59,6 +73,9 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	outDir := fs.String("out", "", "output directory (default runs/NAME-YYYYMMDD-HHMMSS)")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	force := fs.Bool("force", false, "write into an --out directory that already holds a run, replacing its files")
+	shard := fs.String("shard", "", "run shard `I/N` of N load generators sharing the load (I counts from 0)")
+	startAt := fs.String("start-at", "", "begin the load at this wall-clock `time` (RFC 3339, within an hour), so shards start together")
+	scrapeShard := fs.Int("scrape-shard", -1, "with --shard: only shard `K` scrapes the server's /metrics (default: every shard)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -68,6 +85,10 @@ func runCmd(ctx context.Context, e env, args []string) error {
 		return usagef("run: want exactly one scenario file, got %d", len(pos))
 	}
 	sc, err := load(pos[0])
+	if err != nil {
+		return err
+	}
+	sh, start, err := shardFlags(*shard, *startAt, *scrapeShard)
 	if err != nil {
 		return err
 	}
@@ -89,9 +110,11 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	opts.Shard, opts.StartAt = sh, start
+	opts.NoScrape = *scrapeShard >= 0 && sh.Index != *scrapeShard
 	if *quiet && sc.Target.AllowRemote {
 		// Load leaving this machine is announced, quiet or not.
-		fmt.Fprint(e.stderr, run.Describe(sc))
+		fmt.Fprint(e.stderr, run.Describe(sc, sh))
 	}
 	sum, runErr := run.Run(ctx, sc, opts)
 	if ctx.Err() != nil && !errors.Is(runErr, errInterrupted) {
@@ -115,6 +138,32 @@ func runCmd(ctx context.Context, e env, args []string) error {
 		runErr = err
 	}
 	return runErr
+}
+
+// shardFlags reads --shard, --start-at and --scrape-shard.
+func shardFlags(shard, startAt string, scrapeShard int) (scenario.Shard, time.Time, error) {
+	var sh scenario.Shard
+	var start time.Time
+	var err error
+	if shard != "" {
+		if sh, err = scenario.ParseShard(shard); err != nil {
+			return sh, start, usagef("--shard %w", err)
+		}
+	}
+	if startAt != "" {
+		if start, err = time.Parse(time.RFC3339, startAt); err != nil {
+			return sh, start, usagef("--start-at %q: want an RFC 3339 time such as 2026-11-22T03:00:00Z", startAt)
+		}
+	}
+	switch {
+	case scrapeShard < -1:
+		return sh, start, usagef("--scrape-shard %d: want a shard index", scrapeShard)
+	case scrapeShard >= 0 && sh.Count == 0:
+		return sh, start, usagef("--scrape-shard applies to a shard (--shard I/N)")
+	case scrapeShard >= sh.Count && sh.Count > 0:
+		return sh, start, usagef("--scrape-shard %d: want a shard of the %d, 0 to %d", scrapeShard, sh.Count, sh.Count-1)
+	}
+	return sh, start, nil
 }
 
 // runOptions are the run library's options for a run from the command
