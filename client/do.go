@@ -95,13 +95,20 @@ func (c *Client) Do(ctx context.Context, r *Request) (res results.Result) {
 	// only when the failure came before the response). The trace counts the
 	// connections the request took, so the retry is recorded.
 	var conns atomic.Int32
-	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { conns.Add(1) }}
+	var written atomic.Int64 // when the request was written, ns from the epoch
+	trace := &httptrace.ClientTrace{
+		GotConn:      func(httptrace.GotConnInfo) { conns.Add(1) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { written.Store(int64(c.since(time.Now()))) },
+	}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(rctx, trace), http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		res.Outcome, res.ErrorClass, res.Error = results.Failed, results.ErrConnect, err.Error()
 		return res
 	}
-	defer func() { res.Retries = max(int(conns.Load())-1, 0) }()
+	defer func() {
+		res.Retries = max(int(conns.Load())-1, 0)
+		res.Written = time.Duration(written.Load())
+	}()
 	req.Header.Set("Idempotency-Key", c.requestKey())
 	req.Header.Set("Content-Type", "application/json")
 	if r.Stream {

@@ -357,6 +357,10 @@ func (a *Aggregate) Summary() *Summary {
 	for _, why := range sortedKeys(a.skipped) {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d request records were skipped: they have %s (a damaged or foreign results file?)", a.skipped[why], why))
 	}
+	out.Harness = a.harness()
+	if h := out.Harness; h != nil && h.Limited {
+		out.Warnings = append(out.Warnings, "LIMITED BY THE CLIENT: "+h.Reason+"; "+LimitedAdvice)
+	}
 	out.Incomplete = a.incomplete()
 	if out.Incomplete != "" {
 		out.Warnings = append(out.Warnings, "the run did not complete ("+out.Incomplete+"): the figures cover part of the load")
@@ -368,6 +372,10 @@ func (a *Aggregate) Summary() *Summary {
 		if lag := st.ScheduleLag; lag.Count > 0 && lag.P99 > scheduleLagWarnMS {
 			out.Warnings = append(out.Warnings, fmt.Sprintf(
 				"stage %s: requests left up to %.1f ms (p99) after their scheduled time: the load generator fell behind its schedule",
+				st.Name, lag.P99))
+		} else if lag := st.WireLag; lag.Count > 0 && lag.P99 > scheduleLagWarnMS {
+			out.Warnings = append(out.Warnings, fmt.Sprintf(
+				"stage %s: requests reached the wire up to %.1f ms (p99) after their scheduled time (waiting for a connection or the CPU): TTFT from the schedule includes it",
 				st.Name, lag.P99))
 		}
 	}
@@ -387,6 +395,37 @@ func (a *Aggregate) Summary() *Summary {
 			"%d requests had no usage from the server: their token counts are local estimates", n))
 	}
 	return &out
+}
+
+// LimitedAdvice is what a run limited by its client should do next.
+const LimitedAdvice = "client-side delays inflate TTFT and ITL: send fewer streams per machine (bench selftest shows this machine's ceiling) or split the load (bench run --shard)"
+
+// harness merges the harness figures of the files' end records: limited
+// when any was, the worst of each figure.
+func (a *Aggregate) harness() *results.Harness {
+	var out *results.Harness
+	for _, e := range a.ends {
+		h := e.Harness
+		if h == nil {
+			continue
+		}
+		if out == nil {
+			c := *h
+			out = &c
+			continue
+		}
+		if h.Limited {
+			out.Reason = strings.TrimPrefix(out.Reason+"; "+h.Reason, "; ")
+		}
+		out.Limited = out.Limited || h.Limited
+		out.Cores = max(out.Cores, h.Cores)
+		out.CPUShare = max(out.CPUShare, h.CPUShare)
+		out.SimulatorInProcess = out.SimulatorInProcess || h.SimulatorInProcess
+		out.LatenessP50MS, out.LatenessP99MS = max(out.LatenessP50MS, h.LatenessP50MS), max(out.LatenessP99MS, h.LatenessP99MS)
+		out.LatenessMaxMS, out.GCPauseMS = max(out.LatenessMaxMS, h.LatenessMaxMS), max(out.GCPauseMS, h.GCPauseMS)
+		out.GCCycles, out.BlockedMS = max(out.GCCycles, h.GCCycles), max(out.BlockedMS, h.BlockedMS)
+	}
+	return out
 }
 
 // incomplete says why the run (or one of the files) did not complete, or

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/report/correlate"
+	"github.com/servebench/servebench/results"
 )
 
 // SummarySchema is the version of the summary.json contract. It changes only
@@ -30,6 +31,10 @@ type Summary struct {
 	// load.max_duration reached, killed); empty when it did, or when the
 	// results files predate end records.
 	Incomplete string `json:"incomplete,omitempty"`
+	// Harness is what the run measured of its own client (the worst of the
+	// merged files): when Limited, the client, not the server, set part of
+	// the figures.
+	Harness *results.Harness `json:"harness,omitempty"`
 
 	// Verdict is the outcome of the scenario's budgets; nil when the
 	// scenario has none.
@@ -64,6 +69,7 @@ type Stage struct {
 	E2E              Dist `json:"e2e_ms"`                // sent → end
 	E2EFromSchedule  Dist `json:"e2e_from_schedule_ms"`  // scheduled → end
 	ScheduleLag      Dist `json:"schedule_lag_ms"`       // scheduled → sent
+	WireLag          Dist `json:"wire_lag_ms"`           // scheduled → written on the connection
 
 	// The rates count what the window holds, as the server's counters do
 	// (see Aggregate.stageSummary): output tokens received by every request
@@ -97,6 +103,8 @@ func (s *Stage) Dist(metric string) *Dist {
 		return &s.E2EFromSchedule
 	case "schedule_lag_ms":
 		return &s.ScheduleLag
+	case "wire_lag_ms":
+		return &s.WireLag
 	}
 	return nil
 }

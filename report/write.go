@@ -26,6 +26,10 @@ func WriteJSON(w io.Writer, s *Summary) error {
 func WriteText(w io.Writer, s *Summary) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "servebench %s · scenario %q · target %s · model %s\n", s.Version, s.Scenario, s.Target, s.Model)
+	if h := s.Harness; h != nil && h.Limited {
+		// Said first: every figure below is in doubt.
+		fmt.Fprintf(&b, "LIMITED BY THE CLIENT: %s\n  %s\n", h.Reason, LimitedAdvice)
+	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "stage\tok\tfail\tdrop\tcancel\treq/s\tout tok/s\tTTFT p50\tp99\tITL p50\tp99\tTPOT p50\tE2E p50\tp99\t")
 	row := func(st Stage) {

@@ -61,6 +61,16 @@ func (r *Result) ScheduleLag() (d time.Duration, ok bool) {
 	return r.Sent - r.Scheduled, true
 }
 
+// WireLag is Written − Scheduled: how late the request reached the wire
+// compared with the load model, the scheduler's lag and any wait for a
+// connection included. Defined for every request written.
+func (r *Result) WireLag() (d time.Duration, ok bool) {
+	if r.Written == 0 {
+		return 0, false
+	}
+	return r.Written - r.Scheduled, true
+}
+
 // TPOT is the time per output token after the first,
 // (LastToken − FirstToken) / (OutputTokens − 1). It is undefined with
 // fewer than two output tokens.

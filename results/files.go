@@ -205,7 +205,7 @@ func (r Record) Shift(d time.Duration) {
 	switch {
 	case r.Result != nil:
 		x := r.Result
-		for _, t := range []*time.Duration{&x.Scheduled, &x.Sent, &x.Headers, &x.FirstToken,
+		for _, t := range []*time.Duration{&x.Scheduled, &x.Sent, &x.Written, &x.Headers, &x.FirstToken,
 			&x.FirstContent, &x.LastToken, &x.End} {
 			move(t)
 		}

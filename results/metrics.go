@@ -73,6 +73,7 @@ func Metrics() []Metric {
 		{Name: "e2e_ms", Unit: "ms", Class: Latency, Budget: true, Observe: one((*Result).E2E), About: "end-to-end latency, sent → end"},
 		{Name: "e2e_from_schedule_ms", Unit: "ms", Class: Latency, Observe: one((*Result).E2EFromSchedule), About: "end-to-end latency from the scheduled time"},
 		{Name: "schedule_lag_ms", Unit: "ms", Class: Latency, Observe: one((*Result).ScheduleLag), About: "how late the request left, scheduled → sent"},
+		{Name: "wire_lag_ms", Unit: "ms", Class: Latency, Observe: one((*Result).WireLag), About: "how late the request reached the wire, scheduled → written"},
 		{Name: "error_rate", Unit: "fraction", Class: Fraction, Budget: true, About: "failed / (ok + failed)"},
 		{Name: "drop_rate", Unit: "fraction", Class: Fraction, Budget: true, About: "dropped / scheduled arrivals"},
 		{Name: "output_tokens_per_s", Unit: "tokens/s", Class: Rate, HigherIsBetter: true, Budget: true, About: "output tokens of ok requests per second"},

@@ -37,13 +37,34 @@ type Warning struct {
 	Message string        `json:"message"`
 }
 
+// Harness is what a run measured of its own client: whether the load
+// generator, not the server, limited the figures. A run is limited by its
+// client when its goroutines waited long to run (it did not get the CPU in
+// time), used
+// most of its cores, paused long for garbage collection, or blocked on its
+// results writer; Reason then says which, with the numbers.
+type Harness struct {
+	Limited            bool    `json:"limited"`
+	Reason             string  `json:"reason,omitempty"`
+	Cores              int     `json:"cores"`                // GOMAXPROCS
+	CPUShare           float64 `json:"cpu_share"`            // process CPU over wall time × cores
+	SimulatorInProcess bool    `json:"simulator_in_process"` // the simulator shared the process's CPU
+	LatenessP50MS      float64 `json:"sched_latency_p50_ms"` // how long goroutines waited, runnable, to run, ms
+	LatenessP99MS      float64 `json:"sched_latency_p99_ms"`
+	LatenessMaxMS      float64 `json:"sched_latency_max_ms"`
+	GCPauseMS          float64 `json:"gc_pause_ms"` // garbage-collection pauses during the run, in all
+	GCCycles           int     `json:"gc_cycles"`
+	BlockedMS          float64 `json:"writer_blocked_ms"` // request goroutines blocked on the results writer, in all
+}
+
 // End is the last record of a run that ended by itself, interrupted or
 // not. A results file whose header says Ends and that has no End was cut
 // short: the process was killed.
 type End struct {
-	At        time.Duration `json:"at_ns"`            // when the run ended, from the epoch
-	Completed bool          `json:"completed"`        // every stage ran to its own bound
-	Reason    string        `json:"reason,omitempty"` // why not: the interruption, load.max_duration, a writer failure
+	At        time.Duration `json:"at_ns"`             // when the run ended, from the epoch
+	Completed bool          `json:"completed"`         // every stage ran to its own bound
+	Reason    string        `json:"reason,omitempty"`  // why not: the interruption, load.max_duration, a writer failure
+	Harness   *Harness      `json:"harness,omitempty"` // the client's own figures and verdict
 	// Began is when the load began, from the epoch: after the connections
 	// were opened, the first scrape taken and, for a shard, the agreed
 	// start (Shard.StartAt) reached. 0 when the load never began.
@@ -128,6 +149,7 @@ type Result struct {
 
 	Scheduled    time.Duration `json:"scheduled_ns"`               // when the load model wanted it sent
 	Sent         time.Duration `json:"sent_ns,omitempty"`          // just before the request was written
+	Written      time.Duration `json:"written_ns,omitempty"`       // the request was written to the connection (on the wire)
 	Headers      time.Duration `json:"headers_ns,omitempty"`       // response headers arrived
 	FirstToken   time.Duration `json:"first_token_ns,omitempty"`   // first chunk carrying content, text or reasoning
 	FirstContent time.Duration `json:"first_content_ns,omitempty"` // first chunk carrying content or text (not reasoning)

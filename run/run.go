@@ -386,10 +386,8 @@ func load(ctx context.Context, sc *scenario.Scenario, opts Options, w *results.W
 			err = sched.Run(runCtx, emit)
 		}
 		stopScrape()
-		for _, msg := range health.finish() {
-			warn("harness", msg)
-		}
-		end := &results.End{At: time.Since(epoch), Completed: err == nil && ctx.Err() == nil, Began: began}
+		harness := health.finish()
+		end := &results.End{At: time.Since(epoch), Completed: err == nil && ctx.Err() == nil, Began: began, Harness: harness}
 		if !end.Completed {
 			end.Reason = "interrupted"
 			if err != nil {

@@ -159,6 +159,7 @@ func htmlTemplate() *template.Template {
 			}
 			return report.FormatPercent(*p)
 		},
+		"limitedAdvice": func() string { return report.LimitedAdvice },
 		"describe": func(c report.Check) []string {
 			m, l, g := c.Describe()
 			return []string{m, l, g}
@@ -197,6 +198,7 @@ svg.plot { width: 100%; height: auto; display: block; }
 pre { background: #f7f7f7; padding: 0.8rem; overflow: auto; font-size: 0.85rem; }
 .note { color: #555; font-size: 0.9rem; }
 .pass { color: #00734d; }
+.limited { background: #fdecea; border-left: 4px solid #b3261e; padding: 0.6rem 0.8rem; }
 .fail { color: #b3261e; font-weight: 600; }
 tr.fail td { background: #fdecea; }
 td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospace, monospace; font-size: 0.85rem; }
@@ -206,6 +208,7 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 <h1>servebench report: {{.S.Scenario}}</h1>
 <p class="meta">servebench {{.S.Version}} · target {{.S.Target}} · model {{.S.Model}} · started {{.S.Started.UTC.Format "2006-01-02 15:04:05 UTC"}}{{if gt .S.Files 1}} · {{.S.Files}} results files merged{{end}}</p>
 
+{{with .S.Harness}}{{if .Limited}}<p class="limited" id="limited"><strong>Limited by the client:</strong> {{.Reason}}. {{limitedAdvice}}.</p>{{end}}{{end}}
 <h2>Summary</h2>
 <table id="summary">
 <thead><tr><th>stage</th><th>ok</th><th>failed</th><th>dropped</th><th>canceled</th><th>req/s</th><th>output tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>TPOT p50</th><th>E2E p50</th><th>E2E p99</th></tr></thead>
