@@ -199,46 +199,80 @@ func (g Geometry) Hybrid() bool {
 	return false
 }
 
-// perToken returns the blocks one more token of context costs in the
-// full-attention groups, and the blocks a long-context request holds in
-// the sliding-window groups.
-func (g Geometry) perToken() (full float64, window int) {
+// blocksAt is what one decoding request with c tokens of context holds,
+// summed over groups, as a continuous function of c: c / block in every
+// full-attention group, and as much in every sliding-window group until
+// the window is full.
+func (g Geometry) blocksAt(c float64) float64 {
+	var b float64
 	for _, grp := range g.Groups {
-		if grp.SlidingWindow == 0 {
-			full += 1 / float64(grp.BlockSize)
+		per := c / float64(grp.BlockSize)
+		if grp.SlidingWindow > 0 {
+			per = min(per, float64(grp.windowBlocks()))
+		}
+		b += per
+	}
+	return b
+}
+
+// contextAt inverts blocksAt: the context one request has when it holds
+// b blocks. It returns NaN when no context holds that many (a model whose
+// layers all have sliding windows holds a bounded number).
+func (g Geometry) contextAt(b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	hi := float64(g.Settings.MaxModelLen)
+	for g.blocksAt(hi) < b {
+		if hi > 1<<40 || g.blocksAt(2*hi) == g.blocksAt(hi) {
+			return math.NaN()
+		}
+		hi *= 2
+	}
+	lo := 0.0
+	for range 100 {
+		mid := (lo + hi) / 2
+		if g.blocksAt(mid) < b {
+			lo = mid
 		} else {
-			window += grp.windowBlocks()
+			hi = mid
 		}
 	}
-	return full, window
+	return hi
 }
 
 // ContextFromBlocks estimates the context in flight, in tokens summed
-// over streams, from the blocks held by that many decoding streams (a
-// KV-usage reading times the usable pool): each stream holds its context
-// in every full-attention group and about one window in every
-// sliding-window group. It returns NaN for a model with no full-attention
-// layer, whose usage does not grow with context.
+// over streams, from the blocks that many decoding streams hold (a
+// KV-usage reading times the usable pool), assuming they hold equal
+// shares: each stream holds its context in every full-attention group and
+// up to a window in every sliding-window group. It returns NaN when the
+// blocks cannot be explained by context (no full-attention layer).
 func (g Geometry) ContextFromBlocks(used, streams float64) float64 {
-	full, window := g.perToken()
-	if full == 0 || streams <= 0 {
+	if streams <= 0 {
 		return math.NaN()
 	}
-	perStream := max(0, used/streams-float64(window))
-	return streams * perStream / full
+	return streams * g.contextAt(used/streams)
 }
 
 // MaxContext is the longest context each of streams concurrent requests
 // can reach before a pool of numBlocks (one of them reserved) runs out:
-// beyond it, vLLM preempts. It returns 0 when not even the windows fit,
-// and NaN for a model with no full-attention layer.
+// beyond it, vLLM preempts. It returns NaN when the pool never runs out
+// (no full-attention layer and the windows fit).
 func (g Geometry) MaxContext(numBlocks, streams int) float64 {
-	full, window := g.perToken()
-	if full == 0 || streams < 1 {
+	if streams < 1 {
 		return math.NaN()
 	}
-	per := float64(numBlocks-1)/float64(streams) - float64(window)
-	return max(0, per/full)
+	return g.contextAt(float64(numBlocks-1) / float64(streams))
+}
+
+// Streams is how many decoding requests of context tokens each a pool of
+// numBlocks (one reserved) holds at once.
+func (g Geometry) Streams(numBlocks int, context float64) int {
+	per := g.blocksAt(context)
+	if per <= 0 {
+		return 0
+	}
+	return int(float64(numBlocks-1) / per)
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

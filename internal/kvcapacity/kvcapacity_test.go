@@ -149,30 +149,39 @@ func TestErrors(t *testing.T) {
 }
 
 // TestContextInverse checks that the context estimate inverts the blocks
-// long-context streams hold, and that MaxContext is where the pool runs
-// out.
+// decoding streams hold, below and above a sliding window, and that
+// MaxContext and Streams are where the pool runs out.
 func TestContextInverse(t *testing.T) {
 	t.Parallel()
 	g, err := New(gptOSS120b, Settings{BlockSize: 16, MaxModelLen: 98304, MaxNumBatchedTokens: 8192})
 	if err != nil {
 		t.Fatal(err)
 	}
-	const streams, ctx = 6, 20000
-	used := float64(streams * (ctx/16 + 9)) // full blocks plus a 128-token window (9 blocks)
-	if got := g.ContextFromBlocks(used, streams); math.Abs(got-streams*ctx) > 1 {
-		t.Errorf("ContextFromBlocks = %.0f, want %d", got, streams*ctx)
+	for _, tc := range []struct {
+		name          string
+		ctx, perBlock float64 // context per stream, blocks it holds
+	}{
+		{"long", 20000, 20000.0/16 + 9}, // full blocks plus a full 128-token window (9 blocks)
+		{"within the window", 64, 64.0 / 16 * 2},
+	} {
+		if got := g.ContextFromBlocks(6*tc.perBlock, 6); math.Abs(got-6*tc.ctx) > 0.01 {
+			t.Errorf("%s: ContextFromBlocks = %.2f, want %.0f", tc.name, got, 6*tc.ctx)
+		}
 	}
-	limit := g.MaxContext(16370, streams)
-	if need := streams * (int(limit)/16 + 9); need > 16369 || streams*((int(limit)+32)/16+9) <= 16369 {
-		t.Errorf("MaxContext = %.0f does not exhaust the pool (%d blocks)", limit, need)
+	limit := g.MaxContext(16370, 6)
+	if need := 6 * (limit/16 + 9); math.Abs(need-16369) > 0.01 {
+		t.Errorf("MaxContext = %.1f holds %.1f blocks, not the 16,369 usable", limit, need)
+	}
+	if n := g.Streams(16370, limit); n != 6 {
+		t.Errorf("Streams at MaxContext = %d, want 6", n)
 	}
 	uniform, _ := New(qwen32b, Settings{BlockSize: 16, MaxModelLen: 8192, MaxNumBatchedTokens: 8192})
-	if got := uniform.ContextFromBlocks(100, 4); got != 1600 {
+	if got := uniform.ContextFromBlocks(100, 4); math.Abs(got-1600) > 0.01 {
 		t.Errorf("uniform ContextFromBlocks = %v, want 1600", got)
 	}
 	window, _ := New(Model{DtypeBytes: 2, Attention: []Attention{{Layers: 4, SlidingWindow: 64, KVHeads: 2, HeadDim: 64}}}, Settings{BlockSize: 16, MaxModelLen: 4096, MaxNumBatchedTokens: 256})
 	if !math.IsNaN(window.ContextFromBlocks(50, 2)) || !math.IsNaN(window.MaxContext(100, 2)) {
-		t.Error("a window-only model has no context estimate")
+		t.Error("a window-only model's context cannot be read from its blocks")
 	}
 }
 
