@@ -5,7 +5,8 @@
 // periodic stats lines and why it changed, the warnings and errors
 // explained, and tuning hints. It stands beside the load path: where
 // package correlate explains a run from the client's records and scraped
-// metrics, vllmlog explains the server from its own log.
+// metrics, vllmlog explains the server from its own log, live (Follow) or
+// after the fact.
 //
 // It consumes log text of vLLM 0.11 to 0.19 as people have it: raw, or
 // pasted from a terminal or a web page, with or without the "(APIServer
@@ -15,8 +16,9 @@
 // (bufio.Scanner, lines up to MaxLineBytes) and only the figures are kept,
 // in bounded memory (MaxRuns, MaxPoints); a line it does not recognise is
 // skipped, never an error. It produces a Report (JSON schema Schema),
-// written as text, Markdown or JSON by Write, and plots and logs.json by
-// WriteFiles (through package chart).
+// written as text, Markdown or JSON by Write, plots and logs.json by
+// WriteFiles (through package chart), or, with Follow, one line per new
+// stats line as a growing log is written.
 //
 // The KV check shares its arithmetic with the simulator
 // (internal/kvcapacity). Its model descriptions are built in for the
