@@ -17,28 +17,21 @@ import (
 const runUsage = `Usage: bench run SCENARIO [--target URL] [--out DIR [--force]] [--set path=value ...]
 
 Runs a scenario file: sends its load to the target, streams one record per
-request (and one per /metrics scrape) to DIR/results.jsonl as each finishes,
-then writes DIR/summary.json, the plots (timeline, decay, latency, stages as
-PNG and SVG) and DIR/report.html, and prints a summary table with the
-correlation findings.
+request (and per /metrics scrape) to DIR/results.jsonl as each finishes, then
+writes DIR/summary.json, the plots and DIR/report.html, and prints a summary
+table with the correlation findings.
 
-The target is the scenario's target.url unless --target overrides it:
-  sim://PRESET            the built-in vLLM-like simulator, started in-process
-                          on a free loopback port (presets: tiny,
-                          gpt-oss-120b-h100, gpt-oss-20b-a100, deepseek-r1-32b)
-  http://127.0.0.1:8000   any OpenAI-compatible server (vLLM, SGLang, TGI,
-                          llama.cpp, …) on this machine; load is only ever
-                          sent to loopback addresses
+The target is target.url unless --target overrides it: sim://PRESET starts
+the built-in simulator in-process ('bench help sim' lists the presets);
+http://127.0.0.1:8000 is any OpenAI-compatible server (vLLM, SGLang, TGI,
+llama.cpp, …) on this machine: load only ever goes to loopback addresses.
 
-When the scenario has a budgets block, the run is judged after the load:
-the verdict is printed, written into summary.json, DIR/junit.xml and
-DIR/verdict.md, and a missed budget gives exit code 3 (see 'bench help
-check', which judges saved results again).
+With a budgets block the run is judged after the load: the verdict goes to
+stdout, summary.json, DIR/junit.xml and DIR/verdict.md, and a missed budget
+exits 3 ('bench help check' re-judges saved results).
 
-Ctrl-C stops new requests, gives in-flight ones a short grace period, then
-writes the summary and exits with code 130; a second Ctrl-C aborts at once.
-Records already written are never lost: 'bench report DIR' rebuilds the
-summary from them.
+Ctrl-C stops new requests, lets in-flight ones finish briefly, writes the
+summary and exits 130 (a second Ctrl-C aborts); records are never lost.
 
 Examples:
   bench run scenarios/quickstart.yaml
