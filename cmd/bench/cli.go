@@ -77,6 +77,7 @@ func commands() []command {
 		{"plot", "draw the plots and report.html from one or more results files", plotCmd},
 		{"check", "judge saved results against a scenario's budgets", checkCmd},
 		{"compare", "compare two runs, benchstat-style; gate on regressions", compareCmd},
+		{"logs", "explain vLLM server logs: settings, start-up, KV cache, decay", logsCmd},
 		{"sim", "serve the built-in vLLM-like simulator", simCmd},
 		{"version", "print the version", versionCmd},
 		{"help", "explain a command", nil},
