@@ -453,7 +453,8 @@ func nanMax(a, b float64) float64 {
 
 // Report finishes the analysis of what has been read so far and returns
 // it. It may be called again after more lines; each call recomputes the
-// derived sections.
+// derived sections. The report shares the parser's state: lines read
+// after the call change the runs it holds.
 func (p *Parser) Report() *Report {
 	rep := p.rep
 	rep.Files = append([]string(nil), p.rep.Files...)
