@@ -2,7 +2,8 @@ package sim
 
 import (
 	"fmt"
-	"strconv"
+
+	"github.com/servebench/servebench/internal/kvcapacity"
 )
 
 // KVGroup is one KV-cache group: a set of layers with the same attention
@@ -40,69 +41,41 @@ type Capacity struct {
 	MaxConcurrency float64
 }
 
-// Capacity computes the KV-cache geometry the way vLLM's V1 engine does
-// (vllm/v1/core/kv_cache_utils.py): page size per layer, layers grouped by
-// attention type into groups of equal size, blocks = memory / page /
-// group size, and the worst case per request summed over groups (a
-// sliding-window group needs ⌈min(W − 1 + max_num_batched_tokens,
-// max_model_len) / block_size⌉ + 1 blocks).
+// Capacity computes the KV-cache geometry the way vLLM's V1 engine does,
+// with the arithmetic shared with the log reader (internal/kvcapacity):
+// page size per layer, layers grouped by attention type into groups of
+// equal size, blocks = memory / page / group size, and the worst case per
+// request summed over groups (a sliding-window group needs
+// ⌈min(W − 1 + max_num_batched_tokens, max_model_len) / block_size⌉ + 1
+// blocks).
 func (c *Config) Capacity() (Capacity, error) {
 	var k Capacity
 	if c.BlockSize < 1 || c.NumLayers < 1 {
 		return k, fmt.Errorf("kv cache: block_size and num_layers must be positive")
 	}
-	k.PageBytes = 2 * int64(c.BlockSize) * int64(c.NumKVHeads) * int64(c.HeadDim) * int64(c.KVDtypeBytes)
 	full := c.NumLayers - c.SlidingWindowLayers
-	sliding := c.SlidingWindowLayers
-	switch {
-	case sliding == 0:
-		k.GroupSize = full
-		k.Groups = []KVGroup{{Layers: full}}
-	case full == 0:
-		k.GroupSize = sliding
-		k.Groups = []KVGroup{{SlidingWindow: c.SlidingWindow, Layers: sliding}}
-	default:
-		// vLLM groups every attention type into groups of the smallest
-		// type's size (or of the largest when the two are within 25 %,
-		// padding the smaller).
-		lo, hi := min(full, sliding), max(full, sliding)
-		k.GroupSize = lo
-		if float64(hi) < 1.25*float64(lo) {
-			k.GroupSize = hi
-		}
-		split := func(n, window int) {
-			for n > 0 {
-				l := min(n, k.GroupSize)
-				k.Groups = append(k.Groups, KVGroup{SlidingWindow: window, Layers: l})
-				n -= l
-			}
-		}
-		split(full, 0)
-		split(sliding, c.SlidingWindow)
+	g, err := kvcapacity.New(kvcapacity.Model{DtypeBytes: c.KVDtypeBytes, Attention: []kvcapacity.Attention{
+		{Layers: full, KVHeads: c.NumKVHeads, HeadDim: c.HeadDim},
+		{Layers: c.SlidingWindowLayers, SlidingWindow: c.SlidingWindow, KVHeads: c.NumKVHeads, HeadDim: c.HeadDim},
+	}}, kvcapacity.Settings{BlockSize: c.BlockSize, MaxModelLen: c.MaxModelLen, MaxNumBatchedTokens: c.MaxNumBatchedTokens})
+	if err != nil {
+		return k, err
+	}
+	k.PageBytes, k.GroupSize, k.BlocksPerRequest = g.PageBytes, g.GroupSize, g.BlocksPerRequest
+	for _, grp := range g.Groups {
+		k.Groups = append(k.Groups, KVGroup{SlidingWindow: grp.SlidingWindow, Layers: grp.Layers})
 	}
 	if c.NumGPUBlocksOverride > 0 {
 		k.NumBlocks = c.NumGPUBlocksOverride
 	} else {
-		k.NumBlocks = int(c.KVCacheMemoryBytes / k.PageBytes / int64(k.GroupSize))
+		k.NumBlocks = g.Blocks(c.KVCacheMemoryBytes)
 	}
 	if k.NumBlocks < 2 {
 		return k, fmt.Errorf("kv cache: %d bytes hold %d blocks; need at least 2 (raise kv_cache_memory_bytes)", c.KVCacheMemoryBytes, k.NumBlocks)
 	}
-	k.Tokens = k.NumBlocks / len(k.Groups) * c.BlockSize
-	for _, g := range k.Groups {
-		k.BlocksPerRequest += g.maxBlocks(c.MaxModelLen, c.MaxNumBatchedTokens, c.BlockSize)
-	}
-	k.MaxConcurrency = float64(k.NumBlocks) / float64(k.BlocksPerRequest)
+	k.Tokens = g.Tokens(k.NumBlocks)
+	k.MaxConcurrency = g.Concurrency(k.NumBlocks)
 	return k, nil
-}
-
-// maxBlocks is the worst-case number of blocks one request of maxLen
-// tokens holds in this group.
-func (g KVGroup) maxBlocks(maxLen, budget, blockSize int) int {
-	if g.SlidingWindow == 0 {
-		return ceilDiv(maxLen, blockSize)
-	}
-	return ceilDiv(min(g.SlidingWindow-1+budget, maxLen), blockSize) + 1
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
@@ -118,27 +91,7 @@ func (k Capacity) StartupLines(c Config) []string {
 	}
 	return []string{
 		fmt.Sprintf("Available KV cache memory: %.2f GiB", mem/(1<<30)),
-		fmt.Sprintf("GPU KV cache size: %s tokens", thousands(k.Tokens)),
-		fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", thousands(c.MaxModelLen), k.MaxConcurrency),
+		fmt.Sprintf("GPU KV cache size: %s tokens", kvcapacity.Thousands(k.Tokens)),
+		fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", kvcapacity.Thousands(c.MaxModelLen), k.MaxConcurrency),
 	}
-}
-
-// thousands formats n with comma separators, as Python's f"{n:,}".
-func thousands(n int) string {
-	s := strconv.Itoa(n)
-	neg := s[0] == '-'
-	if neg {
-		s = s[1:]
-	}
-	var out []byte
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	if neg {
-		return "-" + string(out)
-	}
-	return string(out)
 }

@@ -15,22 +15,17 @@ import (
 
 const checkUsage = `Usage: bench check RESULTS... [--budgets SCENARIO] [--format text|json|markdown|junit] [--out DIR] [--partial]
 
-Judges saved results against latency budgets, without running anything.
-RESULTS are results files or run directories (several are merged, as by
-'bench report'). The budgets (and the slo for goodput) come from the
-scenario file given with --budgets, or else from the scenario recorded in
-the results header: 'bench check DIR' re-judges a run with its own budgets.
+Judges saved results (files or run directories, merged as by 'bench
+report') against the budgets and slo of --budgets SCENARIO, or of the
+scenario recorded in the results: 'bench check DIR' re-judges a run.
 
-Each budget passes or fails with the measured value, the limit and the
-margin. A percentile measured on fewer samples than its minimum is a
-warning (a failure with budgets.strict: true). The exit code is 0 when
-every budget is met and 3 when one is missed; 2 for a bad budgets file, 1
-for unreadable results.
+Each budget passes or fails with its value, limit and margin; a percentile
+on too few samples warns (fails with budgets.strict: true). Exit codes: 0
+all met, 3 one missed, 2 bad budgets file, 1 unreadable results.
 
---format chooses what goes to stdout: the text table, the summary JSON with
-its "verdict", a Markdown snippet for a pull-request comment, or JUnit XML
-(one test case per budget) for CI. --out DIR also writes summary.json,
-junit.xml and verdict.md there.
+--format: the text table, the summary JSON with its verdict, Markdown for a
+pull-request comment, or JUnit XML for CI. --out DIR also writes
+summary.json, junit.xml and verdict.md.
 
 Examples:
   bench check runs/gate-20261122-030000

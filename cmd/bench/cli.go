@@ -78,6 +78,7 @@ func commands() []command {
 		{"plot", "draw the plots and report.html from one or more results files", plotCmd},
 		{"check", "judge saved results against a scenario's budgets", checkCmd},
 		{"compare", "compare two runs, benchstat-style; gate on regressions", compareCmd},
+		{"logs", "explain vLLM server logs: settings, start-up, KV cache, decay", logsCmd},
 		{"sim", "serve the built-in vLLM-like simulator", simCmd},
 		{"selftest", "measure this machine's ingest ceiling: servebench against a raw reader", selftestCmd},
 		{"version", "print the version", versionCmd},

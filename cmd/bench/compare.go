@@ -11,30 +11,22 @@ import (
 
 const compareUsage = `Usage: bench compare BASE NEW [--max-regression [SCOPE:]METRIC[.STAT]=N% ...] [--alpha 0.05] [--min-change 5%] [--format text|json] [--partial]
 
-Compares a baseline run with a new one, benchstat-style: for the whole run
-and for each stage both have, every latency percentile (TTFT, time to first
-content, ITL, TPOT, E2E), throughput and error rate on both sides, the
-relative change, and whether the change is significant. BASE and NEW are
-results files or run directories; a directory of run directories (the
-shards of a sharded run, shard-0/, shard-1/, …) stands for their merge.
+Compares a baseline run with a new one (results files or run directories),
+benchstat-style: for the whole run and each stage both have, every latency
+percentile (TTFT, TTFC, ITL, TPOT, E2E), throughput and error rate, the
+relative change, and whether it is significant. A directory of shard
+directories (shard-0/, shard-1/, …) stands for their merge.
 
-Significance comes from the Mann-Whitney U test (two-sided) on per-request
-values: one TTFT, TPOT and E2E per request, and each request's mean ITL.
-A rank test assumes no distribution, gives the same answer every time (no
-resampling), and costs little at any size; it tests a shift of the whole
-distribution, so a change confined to the tail shows in the p99 row but may
-not be called significant. A change is flagged as a regression or an
-improvement when p < alpha and it is at least --min-change; "~" otherwise.
+Significance comes from a two-sided Mann-Whitney U test on per-request
+values (each request's mean ITL); it tests a shift of the whole
+distribution, so a change confined to the tail may not be called
+significant. A change is a regression or an improvement when p < alpha and
+at least --min-change. Different offered loads are flagged.
 
-Each side's offered load is shown (its setting and realised arrivals per
-second); different settings, or open-loop arrival rates more than 10 %
-apart, are flagged, since they make latencies incomparable.
-
---max-regression turns the comparison into a gate: the exit code is 3 when
-a named figure got worse by more than N% and, for latencies, significantly.
-SCOPE is a stage name (default: the whole run). Metrics: ttft_ms, ttfc_ms,
-itl_ms, tpot_ms, e2e_ms (with .p50, .p90, .p95, .p99, .p99_9, .mean or
-.max), output_tokens_per_s, requests_per_s, error_rate.
+--max-regression makes a gate: exit code 3 when a figure got worse by more
+than N% (latencies: significantly). SCOPE is a stage (default: the whole
+run); metrics: ttft_ms, ttfc_ms, itl_ms, tpot_ms, e2e_ms (.p50, .p90, .p95,
+.p99, .p99_9, .mean, .max), output_tokens_per_s, requests_per_s, error_rate.
 
 Examples:
   bench compare runs/v0.11.1 runs/v0.11.2

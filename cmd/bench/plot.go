@@ -14,18 +14,9 @@ import (
 const plotUsage = `Usage: bench plot RESULTS... [--out DIR] [--partial]
 
 Draws a run's plots and HTML report from saved results files (results.jsonl
-or .jsonl.gz, or a run directory holding one), exactly as 'bench run' drew
-them: the plots are a pure function of the results.
-
-It writes into DIR (default: the directory of the first results file):
-  timeline.png/.svg  output tok/s (client and server), KV-cache usage,
-                     running and waiting requests, preemptions, over time
-  decay.png/.svg     output tok/s against the context in flight, with the
-                     fitted decode law 1 / (a + b · context) per stream
-  latency.png/.svg   TTFT and ITL distributions per stage (log scale)
-  stages.png/.svg    p50 and p99 of TTFT and ITL per stage
-  report.html        one self-contained page: summary, findings, plots,
-                     errors and the resolved scenario
+or .jsonl.gz, or a run directory), exactly as 'bench run' drew them, into DIR
+(default: the first results file's directory): timeline, decay, latency and
+stages as PNG and SVG, and report.html.
 
 Examples:
   bench plot runs/quickstart-20261122-030000

@@ -10,10 +10,9 @@ import (
 const reportUsage = `Usage: bench report RESULTS... [--format text|json] [--partial]
 
 Rebuilds the summary from saved results files (results.jsonl or .jsonl.gz,
-or a run directory holding one). Several files, for example from several
-load-generating machines, are merged into one summary. The JSON output is
-byte for byte the summary.json that 'bench run' wrote. The shards of a
-sharded run merge as with 'bench merge': all of them, unless --partial.
+or a run directory), merging several (from several load generators) into
+one. The JSON output is byte for byte the summary.json 'bench run' wrote.
+A sharded run's shards merge as with 'bench merge': all, unless --partial.
 
 Examples:
   bench report runs/quickstart-20261122-030000/results.jsonl

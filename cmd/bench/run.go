@@ -19,43 +19,31 @@ const runUsage = `Usage: bench run SCENARIO [--target URL] [--out DIR [--force]]
                  [--shard I/N [--start-at TIME] [--scrape-shard K]]
 
 Runs a scenario file: sends its load to the target, streams one record per
-request (and one per /metrics scrape) to DIR/results.jsonl as each finishes,
-then writes DIR/summary.json, the plots (timeline, decay, latency, stages as
-PNG and SVG) and DIR/report.html, and prints a summary table with the
-correlation findings.
+request (and per /metrics scrape) to DIR/results.jsonl as each finishes, then
+writes DIR/summary.json, the plots and DIR/report.html, and prints a summary
+table with the correlation findings.
 
-The target is the scenario's target.url unless --target overrides it:
-  sim://PRESET            the built-in vLLM-like simulator, started in-process
-                          on a free loopback port (presets: tiny,
-                          gpt-oss-120b-h100, gpt-oss-20b-a100, deepseek-r1-32b)
-  http://127.0.0.1:8000   any OpenAI-compatible server (vLLM, SGLang, TGI,
-                          llama.cpp, …) on this machine
-  https://vllm.internal   a server elsewhere, with --allow-remote (or
-                          target.allow_remote: true): without it load only
-                          goes to loopback addresses; the run then prints
-                          the host and the load before it starts
+The target is target.url unless --target overrides it: sim://PRESET starts
+the built-in simulator in-process ('bench help sim' lists the presets);
+http://127.0.0.1:8000 is any OpenAI-compatible server (vLLM, SGLang, TGI,
+llama.cpp, …) on this machine. Load goes elsewhere only with --allow-remote
+(or target.allow_remote: true); the run then prints the host and the load
+before it starts.
 
-When the scenario has a budgets block, the run is judged after the load:
-the verdict is printed, written into summary.json, DIR/junit.xml and
-DIR/verdict.md, and a missed budget gives exit code 3 (see 'bench help
-check', which judges saved results again).
+With a budgets block the run is judged after the load: the verdict goes to
+stdout, summary.json, DIR/junit.xml and DIR/verdict.md, and a missed budget
+exits 3 ('bench help check' re-judges saved results).
 
---shard I/N runs shard I (counting from 0) of N load generators sharing the
-scenario's load, for more load than one machine can send: each runs 1/N
-of every stage (a closed loop's workers and requests divided as evenly as
-integers allow, every Nth arrival of an open loop's schedule), numbers its
-requests so no two shards send the same prompt, and writes a results file
-whose header names the shard and the scenario's hash. --start-at TIME
-(RFC 3339, within an hour) makes the shards begin their load together:
-each prepares, then waits for it. --scrape-shard K lets only shard K
-scrape the server. A shard's budgets are not judged; 'bench merge' merges
-the shards' results into the run's summary, plots and report (see 'bench
-help merge').
+--shard I/N runs shard I (from 0) of N load generators sharing the load:
+each sends 1/N of every stage (a closed loop's workers and requests split
+evenly, every Nth arrival of an open loop) with prompts no other shard
+sends. --start-at TIME (RFC 3339) starts the shards together; --scrape-shard
+K lets only shard K scrape. Shards are not judged: 'bench merge' builds the
+run's summary, plots and report from them.
 
-Ctrl-C stops new requests, gives in-flight ones a short grace period, then
-writes the summary and exits with code 130; a second Ctrl-C aborts at once.
-Records already written are never lost: 'bench report DIR' rebuilds the
-summary from them.
+Ctrl-C stops new requests, lets in-flight ones finish briefly, writes the
+summary and exits 130 (a second Ctrl-C aborts); records are never lost:
+'bench report DIR' rebuilds the summary from them.
 
 Examples:
   bench run scenarios/quickstart.yaml

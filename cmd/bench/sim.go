@@ -11,12 +11,10 @@ import (
 
 const simUsage = `Usage: bench sim [--preset NAME | --config FILE] [--addr 127.0.0.1:8000] [--set key=value ...]
 
-Serves the built-in vLLM-like simulator: an OpenAI-compatible server
-(/v1/chat/completions, /v1/completions, /v1/models, /tokenize, /health,
-/version) with vLLM's /metrics names and vLLM-format logs on stderr. It
-simulates continuous batching, a paged KV cache, chunked prefill, prefix
-caching and preemption, with step times from a cost model calibrated to
-real vLLM logs. It listens on loopback only and runs until Ctrl-C.
+Serves the built-in vLLM-like simulator (continuous batching, a paged KV
+cache, chunked prefill, prefix caching and preemption, with step times
+calibrated to real vLLM logs) as an OpenAI-compatible server with vLLM's
+/metrics names and vLLM-format logs on stderr, on loopback, until Ctrl-C.
 
 In a scenario, target.url: sim://PRESET starts the same simulator in-process
 for the run; settings go in the query: sim://tiny?max_num_batched_tokens=512.

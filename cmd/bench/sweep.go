@@ -29,26 +29,19 @@ into its own directory, DIR/NAME=VALUE, with the files 'bench run' writes.
                 "--max-num-batched-tokens", "{{.max_num_batched_tokens}}"]
       ready_timeout: 10m         # polls http://127.0.0.1:{{.port}}/health
 
-With a server section the command (a list, or one string for /bin/sh -c)
-is started in its own process group for every run, with its output in
-DIR/NAME=VALUE/server.log; once its readiness URL answers 2xx the load
-runs against it, then the whole group gets SIGTERM and, after stop_timeout,
-SIGKILL. {{.port}} is a free loopback port unless server.port sets one.
-Without a server section a sim:// target gets each value as a simulator
-setting (sim://PRESET?max_num_batched_tokens=2048), and a parameter named
-like a scenario field (load.stages[0].rate) is set on the scenario.
+With a server section the command (a list, or a string for /bin/sh -c) is
+started for every run (output in DIR/NAME=VALUE/server.log), loaded once its
+readiness URL answers, then stopped; {{.port}} is a free loopback port.
+Without one, a sim:// target gets each value as a simulator setting, and a
+parameter named like a scenario field (load.stages[0].rate) is set on it.
 
-A run whose server fails to start, exits, or serves no request is recorded
-as failed for its value and the sweep goes on. DIR/sweep.json and
-DIR/sweep.csv are rewritten after every run; DIR/sweep.png and sweep.svg
-plot TTFT and ITL (p50, p99) and throughput against the value. The
-recommendation is the value with the best output throughput among those
-that met the scenario's budgets (or, without budgets, that had no failed
-request).
+A run whose server fails to start, exits or serves nothing fails for its
+value and the sweep goes on. DIR/sweep.json, .csv and .png/.svg are
+rewritten after every run. The recommendation: the best output throughput
+among values that met the budgets (or, without any, had no failed request).
 
-Exit codes: 0 done (some runs may have failed: see the table), 1 every run
-failed, 2 bad scenario or flags, 3 no value met the budgets, 130
-interrupted (the outputs so far are written; --resume continues).
+Exit codes: 0 done (see the table for failed runs), 1 every run failed, 2
+bad scenario or flags, 3 no value met the budgets, 130 interrupted.
 
 Examples:
   bench sweep scenarios/mnbt-sweep.yaml --out runs/mnbt

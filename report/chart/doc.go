@@ -1,12 +1,14 @@
-// Package chart draws a run's plots and its self-contained HTML report,
-// and a sweep's trade-off plot: the only part of servebench that imports
-// a plotting library (gonum/plot).
+// Package chart draws a run's plots and its self-contained HTML report, a
+// sweep's trade-off plot and a server log's start-up and decay plots: the
+// only part of servebench that imports a plotting library (gonum/plot).
 //
 // It consumes a report.Aggregate and its judged report.Summary (or a
-// sweep's points) and produces PNG and SVG figures (timeline, decay,
-// latency, stages) and report.html, one page with the summary, the budget
-// verdict, the findings, the plots inline, the errors and the resolved
-// scenario, loading nothing from anywhere. The output is a pure function
-// of the records and the verdict, so `bench plot` redraws exactly what
-// `bench run` drew.
+// sweep's points, or the start-up phases and stats lines package vllmlog
+// read from a server log) and produces PNG and SVG figures (timeline,
+// decay, latency, stages; sweep; startup and the log's decay) and
+// report.html, one page with the summary, the budget verdict, the
+// findings, the plots inline, the errors and the resolved scenario,
+// loading nothing from anywhere. The output is a pure function of the
+// records and the verdict, so `bench plot` redraws exactly what `bench
+// run` drew.
 package chart

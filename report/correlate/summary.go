@@ -236,7 +236,7 @@ func (c *Correlator) Correlation(names map[int]string) *Correlation {
 	out.SteadyWindows = len(steady)
 	out.WholeResponses = c.whole
 	out.CountersAtEnd = tl.countersAtEnd
-	out.Fit = fitDecode(steady)
+	out.Fit = FitDecode(steady)
 	out.RKVUsage = pearsonOf(steady, func(w *Window) float64 { return w.KVUsagePerc })
 	out.RContext = pearsonOf(steady, func(w *Window) float64 { return w.ContextSum })
 	out.CrossCheck = crossCheck(ws)
@@ -305,7 +305,7 @@ func stageCorrelation(index int, name string, ws []Window) StageCorrelation {
 			sc.Drop = &d
 		}
 	}
-	sc.Fit = fitDecode(steady)
+	sc.Fit = FitDecode(steady)
 	sc.RKVUsage = pearsonOf(steady, func(w *Window) float64 { return w.KVUsagePerc })
 	sc.RContext = pearsonOf(steady, func(w *Window) float64 { return w.ContextSum })
 	sc.ByKVUsage = byKVUsage(steady)
@@ -348,13 +348,16 @@ func meanPoint(ws []Window) *Point {
 	return p
 }
 
-// fitDecode fits 1/(tok/s per stream) = a + b·context over the windows by
+// FitDecode fits 1/(tok/s per stream) = a + b·context over the windows by
 // least squares, then drops the windows whose residual exceeds four robust
 // standard deviations (1.4826 × the median absolute residual: stalls of the
 // server or the client, which would otherwise dominate the squares) and
 // fits again, at most three times. It needs three windows and some spread
-// of context.
-func fitDecode(ws []Window) *DecodeFit {
+// of context, and returns nil without them. It reads only each window's
+// Decoding (the streams), OutputTokensPerSec and ContextSum, so windows
+// built from another source, such as a server log's periodic lines, fit
+// the same way.
+func FitDecode(ws []Window) *DecodeFit {
 	var xs, ys, streams []float64
 	for _, w := range ws {
 		if w.Decoding <= 0 || w.OutputTokensPerSec <= 0 {

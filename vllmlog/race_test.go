@@ -1,0 +1,5 @@
+//go:build race
+
+package vllmlog
+
+const raceEnabled = true
