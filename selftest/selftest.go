@@ -176,10 +176,15 @@ func rawReader(url string, n int) (func(context.Context) int64, func(), error) {
 		defer resp.Body.Close()
 		sc := bufio.NewScanner(resp.Body)
 		var lines int64
+		done := false
 		for sc.Scan() {
 			if bytes.HasPrefix(sc.Bytes(), []byte("data:")) {
 				lines++
+				done = bytes.Equal(sc.Bytes(), []byte("data: [DONE]"))
 			}
+		}
+		if !done || sc.Err() != nil {
+			return 0 // cut off by the end of the measurement, like the client's canceled requests
 		}
 		// The raw count includes the usage chunk and [DONE]; the client
 		// counts token chunks only.
