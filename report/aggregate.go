@@ -548,17 +548,33 @@ func dist(h *hdrhistogram.Histogram) Dist {
 	if n == 0 {
 		return Dist{}
 	}
-	ms := func(us int64) float64 { return float64(us) / 1000 }
+	ms := func(us float64) float64 { return round(us/1000, 4) }
 	return Dist{
 		Count: n,
 		Mean:  round(h.Mean()/1000, 3),
-		P50:   ms(h.ValueAtQuantile(50)),
-		P90:   ms(h.ValueAtQuantile(90)),
-		P95:   ms(h.ValueAtQuantile(95)),
-		P99:   ms(h.ValueAtQuantile(99)),
-		P999:  ms(h.ValueAtQuantile(99.9)),
-		Max:   ms(h.Max()),
+		P50:   ms(quantile(h, 50)),
+		P90:   ms(quantile(h, 90)),
+		P95:   ms(quantile(h, 95)),
+		P99:   ms(quantile(h, 99)),
+		P999:  ms(quantile(h, 99.9)),
+		Max:   ms(quantile(h, 100)),
 	}
+}
+
+// quantile is the q-th percentile of h (in its unit, µs) at the midpoint
+// of the bucket that holds it. HdrHistogram reports the bucket's highest
+// equivalent value, which overstates every percentile by up to a bucket's
+// width (0.1 % at 3 significant figures: +0.5 ms at 1 s); the midpoint is
+// off by at most half of that either way.
+func quantile(h *hdrhistogram.Histogram, q float64) float64 {
+	hi := h.ValueAtQuantile(q)
+	// Buckets are aligned powers of two wide: double the width while the
+	// value width*2 below the top is still in the same bucket.
+	width := int64(1)
+	for hi-2*width+1 >= 0 && h.ValuesAreEquivalent(hi-2*width+1, hi) {
+		width *= 2
+	}
+	return float64(hi) - float64(width-1)/2
 }
 
 func round(x float64, digits int) float64 {

@@ -305,3 +305,30 @@ func TestUntrustedInput(t *testing.T) {
 		t.Errorf("ok %d in %d stages, want 2000 in 1", s.Overall.Requests.OK, len(s.Stages))
 	}
 }
+
+// TestPercentilesUnbiased checks that a percentile is reported at its
+// bucket's midpoint: within half a bucket (3 significant figures: 1/2048 of
+// the value) of the exact order statistic, and without the upward bias of
+// a bucket's top, which put every percentile up to 0.1 % high (+0.45 ms
+// at 1 s).
+func TestPercentilesUnbiased(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var signed float64
+	const trials = 400
+	for range trials {
+		h := newStageAgg(1).hist[0]
+		v := 500 + rng.Int64N(2_000_000) // µs: 0.5 ms to 2 s
+		record(h, time.Duration(v)*time.Microsecond)
+		d := dist(h)
+		for name, got := range map[string]float64{"p50": d.P50, "p99": d.P99, "max": d.Max} {
+			err := got*1000 - float64(v)
+			if math.Abs(err) > float64(v)/2048+0.5 {
+				t.Fatalf("one value %d µs: %s = %.4f ms, off by %.1f µs (more than half a bucket)", v, name, got, err)
+			}
+		}
+		signed += (d.P50*1000 - float64(v)) / float64(v)
+	}
+	if mean := signed / trials; math.Abs(mean) > 1e-4 {
+		t.Errorf("mean relative error of p50 = %+.2e: biased (a bucket's top gives about +2.4e-4)", mean)
+	}
+}
