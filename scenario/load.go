@@ -46,8 +46,13 @@ func (e *FieldError) Error() string {
 	return b.String()
 }
 
-// maxNodes bounds the nodes the structural check visits, so a document of
-// nested aliases (a "billion laughs") fails fast instead of expanding.
+// maxNodes bounds the work of loading a document: every node the
+// structural check visits counts once each time it is reached, and so does
+// every alias followed and every key a "<<" merge brings in. Nested aliases
+// (a "billion laughs") or nested merges expand exponentially; counting each
+// expansion stops such a document at the first node past the budget, in
+// milliseconds, with one message. Real scenarios use a few hundred. The
+// decoders that run after the check expand no more than it counted.
 const maxNodes = 100_000
 
 // Load reads the scenario file at path, applies Defaults and validates it.
@@ -177,8 +182,46 @@ func (s *source) at(path string) position {
 type walker struct {
 	src   *source
 	errs  []error
-	nodes int
+	nodes int    // work done, against maxNodes (see spend)
+	over  bool   // the budget is spent: stop walking
+	alias int    // line of the outermost alias being expanded; 0 outside one
 	file  string // overrides src.file in positions and errors (for --set)
+
+	reported map[FieldError]bool // errs, for reporting each once
+}
+
+// spend counts one unit of work at node n, found at path. It returns false
+// once the budget is spent, having reported it once, at the line of the
+// alias whose expansion ran over (where the file can be fixed) or of n.
+func (w *walker) spend(n *yaml.Node, path string) bool {
+	if w.over {
+		return false
+	}
+	w.nodes++
+	if w.nodes <= maxNodes {
+		return true
+	}
+	w.over = true
+	line := n.Line
+	if w.alias > 0 {
+		line = w.alias
+	}
+	w.fail(line, path, "document too large: more than %d nodes once aliases and << merges are expanded", maxNodes)
+	return false
+}
+
+// follow returns the node an alias stands for (n itself when n is not an
+// alias), noting the alias's line while the outermost expansion lasts:
+// call the returned function when done with the node.
+func (w *walker) follow(n *yaml.Node) (*yaml.Node, func()) {
+	if n.Kind != yaml.AliasNode || n.Alias == nil {
+		return n, func() {}
+	}
+	if w.alias != 0 {
+		return n.Alias, func() {}
+	}
+	w.alias = n.Line
+	return n.Alias, func() { w.alias = 0 }
 }
 
 func (w *walker) fail(line int, path, format string, args ...any) {
@@ -187,7 +230,15 @@ func (w *walker) fail(line int, path, format string, args ...any) {
 		file = w.file
 		line = 0
 	}
-	w.errs = append(w.errs, &FieldError{File: file, Line: line, Field: path, Msg: fmt.Sprintf(format, args...)})
+	fe := &FieldError{File: file, Line: line, Field: path, Msg: fmt.Sprintf(format, args...)}
+	// A node reached through several aliases has its problems once.
+	if w.reported == nil {
+		w.reported = map[FieldError]bool{}
+	}
+	if !w.reported[*fe] {
+		w.reported[*fe] = true
+		w.errs = append(w.errs, fe)
+	}
 }
 
 var (
@@ -197,16 +248,11 @@ var (
 
 // walk checks node n (whose key is at keyLine) against type t at path.
 func (w *walker) walk(n *yaml.Node, t reflect.Type, path string, keyLine int) {
-	w.nodes++
-	if w.nodes > maxNodes {
-		if w.nodes == maxNodes+1 {
-			w.fail(n.Line, "", "document too large (more than %d nodes after aliases)", maxNodes)
-		}
+	if !w.spend(n, path) {
 		return
 	}
-	if n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
+	n, done := w.follow(n)
+	defer done()
 	if path != "" {
 		file := w.src.file
 		if w.file != "" {
@@ -239,6 +285,9 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string, keyLine int) {
 			return
 		}
 		for i, e := range n.Content {
+			if w.over {
+				return
+			}
 			w.walk(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i), e.Line)
 		}
 	default:
@@ -263,10 +312,17 @@ type seenKey struct {
 
 // pairs checks the key-value pairs of mapping n; depth > 0 inside "<<"
 // merges, whose keys yield to the mapping's own keys wherever they appear.
+// Merges may nest to any depth: the node budget bounds the work.
 func (w *walker) pairs(n *yaml.Node, t reflect.Type, path string, seen map[string]seenKey, depth int) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		if k.Kind == yaml.ScalarNode && k.Value == "<<" && k.ShortTag() == "!!merge" && depth < 8 {
+		// Every pair counts, even one a merge brings in only to yield to
+		// the mapping's own key: merged lists of merged mappings repeat
+		// the same keys exponentially often.
+		if !w.spend(k, path) {
+			return
+		}
+		if k.Kind == yaml.ScalarNode && k.Value == "<<" && k.ShortTag() == "!!merge" {
 			w.merge(v, t, path, seen, depth+1)
 			continue
 		}
@@ -300,15 +356,19 @@ func (w *walker) pairs(n *yaml.Node, t reflect.Type, path string, seen map[strin
 // merge handles a "<<" key: its value is a mapping or a list of mappings
 // whose keys apply where the mapping does not set them.
 func (w *walker) merge(v *yaml.Node, t reflect.Type, path string, seen map[string]seenKey, depth int) {
-	if v.Kind == yaml.AliasNode && v.Alias != nil {
-		v = v.Alias
+	if !w.spend(v, path) {
+		return
 	}
+	v, done := w.follow(v)
+	defer done()
 	switch v.Kind {
 	case yaml.MappingNode:
-		w.nodes += len(v.Content)
 		w.pairs(v, t, path, seen, depth)
 	case yaml.SequenceNode:
 		for _, e := range v.Content {
+			if w.over {
+				return
+			}
 			w.merge(e, t, path, seen, depth)
 		}
 	default:
@@ -346,6 +406,11 @@ func (w *walker) leaf(n *yaml.Node, t reflect.Type, path string) {
 			return
 		}
 	}
+	// The decoder expands what the walk did not visit (a free-form
+	// mapping, a list given to an Unmarshaler): count it first.
+	if n.Kind != yaml.ScalarNode && !w.expand(n, path) {
+		return
+	}
 	if err := n.Decode(reflect.New(t).Interface()); err != nil {
 		_, msg := yamlErrorLine(err.Error())
 		switch t.Kind() {
@@ -356,6 +421,23 @@ func (w *walker) leaf(n *yaml.Node, t reflect.Type, path string) {
 		}
 		w.fail(n.Line, path, "%s", msg)
 	}
+}
+
+// expand counts the nodes of a value the walk does not check itself, as a
+// decoder will expand them: aliases followed and merges included. It
+// returns false when the budget ran out.
+func (w *walker) expand(n *yaml.Node, path string) bool {
+	if !w.spend(n, path) {
+		return false
+	}
+	n, done := w.follow(n)
+	defer done()
+	for _, c := range n.Content {
+		if !w.expand(c, path) {
+			return false
+		}
+	}
+	return true
 }
 
 // describe names a node's kind and value for messages.

@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/servebench/servebench/internal/golden"
 )
@@ -243,6 +247,8 @@ func FuzzLoad(f *testing.F) {
 			f.Add(b)
 		}
 	}
+	bomb, _ := mergeBomb("anchors", 20, 12)
+	f.Add([]byte(bomb))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sc, err := Parse("fuzz.yaml", data)
 		if err != nil {
@@ -290,8 +296,79 @@ func TestHugeDocument(t *testing.T) {
 	t.Parallel()
 	doc := "name: huge\nload:\n  stages: [" + strings.Repeat("{}, ", maxNodes) + "{}]\n"
 	_, err := Parse("huge.yaml", []byte(doc))
-	if err == nil || !strings.Contains(err.Error(), "huge.yaml:3: document too large") || len(unwrapAll(err)) != 1 {
+	if err == nil || !strings.Contains(err.Error(), "huge.yaml:3: load.stages[") ||
+		!strings.Contains(err.Error(), "document too large: more than 100000 nodes") || len(unwrapAll(err)) != 1 {
 		t.Errorf("err = %.300v", err)
+	}
+}
+
+// mergeBomb is a scenario whose anchors sit under key (a field the schema
+// does not know, or request.extra) and whose first stage is {<<: *aDEPTH}:
+// each anchor merges a list of fan aliases of the one before, so the stage
+// expands to fan^depth copies of the first anchor's keys, from a document
+// of about 5·fan·depth bytes. useLine is the line of the stage.
+func mergeBomb(key string, fan, depth int) (doc string, useLine int) {
+	var b strings.Builder
+	b.WriteString("name: bomb\n" + key + ":\n  a0: &a0 {concurrency: 1, requests: 1}\n")
+	for i := 1; i <= depth; i++ {
+		fmt.Fprintf(&b, "  a%d: &a%d {<<: [%s]}\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d, ", i-1), fan), ", "))
+	}
+	b.WriteString("load:\n  stages:\n")
+	useLine = strings.Count(b.String(), "\n") + 1
+	fmt.Fprintf(&b, "    - {<<: *a%d}\n", depth)
+	return b.String(), useLine
+}
+
+// TestIssue11MergeBomb (issue 11, item 9): a 1.7 KB document of nested "<<"
+// merges kept the loader busy for more than ten minutes, because a merged
+// key that yields to one already set was not counted against the node
+// budget. Every merged key and every alias followed now counts, so the
+// loader refuses the document at once, naming the line of the expansion
+// and the limit. Loading is pure computation, bounded by that budget; the
+// watchdog only turns a regression into a failure instead of a hang.
+func TestIssue11MergeBomb(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		key  string // where the anchors are
+		want string // a regular expression; USE is the stage's line
+	}{
+		// The structural check expands the stage's merges.
+		{"anchors outside the schema", "anchors", `(?m)^bomb\.yaml:USE: load\.stages\[0\]: `},
+		// The decoder would expand a free-form mapping: it is counted first.
+		{"anchors in a free-form mapping", "request:\n extra", `(?m)^bomb\.yaml:\d+: request\.extra: `},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			doc, line := mergeBomb(tc.key, 20, 12)
+			if len(doc) > 2000 {
+				t.Fatalf("the bomb is %d bytes, want under 2 KB", len(doc))
+			}
+			err := parseWithin(t, "bomb.yaml", doc)
+			want := regexp.MustCompile(strings.Replace(tc.want, "USE", strconv.Itoa(line), 1) + regexp.QuoteMeta(fmt.Sprintf("document too large: more than %d nodes once aliases and << merges are expanded", maxNodes)))
+			var fe *FieldError
+			if err == nil || !want.MatchString(err.Error()) || !errors.As(err, &fe) {
+				t.Errorf("err = %v\nwant one matching %s", err, want)
+			}
+		})
+	}
+}
+
+// parseWithin parses doc, failing the test if that takes more than a
+// minute (it takes milliseconds; a minute means the expansion is unbounded).
+func parseWithin(t *testing.T, name, doc string) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := Parse(name, []byte(doc))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(time.Minute):
+		t.Fatalf("%s: still loading after a minute: the expansion is not bounded", name)
+		return nil
 	}
 }
 

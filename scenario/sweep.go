@@ -305,7 +305,23 @@ func (v *validator) sweep(sc *Scenario) {
 	if len(s.Parameters) == 0 {
 		v.add("sweep.parameters", "at least one parameter is required")
 	}
+	// The number of runs is checked first: each value of a field
+	// parameter is validated on a copy of the scenario, which must not
+	// happen for an unbounded number of values.
 	combos := 1
+	for _, name := range slices.Sorted(maps.Keys(s.Parameters)) {
+		if vals, bad := sweepValues(s.Parameters[name]); bad < 0 && len(vals) > 0 {
+			// A parameter has fewer than maxNodes values: no overflow.
+			combos = min(combos*len(vals), 1<<40)
+		}
+	}
+	tooMany := combos > maxSweepRuns
+	if s.Repeats < 1 || s.Repeats > maxSweepRepeats {
+		v.add("sweep.repeats", "want 1 to %d, got %d", maxSweepRepeats, s.Repeats)
+	} else if n := combos * s.Repeats; n > maxSweepRuns {
+		v.add("sweep", "%d runs (combinations × repeats) is more than %d", n, maxSweepRuns)
+		tooMany = true
+	}
 	var server []string // server-setting parameter names
 	for _, name := range slices.Sorted(maps.Keys(s.Parameters)) {
 		field := "sweep.parameters." + name
@@ -321,7 +337,6 @@ func (v *validator) sweep(sc *Scenario) {
 			v.add(field, "%q is reserved", name)
 			continue
 		}
-		combos *= len(vals)
 		seen := map[string]bool{}
 		for _, x := range vals {
 			if seen[x] {
@@ -332,16 +347,12 @@ func (v *validator) sweep(sc *Scenario) {
 				v.add(field, "has an empty value")
 			}
 		}
-		if IsFieldPath(name) {
-			v.sweepField(sc, field, name, vals)
-		} else {
+		switch {
+		case !IsFieldPath(name):
 			server = append(server, name)
+		case !tooMany:
+			v.sweepField(sc, field, name, vals)
 		}
-	}
-	if s.Repeats < 1 || s.Repeats > maxSweepRepeats {
-		v.add("sweep.repeats", "want 1 to %d, got %d", maxSweepRepeats, s.Repeats)
-	} else if n := combos * s.Repeats; n > maxSweepRuns {
-		v.add("sweep", "%d runs (combinations × repeats) is more than %d", n, maxSweepRuns)
 	}
 	if s.Server != nil {
 		v.sweepServer(s, sc.Target.AllowRemote)
