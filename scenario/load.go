@@ -8,12 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/servebench/servebench/internal/yamlmsg"
 )
 
 // FieldError is one problem in a scenario, with its position. It prints as
@@ -136,16 +137,11 @@ func decode(name string, data []byte) (*Scenario, error) {
 	return sc, nil
 }
 
-var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?(?:unmarshal errors:\s*)?line (\d+): `)
-
-// yamlErrorLine splits a yaml error message into its line and the rest.
+// yamlErrorLine splits a yaml error message into its line and the rest,
+// in plain words.
 func yamlErrorLine(msg string) (int, string) {
-	msg = strings.TrimSpace(msg)
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return line, msg[len(m[0]):]
-	}
-	return 0, strings.TrimPrefix(msg, "yaml: ")
+	m := yamlmsg.Split(msg)
+	return m.Line, m.Text
 }
 
 // fieldAt returns the deepest field path recorded at line, or "".
@@ -180,12 +176,13 @@ func (s *source) at(path string) position {
 // of every field path and reports every problem (not just the first) with
 // its path.
 type walker struct {
-	src   *source
-	errs  []error
-	nodes int    // work done, against maxNodes (see spend)
-	over  bool   // the budget is spent: stop walking
-	alias int    // line of the outermost alias being expanded; 0 outside one
-	file  string // overrides src.file in positions and errors (for --set)
+	src     *source
+	errs    []error
+	nodes   int    // work done, against maxNodes (see spend)
+	over    bool   // the budget is spent: stop walking
+	alias   int    // line of the outermost alias being expanded; 0 outside one
+	aliasAt string // the path of that alias
+	file    string // overrides src.file in positions and errors (for --set)
 
 	reported map[FieldError]bool // errs, for reporting each once
 }
@@ -204,24 +201,24 @@ func (w *walker) spend(n *yaml.Node, path string) bool {
 	w.over = true
 	line := n.Line
 	if w.alias > 0 {
-		line = w.alias
+		line, path = w.alias, w.aliasAt
 	}
 	w.fail(line, path, "document too large: more than %d nodes once aliases and << merges are expanded", maxNodes)
 	return false
 }
 
 // follow returns the node an alias stands for (n itself when n is not an
-// alias), noting the alias's line while the outermost expansion lasts:
-// call the returned function when done with the node.
-func (w *walker) follow(n *yaml.Node) (*yaml.Node, func()) {
+// alias), noting the alias's line and path while the outermost expansion
+// lasts: call the returned function when done with the node.
+func (w *walker) follow(n *yaml.Node, path string) (*yaml.Node, func()) {
 	if n.Kind != yaml.AliasNode || n.Alias == nil {
 		return n, func() {}
 	}
 	if w.alias != 0 {
 		return n.Alias, func() {}
 	}
-	w.alias = n.Line
-	return n.Alias, func() { w.alias = 0 }
+	w.alias, w.aliasAt = n.Line, path
+	return n.Alias, func() { w.alias, w.aliasAt = 0, "" }
 }
 
 func (w *walker) fail(line int, path, format string, args ...any) {
@@ -251,7 +248,7 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string, keyLine int) {
 	if !w.spend(n, path) {
 		return
 	}
-	n, done := w.follow(n)
+	n, done := w.follow(n, path)
 	defer done()
 	if path != "" {
 		file := w.src.file
@@ -272,12 +269,16 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string, keyLine int) {
 			w.fail(n.Line, path, "%v", err)
 		}
 		return
-	case t.Kind() == reflect.Struct && n.Kind != yaml.MappingNode && reflect.PointerTo(t).Implements(unmarshalerType):
+	case t.Kind() == reflect.Struct && reflect.PointerTo(t).Implements(unmarshalerType) &&
+		(n.Kind != yaml.MappingNode || !hasFields(t)):
 		w.leaf(n, t, path)
+		return
+	case t.Kind() == reflect.Map && (t.Key().Kind() != reflect.String || t.Elem().Kind() == reflect.Interface):
+		w.leaf(n, t, path) // free-form
 		return
 	}
 	switch t.Kind() {
-	case reflect.Struct:
+	case reflect.Struct, reflect.Map:
 		w.mapping(n, t, path)
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
@@ -295,7 +296,8 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string, keyLine int) {
 	}
 }
 
-// mapping checks a mapping node against struct type t.
+// mapping checks a mapping node against struct type t, or against map type
+// t whose keys are names and whose values all have t's element type.
 func (w *walker) mapping(n *yaml.Node, t reflect.Type, path string) {
 	if n.Kind != yaml.MappingNode {
 		w.fail(n.Line, path, "want a mapping, got %s", describe(n))
@@ -334,10 +336,14 @@ func (w *walker) pairs(n *yaml.Node, t reflect.Type, path string, seen map[strin
 		if path != "" {
 			child = path + "." + k.Value
 		}
-		f, ok := fieldByTag(t, k.Value)
-		if !ok {
-			w.fail(k.Line, child, "unknown field%s", suggest(t, k.Value))
-			continue
+		ft := t.Elem
+		if t.Kind() == reflect.Struct {
+			f, ok := fieldByTag(t, k.Value)
+			if !ok {
+				w.fail(k.Line, child, "unknown field%s", suggest(t, k.Value))
+				continue
+			}
+			ft = func() reflect.Type { return f.Type }
 		}
 		if first, dup := seen[k.Value]; dup {
 			if depth > 0 {
@@ -349,7 +355,7 @@ func (w *walker) pairs(n *yaml.Node, t reflect.Type, path string, seen map[strin
 			}
 		}
 		seen[k.Value] = seenKey{line: k.Line, merged: depth > 0}
-		w.walk(v, f.Type, child, k.Line)
+		w.walk(v, ft(), child, k.Line)
 	}
 }
 
@@ -359,7 +365,7 @@ func (w *walker) merge(v *yaml.Node, t reflect.Type, path string, seen map[strin
 	if !w.spend(v, path) {
 		return
 	}
-	v, done := w.follow(v)
+	v, done := w.follow(v, path)
 	defer done()
 	switch v.Kind {
 	case yaml.MappingNode:
@@ -406,9 +412,16 @@ func (w *walker) leaf(n *yaml.Node, t reflect.Type, path string) {
 			return
 		}
 	}
-	// The decoder expands what the walk did not visit (a free-form
-	// mapping, a list given to an Unmarshaler): count it first.
-	if n.Kind != yaml.ScalarNode && !w.expand(n, path) {
+	// The decoder expands what the walk did not visit (a free-form value,
+	// a list given to an Unmarshaler): check and count it first.
+	errs := len(w.errs)
+	switch {
+	case t.Kind() == reflect.Map || t.Kind() == reflect.Interface:
+		w.freeform(n, path, t.Kind() == reflect.Map && t.Key().Kind() == reflect.String)
+	case n.Kind != yaml.ScalarNode:
+		w.expand(n, path)
+	}
+	if w.over || len(w.errs) > errs {
 		return
 	}
 	if err := n.Decode(reflect.New(t).Interface()); err != nil {
@@ -430,7 +443,7 @@ func (w *walker) expand(n *yaml.Node, path string) bool {
 	if !w.spend(n, path) {
 		return false
 	}
-	n, done := w.follow(n)
+	n, done := w.follow(n, path)
 	defer done()
 	for _, c := range n.Content {
 		if !w.expand(c, path) {
@@ -438,6 +451,71 @@ func (w *walker) expand(n *yaml.Node, path string) bool {
 		}
 	}
 	return true
+}
+
+// freeform checks a free-form value (request.extra, a sweep's parameters),
+// which is sent as JSON: every mapping key a plain name and, below the top
+// level (whose keys the Go type makes strings), a string, since a JSON
+// object has no other keys. It counts the nodes as expand does.
+func (w *walker) freeform(n *yaml.Node, path string, stringKeys bool) {
+	if !w.spend(n, path) {
+		return
+	}
+	n, done := w.follow(n, path)
+	defer done()
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content) && !w.over; i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			switch {
+			case k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge":
+				w.freeformMerge(v, path, stringKeys)
+			case k.Kind != yaml.ScalarNode:
+				w.fail(k.Line, path, "keys must be plain names, got %s", describe(k))
+			case !stringKeys && k.ShortTag() != "!!str":
+				w.fail(k.Line, path+"."+k.Value, "a key sent as JSON must be a string: quote it (%q)", k.Value)
+			default:
+				w.freeform(v, path+"."+k.Value, false)
+			}
+		}
+	case yaml.SequenceNode:
+		for i, e := range n.Content {
+			if w.over {
+				return
+			}
+			w.freeform(e, fmt.Sprintf("%s[%d]", path, i), false)
+		}
+	}
+}
+
+// freeformMerge checks the value of a "<<" key in a free-form mapping: a
+// mapping, or a list of them, whose keys join the mapping's.
+func (w *walker) freeformMerge(v *yaml.Node, path string, stringKeys bool) {
+	if !w.spend(v, path) {
+		return
+	}
+	v, done := w.follow(v, path)
+	defer done()
+	if v.Kind != yaml.SequenceNode {
+		w.freeform(v, path, stringKeys)
+		return
+	}
+	for _, e := range v.Content {
+		if w.over {
+			return
+		}
+		w.freeform(e, path, stringKeys)
+	}
+}
+
+// hasFields reports whether struct type t has fields with YAML names.
+func hasFields(t reflect.Type) bool {
+	for i := range t.NumField() {
+		if tagName(t.Field(i)) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // describe names a node's kind and value for messages.

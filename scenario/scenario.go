@@ -221,7 +221,7 @@ func (d *Dist) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode {
 		v, err := strconv.Atoi(n.Value)
 		if err != nil {
-			return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: want a token count or a mapping, got %q", n.Line, n.Value)}}
+			return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: want a token count or a mapping, got %s", n.Line, describe(n))}}
 		}
 		*d = Dist{Dist: DistFixed, Value: v}
 		return nil

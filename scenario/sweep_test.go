@@ -133,7 +133,7 @@ func TestSweepInvalid(t *testing.T) {
 		{"too many runs", "sweep:\n  repeats: 100\n  parameters: {a: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]}\n", "1100 runs (combinations × repeats) is more than 1000"},
 		{"server setting on a plain target", "sweep:\n  parameters: {max_num_seqs: [1, 2]}\n", "sweep.parameters.max_num_seqs: is not a scenario field"},
 		{"no command", "sweep:\n  parameters: {a: [1]}\n  server: {port: 8000}\n", "sweep.server.command: is required"},
-		{"command as a mapping", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: {x: 1}\n", "sweep.server.command.x: unknown field"},
+		{"command as a mapping", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: {x: 1}\n", "sweep.server.command: want a command as a list of arguments or a shell string, got a mapping"},
 		{"command of lists", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: [a, [b]]\n", "want a command-line argument, got a list"},
 		{"bad env name", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: x\n    env: {\"A-B\": 1}\n", `sweep.server.env: "A-B" is not a valid environment variable name`},
 		{"timeouts", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: x\n    ready_timeout: -1s\n    stop_timeout: 2h\n", "sweep.server.ready_timeout: want a positive duration up to 24h, got -1s"},

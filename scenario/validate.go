@@ -2,11 +2,13 @@ package scenario
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -178,7 +180,7 @@ func (v *validator) request(sc *Scenario) {
 	}
 	if len(r.Extra) > 0 {
 		if _, err := json.Marshal(r.Extra); err != nil {
-			v.add("request.extra", "cannot be sent as JSON: %v", err)
+			v.add("request.extra", "cannot be sent as JSON: %s", plainJSON(err))
 		}
 	}
 }
@@ -415,6 +417,19 @@ func (v *validator) stage(f string, st *Stage) {
 	} else if st.Duration > 0 && w.Duration >= st.Duration {
 		v.add(f+".warmup.duration", "%s leaves no measured time (the stage lasts %s, warmup included)", w.Duration, st.Duration)
 	}
+}
+
+// plainJSON says why a value cannot be encoded as JSON without naming Go
+// types ("json: unsupported type: map[interface {}]interface {}").
+func plainJSON(err error) string {
+	var te *json.UnsupportedTypeError
+	if errors.As(err, &te) {
+		if te.Type.Kind() == reflect.Map {
+			return "a mapping has a key that is not a string"
+		}
+		return "a value has no JSON form"
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
 func errorOr(err error, msg string) string {
