@@ -255,9 +255,9 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string, keyLine int) {
 		if w.file != "" {
 			file, keyLine = w.file, 0
 		}
-		w.src.pos[path] = position{file: file, line: keyLine}
+		w.src.pos[path] = position{file: file, line: keyLine, null: isNull(n)}
 	}
-	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+	if isNull(n) {
 		return // unset
 	}
 	for t.Kind() == reflect.Pointer {
@@ -517,6 +517,10 @@ func hasFields(t reflect.Type) bool {
 	}
 	return false
 }
+
+// isNull reports whether n is YAML's null ("key:", "key: ~"): the key is
+// there but its value is unset.
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
 
 // describe names a node's kind and value for messages.
 func describe(n *yaml.Node) string {

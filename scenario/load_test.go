@@ -78,6 +78,48 @@ func goTypeIn(err error) string {
 	return goTypeRE.FindString(quotedRE.ReplaceAllString(msg, `""`))
 }
 
+// TestIssue11ExplicitZeros (issue 11, item 16): a zero written where
+// Defaults would put its default was silently replaced (max_duration: 0s
+// ran for 30 minutes, max_concurrency: 0 capped at 1024). Written in the
+// file or with --set it is refused, saying what to write; left out, left
+// empty ("key:") or reset with an empty --set value, it takes the default.
+// testdata/invalid/zeros.yaml has every such field.
+func TestIssue11ExplicitZeros(t *testing.T) {
+	t.Parallel()
+	const base = "name: z\nload:\n  max_duration: %s\n  stages: [{rate: 5, requests: 10, max_concurrency: %s}]\n"
+	for _, tc := range []struct {
+		name, duration, maxConc string
+		sets                    []string
+		want                    string // "" for success with the defaults
+	}{
+		{name: "written in the file", duration: "0s", maxConc: "0",
+			want: "z.yaml:3: load.max_duration: 0s is not a bound: write the longest the whole run may take, like 1h, or remove the key for the default (30m)\n" +
+				"z.yaml:4: load.stages[0].max_concurrency: 0 would leave no room for a request: write a cap on requests in flight from 1 to 100000, or remove the key for the default (1024)"},
+		{name: "left empty", duration: "", maxConc: "~"},
+		{name: "set on the command line", duration: "1m", maxConc: "8", sets: []string{"load.max_duration=0s"},
+			want: "--set: load.max_duration: 0s is not a bound"},
+		{name: "reset on the command line", duration: "1m", maxConc: "8", sets: []string{"load.max_duration=", "load.stages[0].max_concurrency="}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			sc, err := Parse("z.yaml", []byte(fmt.Sprintf(base, tc.duration, tc.maxConc)))
+			if err == nil && len(tc.sets) > 0 {
+				err = sc.Override(tc.sets...)
+			}
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatal(err)
+			case tc.want == "":
+				if sc.Load.MaxDuration.D() != DefaultMaxDuration || sc.Load.Stages[0].MaxConcurrency != DefaultMaxConcurrency {
+					t.Errorf("defaults not applied: %+v", sc.Load)
+				}
+			case err == nil || !strings.Contains(err.Error(), tc.want):
+				t.Errorf("err = %v\nwant it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
 // TestIssue11PlainWords (issue 11, item 16): messages name no Go type. The
 // structural check covers typed maps (budgets.stages, target.headers,
 // sweep.server.env), free-form values (request.extra) and --set; what the

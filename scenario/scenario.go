@@ -50,6 +50,14 @@ type source struct {
 type position struct {
 	file string
 	line int
+	null bool // the key is there with no value ("key:"), or --set reset it
+}
+
+// written reports whether field path was given a value, in the file or by
+// --set, as opposed to left out, left empty ("key:") or reset.
+func (s *source) written(path string) bool {
+	p, ok := s.pos[path]
+	return ok && !p.null
 }
 
 // Target is the server under test.

@@ -123,7 +123,7 @@ func (sc *Scenario) set(path, value string) []error {
 	if sc.src.pos == nil {
 		sc.src.pos = map[string]position{}
 	}
-	sc.src.pos[path] = position{file: SetFile}
+	sc.src.pos[path] = position{file: SetFile, null: value == ""}
 
 	if value == "" {
 		v.Set(reflect.Zero(v.Type()))

@@ -52,6 +52,7 @@ func (sc *Scenario) Validate() error {
 	v.load(&sc.Load)
 	v.budgets(sc)
 	v.sweep(sc)
+	v.zeros(sc)
 	return joinSorted(v.errs)
 }
 
