@@ -51,8 +51,9 @@ type Plan struct {
 }
 
 // NewPlan lays out the sweep of sc (which must have a sweep block). It
-// derives and validates every run's scenario, and for the simulator checks
-// every setting, so a sweep never fails half-way on a typo. The error is a
+// derives and validates every run's scenario, reads every dataset, and for
+// the simulator checks every setting, so a sweep never fails half-way on a
+// typo. The error is a
 // *scenario.FieldError (or a join of them) for a bad scenario.
 func NewPlan(sc *scenario.Scenario) (*Plan, error) {
 	sw := sc.Sweep
@@ -95,6 +96,19 @@ func NewPlan(sc *scenario.Scenario) (*Plan, error) {
 			}
 			job := derived // each job owns its copy
 			p.Jobs = append(p.Jobs, Job{Point: i, Values: vals, Repeat: r, Label: label, Dir: dir, Scenario: &job})
+		}
+	}
+	// Each dataset once, read and checked before any server is launched.
+	checked := map[[2]string]bool{}
+	for i := range p.Jobs {
+		d := p.Jobs[i].Scenario
+		key := [2]string{d.DatasetPath(), d.Prompts.Dataset.Format}
+		if key[0] == "" || checked[key] {
+			continue
+		}
+		checked[key] = true
+		if err := d.CheckDataset(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
