@@ -69,7 +69,8 @@ type Sweep struct {
 // name with dots) and {{.port}}.
 type SweepServer struct {
 	// Command is the server's command line: a list (run directly) or one
-	// string (run by /bin/sh -c). It is started in its own process group.
+	// string (run by /bin/sh -c, with every value single-quoted). It is
+	// started in its own process group.
 	Command Command `yaml:"command" json:"command"`
 	// Env holds variables added to the harness's environment.
 	Env map[string]string `yaml:"env" json:"env,omitempty"`
@@ -232,6 +233,9 @@ type Launch struct {
 
 // Render expands the server's templates with vars (parameter values by
 // name, and SweepVarPort). A reference to a missing variable is an error.
+// In a shell command (Command.Shell) every value is substituted
+// single-quoted, so it reaches the server as one argument, literally: a
+// value is never shell syntax.
 func (s *SweepServer) Render(vars map[string]string) (Launch, error) {
 	var l Launch
 	var err error
@@ -248,7 +252,12 @@ func (s *SweepServer) Render(vars map[string]string) (Launch, error) {
 			l.Args = append(l.Args, render(fmt.Sprintf("command[%d]", i), a))
 		}
 	} else {
-		l.Args = []string{"/bin/sh", "-c", render("command", s.Command.Shell)}
+		// Values are data: single-quoted for the shell (see shellQuote).
+		var shell string
+		if err == nil {
+			shell, err = renderTemplate("command", s.Command.Shell, shellQuoted(vars))
+		}
+		l.Args = []string{"/bin/sh", "-c", shell}
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		l.Env = append(l.Env, k+"="+render("env."+k, s.Env[k]))
@@ -379,6 +388,9 @@ func (v *validator) sweepServer(s *Sweep, remote bool) {
 	sv := s.Server
 	if len(sv.Command.Args) == 0 && strings.TrimSpace(sv.Command.Shell) == "" {
 		v.add("sweep.server.command", "is required: the server's command line, as a list or a shell string")
+	}
+	if err := checkShellTemplate(sv.Command.Shell); sv.Command.Args == nil && err != nil {
+		v.add("sweep.server.command", "%v", err)
 	}
 	for k := range sv.Env {
 		if !envNameRE.MatchString(k) {

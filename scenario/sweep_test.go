@@ -2,6 +2,8 @@ package scenario
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
 	"reflect"
 	"strconv"
 	"strings"
@@ -75,7 +77,7 @@ func TestSweepValid(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := Launch{Args: []string{"/bin/sh", "-c", "exec my-server --port 9000 --n 3"}, Env: []string{"LEVEL=INFO", "N=2"},
+				want := Launch{Args: []string{"/bin/sh", "-c", "exec my-server --port '9000' --n '3'"}, Env: []string{"LEVEL=INFO", "N=2"},
 					BaseURL: "http://localhost:9000/v1", ReadyURL: "http://localhost:9000/health"}
 				if !reflect.DeepEqual(l, want) {
 					t.Errorf("Render = %+v, want %+v", l, want)
@@ -145,6 +147,10 @@ func TestSweepInvalid(t *testing.T) {
 		{"remote ready_url", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: x\n    ready_url: http://example.com/health\n", `sweep.server.ready_url: host "example.com" is not loopback`},
 		{"ready_url scheme", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: x\n    ready_url: ftp://127.0.0.1/\n", `sweep.server.ready_url: want http://HOST:PORT/PATH, got "ftp://127.0.0.1/"`},
 		{"sim query", "", `target.url: setting "Bad" of "sim://tiny?Bad=1": want a lower-case name like max_num_seqs`},
+		{"value inside quotes", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: vllm serve --x \"{{.a}}\"\n",
+			`sweep.server.command: {{.a}} is inside quotes: write it bare, since values are substituted single-quoted for the shell`},
+		{"value inside single quotes", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: \"vllm serve --x='{{.a}}'\"\n",
+			`sweep.server.command: {{.a}} is inside quotes`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -181,6 +187,53 @@ func TestIssue11ManySweepValues(t *testing.T) {
 	err := parseWithin(t, "sw.yaml", doc)
 	if want := "sw.yaml:7: sweep: 20000 runs (combinations × repeats) is more than 1000"; err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %s", err, want)
+	}
+}
+
+// TestIssue11ShellValues (issue 11, item 11): a value substituted into a
+// shell command ran as shell syntax ("6ms $(touch pwned)"). Values are
+// single-quoted; the shell parses each back to the value, literally, as one
+// argument (this runs /bin/sh on the rendered command, with printf in the
+// server's place, and checks nothing else ran). Actions written inside
+// quotes are refused, and a quote may still surround other text.
+func TestIssue11ShellValues(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pwned := dir + "/pwned"
+	values := []string{"6ms $(touch " + pwned + ")", "`touch " + pwned + "`", "x; touch " + pwned, "it's", `"$HOME" \ \'`, "a\nb", ""}
+	sv := &SweepServer{Command: Command{Shell: `printf '%s\n' --v={{.v}} '{"json": '{{.v}}'}' {{.v}}`}}
+	for _, v := range values {
+		l, err := sv.Render(map[string]string{"v": v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Args[0] != "/bin/sh" || l.Args[1] != "-c" {
+			t.Fatalf("args = %q", l.Args)
+		}
+		out, err := exec.Command(l.Args[0], l.Args[1:]...).Output()
+		if err != nil {
+			t.Fatalf("%q: %v", l.Args[2], err)
+		}
+		want := "--v=" + v + "\n" + `{"json": ` + v + "}\n" + v + "\n"
+		if string(out) != want {
+			t.Errorf("value %q: the shell passed\n%q\nwant\n%q", v, out, want)
+		}
+	}
+	if _, err := os.Stat(pwned); err == nil {
+		t.Errorf("a value ran a command: %s exists", pwned)
+	}
+	for tmpl, bad := range map[string]string{
+		`vllm --x "{{.v}}"`:        "{{.v}}",
+		`vllm --x='{{.v}}' {{.w}}`: "{{.v}}",
+		`vllm --x "a\"{{.v}}"`:     "{{.v}}",
+		`vllm --x {{.v}} 'it''s'`:  "",
+		`vllm --x "it's" {{.v}}`:   "",
+		`vllm {{index . "a.b"}}`:   "",
+		`vllm --x=\'{{.v}}`:        "",
+	} {
+		if got := quotedAction(tmpl); got != bad {
+			t.Errorf("quotedAction(%q) = %q, want %q", tmpl, got, bad)
+		}
 	}
 }
 

@@ -41,6 +41,7 @@ const testServerEnv = "SWEEP_TEST_SERVER"
 //	exit        exits at once with status 3
 //	never-ready answers /health with 503
 //	stubborn    serves, ignores SIGTERM, and starts a child that does too
+//	argv        serves, having printed its arguments after the port as JSON
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(testServerEnv); mode != "" {
 		os.Exit(fakeServer(mode, os.Args[1:]))
@@ -58,9 +59,13 @@ func fakeServer(mode string, args []string) int {
 		time.Sleep(time.Minute)
 		return 0
 	}
-	if len(args) != 1 {
+	if len(args) < 1 || len(args) > 1 && mode != "argv" {
 		fmt.Fprintln(os.Stderr, "fake server: want the port")
 		return 2
+	}
+	if mode == "argv" {
+		b, _ := json.Marshal(args[1:])
+		fmt.Printf("argv %s\n", b)
 	}
 	if mode == "stubborn" {
 		signal.Ignore(syscall.SIGTERM)
@@ -329,6 +334,63 @@ func TestExecuteServers(t *testing.T) {
 	if err := json.Unmarshal(data, &back); err != nil || len(back.Runs) != 3 || back.Schema != Schema {
 		t.Errorf("sweep.json does not read back: %v", err)
 	}
+}
+
+// TestIssue11ShellInjection (issue 11, item 11): with a shell command, a
+// swept value "6ms $(touch pwned)" ran touch. The server launched for
+// each value must get the value as one argument, literally, and nothing
+// else may run.
+func TestIssue11ShellInjection(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pwned := filepath.Join(dir, "pwned")
+	values := []string{"6ms $(touch " + pwned + ")", "6ms; touch " + pwned, "'`touch " + pwned + "`'"}
+	quoted := make([]string, len(values))
+	for i, v := range values {
+		b, _ := json.Marshal(v)
+		quoted[i] = string(b)
+	}
+	doc := fmt.Sprintf(`name: shell
+target: {model: fake}
+load: {stages: [{concurrency: 1, requests: 1}]}
+sweep:
+  parameters:
+    delay: [%s]
+  server:
+    command: %q
+    env: {%s: argv}
+    ready_timeout: 20s
+    stop_timeout: 5s
+`, strings.Join(quoted, ", "), shellJoin([]string{os.Args[0]})+" {{.port}} {{.delay}}", testServerEnv)
+	p, err := NewPlan(parse(t, doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeRun{param: "delay"}
+	s, err := p.Execute(context.Background(), Options{Dir: dir, Run: f.run, Environ: os.Environ()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range s.Runs {
+		data, err := os.ReadFile(filepath.Join(dir, r.ServerLog))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "argv " + string(must(json.Marshal([]string{values[i]}))) + "\n"
+		if r.Status != StatusOK || !strings.HasPrefix(string(data), want) {
+			t.Errorf("value %q: %s %s; the server's log starts\n%s\nwant\n%s", values[i], r.Status, r.Error, data, want)
+		}
+	}
+	if _, err := os.Stat(pwned); err == nil {
+		t.Errorf("a swept value ran a command: %s exists", pwned)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 // TestStopKillsTheGroup: a server that ignores SIGTERM is killed after the

@@ -29,7 +29,8 @@ into its own directory, DIR/NAME=VALUE, with the files 'bench run' writes.
                 "--max-num-batched-tokens", "{{.max_num_batched_tokens}}"]
       ready_timeout: 10m         # polls http://127.0.0.1:{{.port}}/health
 
-With a server section the command (a list, or one string for /bin/sh -c)
+With a server section the command (a list, or one string for /bin/sh -c,
+in which every value is substituted single-quoted: write {{.name}} bare)
 is started in its own process group for every run, with its output in
 DIR/NAME=VALUE/server.log; once its readiness URL answers 2xx the load
 runs against it, then the whole group gets SIGTERM and, after stop_timeout,
