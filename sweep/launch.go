@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/servebench/servebench/internal/loopback"
 )
 
 // Launcher timing: how often readiness is polled and how long one poll may
@@ -79,11 +81,17 @@ func (p *process) Exited() (bool, error) {
 }
 
 // WaitReady polls url until it answers 2xx, the process exits (ErrExited),
-// timeout passes or ctx is done. The error quotes the end of the log.
-func (p *process) WaitReady(ctx context.Context, url string, timeout time.Duration) error {
+// timeout passes or ctx is done. The error quotes the end of the log. The
+// URL must be one policy allows, and so must every address it resolves to;
+// a redirect is an answer that is not 2xx, never followed, since it could
+// lead the poll anywhere.
+func (p *process) WaitReady(ctx context.Context, url string, timeout time.Duration, policy loopback.Policy) error {
+	if err := policy.CheckURL(url); err != nil {
+		return fmt.Errorf("ready_url %w", err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	hc := &http.Client{Timeout: readyPollTimeout, Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
+	hc := readyClient(policy)
 	tick := time.NewTicker(readyPollInterval)
 	defer tick.Stop()
 	var last error
@@ -103,6 +111,17 @@ func (p *process) WaitReady(ctx context.Context, url string, timeout time.Durati
 			return ctx.Err()
 		case <-tick.C:
 		}
+	}
+}
+
+// readyClient is the readiness poll's client: no proxy, no kept-alive
+// connection, dials only where policy allows, and no redirect followed.
+func readyClient(policy loopback.Policy) *http.Client {
+	dialer := &net.Dialer{Timeout: readyPollTimeout, Control: policy.DialControl()}
+	return &http.Client{
+		Timeout:       readyPollTimeout,
+		Transport:     &http.Transport{DisableKeepAlives: true, Proxy: nil, DialContext: dialer.DialContext},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
 

@@ -193,6 +193,9 @@ func (p *Plan) runJob(ctx context.Context, opts Options, j *Job, logf func(strin
 		if err := derived.Set("target.url", l.BaseURL); err != nil {
 			return fail("server base_url: %v", err)
 		}
+		if err := p.Policy.CheckURL(l.ReadyURL); err != nil {
+			return fail("server ready_url %v", err)
+		}
 		sc, rec.Target, rec.Command = &derived, l.BaseURL, l.Args
 		logPath := filepath.Join(dir, "server.log")
 		rec.ServerLog = filepath.Join(j.Dir, "server.log")
@@ -212,7 +215,7 @@ func (p *Plan) runJob(ctx context.Context, opts Options, j *Job, logf func(strin
 			}
 		}
 		waited := time.Now()
-		if err := proc.WaitReady(ctx, l.ReadyURL, sv.ReadyTimeout.D()); err != nil {
+		if err := proc.WaitReady(ctx, l.ReadyURL, sv.ReadyTimeout.D(), p.Policy); err != nil {
 			stop()
 			return fail("server did not become ready: %v", err)
 		}

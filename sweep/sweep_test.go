@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/internal/golden"
+	"github.com/servebench/servebench/internal/loopback"
 	"github.com/servebench/servebench/run"
 
 	"github.com/servebench/servebench/report"
@@ -386,6 +388,74 @@ sweep:
 	}
 }
 
+// TestIssue11ReadyNoRedirect (issue 11, item 11): the readiness poll
+// followed redirects, so a ready_url could send it to any address. A
+// server whose ready_url redirects (here to another loopback port that
+// answers 200) is not ready: the redirect is an answer that is not 2xx,
+// and nothing is requested where it points.
+func TestIssue11ReadyNoRedirect(t *testing.T) {
+	t.Parallel()
+	var followed atomic.Int64
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { followed.Add(1) }))
+	defer target.Close()
+	redirect := httptest.NewServer(http.RedirectHandler(target.URL+"/health", http.StatusTemporaryRedirect))
+	defer redirect.Close()
+	doc := serverSweep("serve") + "    ready_url: " + redirect.URL + "/health\n"
+	doc = strings.Replace(doc, "ready_timeout: 1500ms", "ready_timeout: 1s", 1)
+	p, err := NewPlan(parse(t, doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeRun{param: "mode"}
+	s, err := p.Execute(context.Background(), Options{Dir: t.TempDir(), Run: f.run, Environ: os.Environ()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Runs[0]; r.Status != StatusFailed || !strings.Contains(r.Error, "(last poll: HTTP 307)") {
+		t.Errorf("run: %s %q; want failed, not ready (HTTP 307)", r.Status, r.Error)
+	}
+	if n := followed.Load(); n != 0 || f.calls.Load() != 0 {
+		t.Errorf("the poll followed the redirect %d times; the load ran %d times", n, f.calls.Load())
+	}
+}
+
+// TestIssue11ReadyURLEveryValue (issue 11, item 11): validation renders
+// the server section with the first value of each parameter only, so a
+// later value could point the readiness poll (or the load) elsewhere. The
+// plan renders every combination and refuses one whose URL the policy
+// does not allow, before anything is launched; target.allow_remote allows
+// it.
+func TestIssue11ReadyURLEveryValue(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, field, want string
+	}{
+		{"ready_url", "ready_url", "sweep value host=192.0.2.1: sweep.server.ready_url http://192.0.2.1:1/health: not a loopback address"},
+		{"base_url", "base_url", `sweep value host=192.0.2.1: sweep.server.base_url http://192.0.2.1:1: --set: target.url: host "192.0.2.1" is not loopback`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			doc := fmt.Sprintf(`name: hosts
+target: {model: m}
+load: {stages: [{concurrency: 1, requests: 1}]}
+sweep:
+  parameters: {host: [127.0.0.1, 192.0.2.1]}
+  server:
+    command: [server, "{{.port}}"]
+    %s: http://{{.host}}:{{.port}}%s
+`, tc.field, map[string]string{"ready_url": "/health", "base_url": "\n    ready_url: http://127.0.0.1:{{.port}}/health"}[tc.field])
+			_, err := NewPlan(parse(t, doc))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v\nwant it to contain %q", err, tc.want)
+			}
+			remote := strings.Replace(doc, "target: {model: m}", "target: {model: m, allow_remote: true}", 1)
+			if _, err := NewPlan(parse(t, remote)); err != nil {
+				t.Errorf("with allow_remote: %v", err)
+			}
+		})
+	}
+}
+
 func must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)
@@ -406,7 +476,7 @@ func TestStopKillsTheGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.WaitReady(context.Background(), fmt.Sprintf("http://127.0.0.1:%d/health", port), 10*time.Second); err != nil {
+	if err := p.WaitReady(context.Background(), fmt.Sprintf("http://127.0.0.1:%d/health", port), 10*time.Second, loopback.Policy{}); err != nil {
 		p.Stop(0)
 		t.Fatal(err)
 	}
