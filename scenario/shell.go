@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -72,3 +73,89 @@ func checkShellTemplate(tmpl string) error {
 	}
 	return nil
 }
+
+// notExecutable are first words after which "exec" would be wrong: shell
+// syntax and builtins that are not programs.
+var notExecutable = map[string]bool{
+	"if": true, "then": true, "else": true, "elif": true, "fi": true, "do": true, "done": true,
+	"case": true, "esac": true, "while": true, "until": true, "for": true, "in": true, "{": true,
+	"}": true, "!": true, "[[": true, "function": true, "select": true, "time": true, "exec": true,
+	":": true, ".": true, "break": true, "continue": true, "eval": true, "exit": true, "export": true,
+	"readonly": true, "return": true, "set": true, "shift": true, "times": true, "trap": true,
+	"unset": true, "cd": true, "source": true, "wait": true, "command": true, "builtin": true,
+}
+
+// execShell returns a shell command with "exec" before its command word
+// when it is one simple command: words, leading NAME=value assignments and
+// redirections, with no ; & | ( ) or newline outside quotes. The shell then
+// becomes the server: the process launched, which the harness signals and
+// which the kernel signals if the harness dies (Linux's parent-death
+// signal, kept across exec), is the server itself, not a shell that would
+// die and leave it running. Any other command is returned as it is: a
+// list or pipeline should exec its server itself ("cd /m && exec vllm
+// serve …").
+func execShell(cmd string) string {
+	var words []int // byte offsets where top-level words start
+	var quote byte
+	inWord := false
+	for i := 0; i < len(cmd); i++ {
+		c := cmd[i]
+		switch {
+		case quote == '\'':
+			if c == '\'' {
+				quote = 0
+			}
+			continue
+		case quote == '"':
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				quote = 0
+			}
+			continue
+		}
+		switch c {
+		case ' ', '\t':
+			inWord = false
+			continue
+		case ';', '|', '(', ')', '\n', '\r':
+			if c == '|' && i > 0 && cmd[i-1] == '>' {
+				break // >| is a redirection
+			}
+			return cmd
+		case '&':
+			if i > 0 && (cmd[i-1] == '>' || cmd[i-1] == '<') {
+				break // >& and <& are redirections
+			}
+			return cmd
+		}
+		if !inWord {
+			words = append(words, i)
+			inWord = true
+		}
+		switch c {
+		case '\\':
+			i++
+		case '\'', '"':
+			quote = c
+		}
+	}
+	for _, start := range words {
+		end := start
+		for end < len(cmd) && cmd[end] != ' ' && cmd[end] != '\t' {
+			end++
+		}
+		word := cmd[start:end]
+		if assignmentRE.MatchString(word) {
+			continue
+		}
+		if notExecutable[word] {
+			return cmd
+		}
+		return cmd[:start] + "exec " + cmd[start:]
+	}
+	return cmd // assignments only, or nothing
+}
+
+// assignmentRE matches a word that assigns a shell variable (NAME=…).
+var assignmentRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)

@@ -69,8 +69,9 @@ type Sweep struct {
 // name with dots) and {{.port}}.
 type SweepServer struct {
 	// Command is the server's command line: a list (run directly) or one
-	// string (run by /bin/sh -c, with every value single-quoted). It is
-	// started in its own process group.
+	// string (run by /bin/sh -c, with every value single-quoted, and with
+	// exec when it is one simple command). It is started in its own
+	// process group.
 	Command Command `yaml:"command" json:"command"`
 	// Env holds variables added to the harness's environment.
 	Env map[string]string `yaml:"env" json:"env,omitempty"`
@@ -235,7 +236,8 @@ type Launch struct {
 // name, and SweepVarPort). A reference to a missing variable is an error.
 // In a shell command (Command.Shell) every value is substituted
 // single-quoted, so it reaches the server as one argument, literally: a
-// value is never shell syntax.
+// value is never shell syntax; and a command that is one simple command is
+// run with exec (see execShell).
 func (s *SweepServer) Render(vars map[string]string) (Launch, error) {
 	var l Launch
 	var err error
@@ -253,11 +255,12 @@ func (s *SweepServer) Render(vars map[string]string) (Launch, error) {
 		}
 	} else {
 		// Values are data: single-quoted for the shell (see shellQuote).
+		// One command is exec'd, so the server is the process launched.
 		var shell string
 		if err == nil {
 			shell, err = renderTemplate("command", s.Command.Shell, shellQuoted(vars))
 		}
-		l.Args = []string{"/bin/sh", "-c", shell}
+		l.Args = []string{"/bin/sh", "-c", execShell(shell)}
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		l.Env = append(l.Env, k+"="+render("env."+k, s.Env[k]))

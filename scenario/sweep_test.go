@@ -237,6 +237,40 @@ func TestIssue11ShellValues(t *testing.T) {
 	}
 }
 
+// TestIssue11ExecShell (issue 11, item 10): a string command ran under a
+// shell that stayed the server's parent, so signals for the launched
+// process (the parent-death signal when the harness is killed) reached the
+// shell only. One simple command is now exec'd; anything else is left as
+// written, for its author to exec the server.
+func TestIssue11ExecShell(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"vllm serve m --port '8000'":      "exec vllm serve m --port '8000'",
+		"  vllm serve":                    "  exec vllm serve",
+		"VLLM_X=1 B='a b' vllm serve":     "VLLM_X=1 B='a b' exec vllm serve",
+		"vllm serve > log 2>&1":           "exec vllm serve > log 2>&1",
+		"vllm serve --x 'a; b | c & (d)'": "exec vllm serve --x 'a; b | c & (d)'",
+		`vllm serve --x "a; \"b\" & c"`:   `exec vllm serve --x "a; \"b\" & c"`,
+		`vllm serve --x a\;b`:             `exec vllm serve --x a\;b`,
+		"exec vllm serve":                 "exec vllm serve",
+		"cd /models && vllm serve":        "cd /models && vllm serve",
+		"cd /models; exec vllm serve":     "cd /models; exec vllm serve",
+		"vllm serve | tee log":            "vllm serve | tee log",
+		"vllm serve &":                    "vllm serve &",
+		"(vllm serve)":                    "(vllm serve)",
+		"vllm serve --port $(cat port)":   "vllm serve --port $(cat port)",
+		"vllm serve\nsleep 1":             "vllm serve\nsleep 1",
+		"if true; then vllm; fi":          "if true; then vllm; fi",
+		"eval vllm serve":                 "eval vllm serve",
+		"X=1":                             "X=1",
+		"":                                "",
+	} {
+		if got := execShell(in); got != want {
+			t.Errorf("execShell(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 // TestSweepSet checks command-line overrides of the sweep block: values,
 // removal, and a key of the server's environment.
 func TestSweepSet(t *testing.T) {

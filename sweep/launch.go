@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/servebench/servebench/internal/loopback"
@@ -65,6 +66,60 @@ func launch(args, env []string, logPath string) (*process, error) {
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// Servers is the set of servers a sweep has running (Options.Servers), for
+// a program that must exit at once: Kill ends them all. The zero value is
+// ready to use. It is safe for concurrent use: Kill is meant to be called
+// from a signal handler's goroutine while Execute runs.
+type Servers struct {
+	mu      sync.Mutex
+	running map[*process]bool
+	killed  bool // Kill was called: a server launched later is killed at once
+}
+
+func (s *Servers) add(p *process) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.killed {
+		_ = signalGroup(p.cmd, true)
+		return
+	}
+	if s.running == nil {
+		s.running = map[*process]bool{}
+	}
+	s.running[p] = true
+}
+
+func (s *Servers) remove(p *process) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.running, p)
+}
+
+// Kill sends SIGKILL to the process group of every running server, and of
+// any launched after it, and returns the number of groups it signalled. It
+// does not wait: the kernel ends the processes whether or not the caller
+// is still there to reap them. A server stopped by Kill gives its run no
+// summary; Kill is for abandoning a sweep, not for ending one cleanly
+// (cancel Execute's context for that).
+func (s *Servers) Kill() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.killed = true
+	n := 0
+	for p := range s.running {
+		if signalGroup(p.cmd, true) == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // Pid is the process id (and process group id) of the server.

@@ -44,6 +44,8 @@ const testServerEnv = "SWEEP_TEST_SERVER"
 //	never-ready answers /health with 503
 //	stubborn    serves, ignores SIGTERM, and starts a child that does too
 //	argv        serves, having printed its arguments after the port as JSON
+//	parent      stands in for bench: launches a "serve" server from a shell
+//	            command string, prints its pid, and waits to be killed
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(testServerEnv); mode != "" {
 		os.Exit(fakeServer(mode, os.Args[1:]))
@@ -52,6 +54,9 @@ func TestMain(m *testing.M) {
 }
 
 func fakeServer(mode string, args []string) int {
+	if mode == "parent" {
+		return fakeParent(args)
+	}
 	if mode == "exit" {
 		fmt.Fprintln(os.Stderr, "fake server: CUDA out of memory (pretend)")
 		return 3
@@ -106,6 +111,99 @@ func fakeServer(mode string, args []string) int {
 	case <-time.After(2 * time.Minute): // bounded: never outlive a test run
 	}
 	return 0
+}
+
+// fakeParent launches the test binary as a "serve" server the way a sweep
+// does (a shell command string rendered by the scenario, its log in
+// args[0]'s directory), prints "server pid N" once it is ready, and sleeps
+// until it is killed (two minutes at most).
+func fakeParent(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "fake parent: want a directory")
+		return 2
+	}
+	port, err := freePort()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	sv := &scenario.SweepServer{Command: scenario.Command{Shell: shellJoin([]string{os.Args[0]}) + " {{.port}}"}}
+	l, err := sv.Render(map[string]string{scenario.SweepVarPort: strconv.Itoa(port)})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	p, err := launch(l.Args, append(os.Environ(), testServerEnv+"=serve"), filepath.Join(args[0], "server.log"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if err := p.WaitReady(context.Background(), fmt.Sprintf("http://127.0.0.1:%d/health", port), time.Minute, loopback.Policy{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	fmt.Printf("server pid %d\n", p.Pid())
+	time.Sleep(2 * time.Minute)
+	return 0
+}
+
+// alive reports whether process pid exists and has not ended: a zombie
+// (ended, not yet reaped by its parent, which may be init) counts as gone.
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	state, _, ok := procStat(pid)
+	return !ok || state != 'Z'
+}
+
+// groupAlive reports whether a process of process group pgid is alive.
+func groupAlive(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true // no /proc: the kernel says the group has members
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if state, pgrp, ok := procStat(pid); ok && pgrp == pgid && state != 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// procStat reads a process's state and process group from /proc (Linux).
+func procStat(pid int) (state byte, pgrp int, ok bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, false
+	}
+	// "pid (comm) S ppid pgrp …": comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(data, ')')
+	f := strings.Fields(string(data[i+1:]))
+	if i < 0 || len(f) < 3 {
+		return 0, 0, false
+	}
+	pgrp, err = strconv.Atoi(f[2])
+	return f[0][0], pgrp, err == nil
+}
+
+// eventually polls cond every 20 ms until it holds, for up to 10 s (the
+// kernel ends a killed process in milliseconds; the bound only keeps a
+// failure from hanging).
+func eventually(cond func() bool) bool {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
 }
 
 // fakeRun stands in for run.Run at the process boundary: it checks the
@@ -453,6 +551,68 @@ sweep:
 				t.Errorf("with allow_remote: %v", err)
 			}
 		})
+	}
+}
+
+// TestIssue11AbortKillsServers (issue 11, item 10): bench's second Ctrl-C
+// exits at once, so the sweep never stops its server. Options.Servers lets
+// the program kill every running server's process group first. Here the
+// server (a shell command string) ignores SIGTERM and has a child that
+// does too; Kill, called while the load runs, ends both at once.
+func TestIssue11AbortKillsServers(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	doc := fmt.Sprintf(`name: abort
+target: {model: fake}
+load: {stages: [{concurrency: 1, requests: 1}]}
+sweep:
+  parameters: {mode: [stubborn]}
+  server:
+    command: %q
+    env: {%s: "{{.mode}}"}
+    ready_timeout: 20s
+    stop_timeout: 1m
+`, shellJoin([]string{os.Args[0]})+" {{.port}}", testServerEnv)
+	p, err := NewPlan(parse(t, doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers := &Servers{}
+	var log bytes.Buffer
+	var server, child int
+	run := func(ctx context.Context, sc *scenario.Scenario, runDir string) (*report.Summary, error) {
+		// The server is ready and the load runs: the program aborts.
+		if _, err := fmt.Sscanf(log.String()[strings.Index(log.String(), "(process group "):], "(process group %d,", &server); err != nil {
+			return nil, fmt.Errorf("no process group in the log: %v\n%s", err, log.String())
+		}
+		data, _ := os.ReadFile(filepath.Join(runDir, "server.log"))
+		if _, err := fmt.Sscanf(string(data), "child pid %d", &child); err != nil {
+			return nil, fmt.Errorf("no child pid in the server's log: %q", data)
+		}
+		if n := servers.Kill(); n != 1 {
+			return nil, fmt.Errorf("Kill signalled %d groups, want 1", n)
+		}
+		// Before Execute's own stop (which would wait a minute for this
+		// server to heed SIGTERM), both are gone.
+		if !eventually(func() bool { return !alive(server) && !alive(child) }) {
+			return nil, fmt.Errorf("server %d (alive %v) or its child %d (alive %v) outlived Kill", server, alive(server), child, alive(child))
+		}
+		return nil, errors.New("aborted")
+	}
+	s, err := p.Execute(context.Background(), Options{Dir: dir, Run: run, Log: &log, Environ: os.Environ(), Servers: servers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Runs[0]; !strings.HasSuffix(r.Error, "aborted") || r.Server != "signal: killed" {
+		t.Errorf("run: %q, server %q; want the abort and a killed server", r.Error, r.Server)
+	}
+	if server == 0 || child == 0 {
+		return
+	}
+	for _, pid := range []int{server, child} {
+		if alive(pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
 	}
 }
 

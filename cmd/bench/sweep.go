@@ -35,6 +35,11 @@ is started in its own process group for every run, with its output in
 DIR/NAME=VALUE/server.log; once its readiness URL answers 2xx the load
 runs against it, then the whole group gets SIGTERM and, after stop_timeout,
 SIGKILL. {{.port}} is a free loopback port unless server.port sets one.
+A string that is one command is run with exec, so the server is the
+process launched; a string of several commands (a && b) should exec its
+server itself. Ctrl-C
+stops the current run and its server; a second Ctrl-C kills the server's
+process group at once and exits.
 Without a server section a sim:// target gets each value as a simulator
 setting (sim://PRESET?max_num_batched_tokens=2048), and a parameter named
 like a scenario field (load.stages[0].rate) is set on the scenario.
@@ -107,7 +112,15 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 	}
 	log := e.stderr
 	fmt.Fprintf(log, "sweep %q: %d runs → %s\n", sc.Name, len(plan.Jobs), dir)
-	s, execErr := plan.Execute(ctx, sweep.Options{Dir: dir, Run: runOne, Resume: *resume, Log: log, Environ: os.Environ()})
+	// An abort exits without waiting for the sweep to stop its server:
+	// the server's process group is killed first.
+	servers := &sweep.Servers{}
+	defer e.aborts.add(func() {
+		if n := servers.Kill(); n > 0 {
+			fmt.Fprintf(log, "killed the server's process group\n")
+		}
+	})()
+	s, execErr := plan.Execute(ctx, sweep.Options{Dir: dir, Run: runOne, Resume: *resume, Log: log, Environ: os.Environ(), Servers: servers})
 	if s == nil {
 		return execErr
 	}
