@@ -210,7 +210,9 @@ func TestIssue11ShellValues(t *testing.T) {
 		if l.Args[0] != "/bin/sh" || l.Args[1] != "-c" {
 			t.Fatalf("args = %q", l.Args)
 		}
-		out, err := exec.Command(l.Args[0], l.Args[1:]...).Output()
+		sh := exec.Command(l.Args[0], l.Args[1:]...)
+		sh.Dir = dir // were a value run, what it wrote would land here
+		out, err := sh.Output()
 		if err != nil {
 			t.Fatalf("%q: %v", l.Args[2], err)
 		}
