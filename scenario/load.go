@@ -336,14 +336,16 @@ func (w *walker) pairs(n *yaml.Node, t reflect.Type, path string, seen map[strin
 		if path != "" {
 			child = path + "." + k.Value
 		}
-		ft := t.Elem
+		var ft reflect.Type // the value's type
 		if t.Kind() == reflect.Struct {
 			f, ok := fieldByTag(t, k.Value)
 			if !ok {
 				w.fail(k.Line, child, "unknown field%s", suggest(t, k.Value))
 				continue
 			}
-			ft = func() reflect.Type { return f.Type }
+			ft = f.Type
+		} else {
+			ft = t.Elem()
 		}
 		if first, dup := seen[k.Value]; dup {
 			if depth > 0 {
@@ -355,7 +357,7 @@ func (w *walker) pairs(n *yaml.Node, t reflect.Type, path string, seen map[strin
 			}
 		}
 		seen[k.Value] = seenKey{line: k.Line, merged: depth > 0}
-		w.walk(v, ft(), child, k.Line)
+		w.walk(v, ft, child, k.Line)
 	}
 }
 
