@@ -77,7 +77,7 @@ func (v *validator) target(sc *Scenario) {
 			continue
 		}
 		if fi, err := os.Stat(sc.Path(f.path)); err != nil || !fi.Mode().IsRegular() {
-			v.add(f.field, "cannot read %s: %v", sc.Path(f.path), errorOr(err, "not a regular file"))
+			v.add(f.field, "cannot read %q: %s", sc.Path(f.path), errorOr(err, "not a regular file"))
 		}
 	}
 	for name := range t.Headers {
@@ -233,9 +233,9 @@ func (v *validator) dataset(sc *Scenario) {
 	fi, err := os.Stat(sc.DatasetPath())
 	switch {
 	case err != nil:
-		v.add("prompts.dataset.path", "%v", err)
+		v.add("prompts.dataset.path", "cannot read %q: %s", sc.DatasetPath(), errorOr(err, ""))
 	case fi.IsDir():
-		v.add("prompts.dataset.path", "%s is a directory", d.Path)
+		v.add("prompts.dataset.path", "%q is a directory", d.Path)
 	}
 }
 
@@ -433,9 +433,16 @@ func plainJSON(err error) string {
 	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
+// errorOr says what err says without the operation and path a Go error
+// repeats ("stat x.json: no such file or directory" → "no such file or
+// directory"), or msg when err is nil.
 func errorOr(err error, msg string) string {
-	if err != nil {
-		return errorTail(err)
+	var pe *os.PathError
+	switch {
+	case err == nil:
+		return msg
+	case errors.As(err, &pe):
+		return pe.Err.Error()
 	}
-	return msg
+	return errorTail(err)
 }
