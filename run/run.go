@@ -161,8 +161,9 @@ func configErr(format string, args ...any) error {
 // over the records as they were written. It returns the summary, with its
 // verdict when the scenario has budgets.
 //
-// Run fixes the run's epoch, starts the target (the simulator in-process
-// for sim://PRESET), detects the model when the scenario names none, opens
+// Run fixes the run's epoch, builds the prompts (reading a dataset file
+// before any network use, so a bad one is a *ConfigError), starts the
+// target (the simulator in-process for sim://PRESET), detects the model when the scenario names none, opens
 // the connections the load will need, scrapes the server's /metrics, and
 // watches the harness itself.
 //
@@ -205,6 +206,14 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 		if err := sc.Set("scrape.enabled", "false"); err != nil {
 			return nil, &ConfigError{err}
 		}
+	}
+
+	// The prompts (a dataset file read and checked) before anything
+	// touches the network: a bad dataset is the scenario's fault, said as
+	// such, even when the target is down.
+	prompts, err := scenario.NewPrompts(sc)
+	if err != nil {
+		return nil, &ConfigError{err}
 	}
 
 	baseURL, stopTarget, err := startTarget(ctx, sc, opts.Dir)
@@ -250,7 +259,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 	if grace == 0 {
 		grace = DefaultGrace
 	}
-	sched, err := newScheduler(sc, cl, withEpoch(epoch), withGrace(grace), withShard(opts.Shard))
+	sched, err := newScheduler(sc, cl, withEpoch(epoch), withGrace(grace), withShard(opts.Shard), withPrompts(prompts))
 	if err != nil {
 		return nil, &ConfigError{err}
 	}

@@ -8,11 +8,26 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 )
 
 // maxDatasetLine bounds one JSONL line (a long prompt), in bytes.
 const maxDatasetLine = 64 << 20
+
+// CheckDataset reads the scenario's dataset file, when it has one, and
+// returns its problems as *FieldErrors naming the dataset file and line.
+// Validate only checks that the file is there: it runs on every --set and
+// sweep value, and a dataset may be large. Call CheckDataset once before
+// using the network (run.Run and sweep.NewPlan do), so a bad dataset is a
+// bad scenario, not a run that failed against its server.
+func (sc *Scenario) CheckDataset() error {
+	if sc.Prompts.Dataset.Path == "" {
+		return nil
+	}
+	_, err := readDataset(sc.DatasetPath(), sc.Prompts.Dataset.Format)
+	return err
+}
 
 // readDataset reads a prompt dataset file. Problems in the file are
 // *FieldErrors naming the file and line.
@@ -58,7 +73,7 @@ func parseJSONL(name string, r io.Reader) ([]entry, error) {
 			errs = append(errs, &FieldError{File: name, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
 		}
 		if err := json.Unmarshal(b, &rec); err != nil {
-			fail("", "want a JSON object {\"prompt\": ..., \"output_tokens\": N}: %v", err)
+			fail("", "want a JSON object {\"prompt\": ..., \"output_tokens\": N}: %s", plainJSONDecode(err))
 			continue
 		}
 		switch {
@@ -96,13 +111,22 @@ func parseJSONL(name string, r io.Reader) ([]entry, error) {
 // memory.
 func parseShareGPT(name string, r io.Reader) ([]entry, error) {
 	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
-	fail := func(err error) error {
-		return &FieldError{File: name, Msg: fmt.Sprintf("want a ShareGPT JSON array of conversations: %v", err)}
+	// fail names the line of byte offset off when r can be read again (a
+	// file): the decoder reads ahead and knows offsets only.
+	fail := func(off int64, format string, args ...any) error {
+		return &FieldError{File: name, Line: lineAt(r, off), Msg: "want a ShareGPT JSON array of conversations: " + fmt.Sprintf(format, args...)}
+	}
+	errorAt := func(err error) int64 {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return se.Offset
+		}
+		return dec.InputOffset()
 	}
 	if tok, err := dec.Token(); err != nil {
-		return nil, fail(err)
+		return nil, fail(errorAt(err), "%s", plainJSONDecode(err))
 	} else if d, ok := tok.(json.Delim); !ok || d != '[' {
-		return nil, fail(fmt.Errorf("the file starts with %v, not an array", tok))
+		return nil, fail(0, "the file starts with %v, not an array", tok)
 	}
 	var entries []entry
 	for i := 0; dec.More(); i++ {
@@ -113,7 +137,7 @@ func parseShareGPT(name string, r io.Reader) ([]entry, error) {
 			} `json:"conversations"`
 		}
 		if err := dec.Decode(&conv); err != nil {
-			return nil, fail(fmt.Errorf("element %d (byte %d): %w", i, dec.InputOffset(), err))
+			return nil, fail(errorAt(err), "element %d: %s", i, plainJSONDecode(err))
 		}
 		turns := conv.Conversations
 		for j, t := range turns {
@@ -128,9 +152,72 @@ func parseShareGPT(name string, r io.Reader) ([]entry, error) {
 		}
 	}
 	if _, err := dec.Token(); err != nil {
-		return nil, fail(err)
+		return nil, fail(errorAt(err), "%s", plainJSONDecode(err))
 	}
 	return entries, nil
+}
+
+// lineAt returns the 1-based line of byte offset off in r, read again
+// from its start, or 0 when r cannot seek.
+func lineAt(r io.Reader, off int64) int {
+	rs, ok := r.(io.ReadSeeker)
+	if !ok || off < 0 {
+		return 0
+	}
+	if _, err := rs.Seek(0, io.SeekStart); err != nil {
+		return 0
+	}
+	br := bufio.NewReader(io.LimitReader(rs, off))
+	line := 1
+	for {
+		b, err := br.ReadSlice('\n')
+		if len(b) > 0 && b[len(b)-1] == '\n' {
+			line++
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return line
+		}
+	}
+}
+
+// plainJSONDecode says why a dataset's JSON did not decode, in the file's
+// terms rather than Go's ("json: cannot unmarshal number into Go struct
+// field .conversations of type []struct {...}").
+func plainJSONDecode(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		got := map[string]string{"array": "a list", "object": "an object"}[te.Value]
+		if got == "" {
+			got = "a " + te.Value // "a number", "a string", "a bool"
+		}
+		want := "a value of another kind"
+		switch te.Type.Kind() {
+		case reflect.Slice, reflect.Array:
+			want = "a list"
+		case reflect.Struct, reflect.Map:
+			want = "an object"
+		case reflect.String:
+			want = "a string"
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			want = "an integer"
+		case reflect.Float32, reflect.Float64:
+			want = "a number"
+		case reflect.Bool:
+			want = "true or false"
+		}
+		if te.Field != "" {
+			return fmt.Sprintf("%s: want %s, got %s", te.Field, want, got)
+		}
+		return fmt.Sprintf("want %s, got %s", want, got)
+	case errors.As(err, &se):
+		return se.Error()
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "the file ends in the middle of a value"
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
 func isHuman(from string) bool {

@@ -8,12 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/servebench/servebench/internal/yamlmsg"
 )
 
 // FieldError is one problem in a scenario, with its position. It prints as
@@ -46,8 +47,13 @@ func (e *FieldError) Error() string {
 	return b.String()
 }
 
-// maxNodes bounds the nodes the structural check visits, so a document of
-// nested aliases (a "billion laughs") fails fast instead of expanding.
+// maxNodes bounds the work of loading a document: every node the
+// structural check visits counts once each time it is reached, and so does
+// every alias followed and every key a "<<" merge brings in. Nested aliases
+// (a "billion laughs") or nested merges expand exponentially; counting each
+// expansion stops such a document at the first node past the budget, in
+// milliseconds, with one message. Real scenarios use a few hundred. The
+// decoders that run after the check expand no more than it counted.
 const maxNodes = 100_000
 
 // Load reads the scenario file at path, applies Defaults and validates it.
@@ -131,16 +137,11 @@ func decode(name string, data []byte) (*Scenario, error) {
 	return sc, nil
 }
 
-var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?(?:unmarshal errors:\s*)?line (\d+): `)
-
-// yamlErrorLine splits a yaml error message into its line and the rest.
+// yamlErrorLine splits a yaml error message into its line and the rest,
+// in plain words.
 func yamlErrorLine(msg string) (int, string) {
-	msg = strings.TrimSpace(msg)
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return line, msg[len(m[0]):]
-	}
-	return 0, strings.TrimPrefix(msg, "yaml: ")
+	m := yamlmsg.Split(msg)
+	return m.Line, m.Text
 }
 
 // fieldAt returns the deepest field path recorded at line, or "".
@@ -175,10 +176,49 @@ func (s *source) at(path string) position {
 // of every field path and reports every problem (not just the first) with
 // its path.
 type walker struct {
-	src   *source
-	errs  []error
-	nodes int
-	file  string // overrides src.file in positions and errors (for --set)
+	src     *source
+	errs    []error
+	nodes   int    // work done, against maxNodes (see spend)
+	over    bool   // the budget is spent: stop walking
+	alias   int    // line of the outermost alias being expanded; 0 outside one
+	aliasAt string // the path of that alias
+	file    string // overrides src.file in positions and errors (for --set)
+
+	reported map[FieldError]bool // errs, for reporting each once
+}
+
+// spend counts one unit of work at node n, found at path. It returns false
+// once the budget is spent, having reported it once, at the line of the
+// alias whose expansion ran over (where the file can be fixed) or of n.
+func (w *walker) spend(n *yaml.Node, path string) bool {
+	if w.over {
+		return false
+	}
+	w.nodes++
+	if w.nodes <= maxNodes {
+		return true
+	}
+	w.over = true
+	line := n.Line
+	if w.alias > 0 {
+		line, path = w.alias, w.aliasAt
+	}
+	w.fail(line, path, "document too large: more than %d nodes once aliases and << merges are expanded", maxNodes)
+	return false
+}
+
+// follow returns the node an alias stands for (n itself when n is not an
+// alias), noting the alias's line and path while the outermost expansion
+// lasts: call the returned function when done with the node.
+func (w *walker) follow(n *yaml.Node, path string) (*yaml.Node, func()) {
+	if n.Kind != yaml.AliasNode || n.Alias == nil {
+		return n, func() {}
+	}
+	if w.alias != 0 {
+		return n.Alias, func() {}
+	}
+	w.alias, w.aliasAt = n.Line, path
+	return n.Alias, func() { w.alias, w.aliasAt = 0, "" }
 }
 
 func (w *walker) fail(line int, path, format string, args ...any) {
@@ -187,7 +227,15 @@ func (w *walker) fail(line int, path, format string, args ...any) {
 		file = w.file
 		line = 0
 	}
-	w.errs = append(w.errs, &FieldError{File: file, Line: line, Field: path, Msg: fmt.Sprintf(format, args...)})
+	fe := &FieldError{File: file, Line: line, Field: path, Msg: fmt.Sprintf(format, args...)}
+	// A node reached through several aliases has its problems once.
+	if w.reported == nil {
+		w.reported = map[FieldError]bool{}
+	}
+	if !w.reported[*fe] {
+		w.reported[*fe] = true
+		w.errs = append(w.errs, fe)
+	}
 }
 
 var (
@@ -197,24 +245,19 @@ var (
 
 // walk checks node n (whose key is at keyLine) against type t at path.
 func (w *walker) walk(n *yaml.Node, t reflect.Type, path string, keyLine int) {
-	w.nodes++
-	if w.nodes > maxNodes {
-		if w.nodes == maxNodes+1 {
-			w.fail(n.Line, "", "document too large (more than %d nodes after aliases)", maxNodes)
-		}
+	if !w.spend(n, path) {
 		return
 	}
-	if n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
+	n, done := w.follow(n, path)
+	defer done()
 	if path != "" {
 		file := w.src.file
 		if w.file != "" {
 			file, keyLine = w.file, 0
 		}
-		w.src.pos[path] = position{file: file, line: keyLine}
+		w.src.pos[path] = position{file: file, line: keyLine, null: isNull(n)}
 	}
-	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+	if isNull(n) {
 		return // unset
 	}
 	for t.Kind() == reflect.Pointer {
@@ -226,12 +269,16 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string, keyLine int) {
 			w.fail(n.Line, path, "%v", err)
 		}
 		return
-	case t.Kind() == reflect.Struct && n.Kind != yaml.MappingNode && reflect.PointerTo(t).Implements(unmarshalerType):
+	case t.Kind() == reflect.Struct && reflect.PointerTo(t).Implements(unmarshalerType) &&
+		(n.Kind != yaml.MappingNode || !hasFields(t)):
 		w.leaf(n, t, path)
+		return
+	case t.Kind() == reflect.Map && (t.Key().Kind() != reflect.String || t.Elem().Kind() == reflect.Interface):
+		w.leaf(n, t, path) // free-form
 		return
 	}
 	switch t.Kind() {
-	case reflect.Struct:
+	case reflect.Struct, reflect.Map:
 		w.mapping(n, t, path)
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
@@ -239,6 +286,9 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string, keyLine int) {
 			return
 		}
 		for i, e := range n.Content {
+			if w.over {
+				return
+			}
 			w.walk(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i), e.Line)
 		}
 	default:
@@ -246,7 +296,8 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string, keyLine int) {
 	}
 }
 
-// mapping checks a mapping node against struct type t.
+// mapping checks a mapping node against struct type t, or against map type
+// t whose keys are names and whose values all have t's element type.
 func (w *walker) mapping(n *yaml.Node, t reflect.Type, path string) {
 	if n.Kind != yaml.MappingNode {
 		w.fail(n.Line, path, "want a mapping, got %s", describe(n))
@@ -263,10 +314,17 @@ type seenKey struct {
 
 // pairs checks the key-value pairs of mapping n; depth > 0 inside "<<"
 // merges, whose keys yield to the mapping's own keys wherever they appear.
+// Merges may nest to any depth: the node budget bounds the work.
 func (w *walker) pairs(n *yaml.Node, t reflect.Type, path string, seen map[string]seenKey, depth int) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		if k.Kind == yaml.ScalarNode && k.Value == "<<" && k.ShortTag() == "!!merge" && depth < 8 {
+		// Every pair counts, even one a merge brings in only to yield to
+		// the mapping's own key: merged lists of merged mappings repeat
+		// the same keys exponentially often.
+		if !w.spend(k, path) {
+			return
+		}
+		if k.Kind == yaml.ScalarNode && k.Value == "<<" && k.ShortTag() == "!!merge" {
 			w.merge(v, t, path, seen, depth+1)
 			continue
 		}
@@ -278,10 +336,16 @@ func (w *walker) pairs(n *yaml.Node, t reflect.Type, path string, seen map[strin
 		if path != "" {
 			child = path + "." + k.Value
 		}
-		f, ok := fieldByTag(t, k.Value)
-		if !ok {
-			w.fail(k.Line, child, "unknown field%s", suggest(t, k.Value))
-			continue
+		var ft reflect.Type // the value's type
+		if t.Kind() == reflect.Struct {
+			f, ok := fieldByTag(t, k.Value)
+			if !ok {
+				w.fail(k.Line, child, "unknown field%s", suggest(t, k.Value))
+				continue
+			}
+			ft = f.Type
+		} else {
+			ft = t.Elem()
 		}
 		if first, dup := seen[k.Value]; dup {
 			if depth > 0 {
@@ -293,22 +357,26 @@ func (w *walker) pairs(n *yaml.Node, t reflect.Type, path string, seen map[strin
 			}
 		}
 		seen[k.Value] = seenKey{line: k.Line, merged: depth > 0}
-		w.walk(v, f.Type, child, k.Line)
+		w.walk(v, ft, child, k.Line)
 	}
 }
 
 // merge handles a "<<" key: its value is a mapping or a list of mappings
 // whose keys apply where the mapping does not set them.
 func (w *walker) merge(v *yaml.Node, t reflect.Type, path string, seen map[string]seenKey, depth int) {
-	if v.Kind == yaml.AliasNode && v.Alias != nil {
-		v = v.Alias
+	if !w.spend(v, path) {
+		return
 	}
+	v, done := w.follow(v, path)
+	defer done()
 	switch v.Kind {
 	case yaml.MappingNode:
-		w.nodes += len(v.Content)
 		w.pairs(v, t, path, seen, depth)
 	case yaml.SequenceNode:
 		for _, e := range v.Content {
+			if w.over {
+				return
+			}
 			w.merge(e, t, path, seen, depth)
 		}
 	default:
@@ -346,6 +414,18 @@ func (w *walker) leaf(n *yaml.Node, t reflect.Type, path string) {
 			return
 		}
 	}
+	// The decoder expands what the walk did not visit (a free-form value,
+	// a list given to an Unmarshaler): check and count it first.
+	errs := len(w.errs)
+	switch {
+	case t.Kind() == reflect.Map || t.Kind() == reflect.Interface:
+		w.freeform(n, path, t.Kind() == reflect.Map && t.Key().Kind() == reflect.String)
+	case n.Kind != yaml.ScalarNode:
+		w.expand(n, path)
+	}
+	if w.over || len(w.errs) > errs {
+		return
+	}
 	if err := n.Decode(reflect.New(t).Interface()); err != nil {
 		_, msg := yamlErrorLine(err.Error())
 		switch t.Kind() {
@@ -357,6 +437,92 @@ func (w *walker) leaf(n *yaml.Node, t reflect.Type, path string) {
 		w.fail(n.Line, path, "%s", msg)
 	}
 }
+
+// expand counts the nodes of a value the walk does not check itself, as a
+// decoder will expand them: aliases followed and merges included. It
+// returns false when the budget ran out.
+func (w *walker) expand(n *yaml.Node, path string) bool {
+	if !w.spend(n, path) {
+		return false
+	}
+	n, done := w.follow(n, path)
+	defer done()
+	for _, c := range n.Content {
+		if !w.expand(c, path) {
+			return false
+		}
+	}
+	return true
+}
+
+// freeform checks a free-form value (request.extra, a sweep's parameters),
+// which is sent as JSON: every mapping key a plain name and, below the top
+// level (whose keys the Go type makes strings), a string, since a JSON
+// object has no other keys. It counts the nodes as expand does.
+func (w *walker) freeform(n *yaml.Node, path string, stringKeys bool) {
+	if !w.spend(n, path) {
+		return
+	}
+	n, done := w.follow(n, path)
+	defer done()
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content) && !w.over; i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			switch {
+			case k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge":
+				w.freeformMerge(v, path, stringKeys)
+			case k.Kind != yaml.ScalarNode:
+				w.fail(k.Line, path, "keys must be plain names, got %s", describe(k))
+			case !stringKeys && k.ShortTag() != "!!str":
+				w.fail(k.Line, path+"."+k.Value, "a key sent as JSON must be a string: quote it (%q)", k.Value)
+			default:
+				w.freeform(v, path+"."+k.Value, false)
+			}
+		}
+	case yaml.SequenceNode:
+		for i, e := range n.Content {
+			if w.over {
+				return
+			}
+			w.freeform(e, fmt.Sprintf("%s[%d]", path, i), false)
+		}
+	}
+}
+
+// freeformMerge checks the value of a "<<" key in a free-form mapping: a
+// mapping, or a list of them, whose keys join the mapping's.
+func (w *walker) freeformMerge(v *yaml.Node, path string, stringKeys bool) {
+	if !w.spend(v, path) {
+		return
+	}
+	v, done := w.follow(v, path)
+	defer done()
+	if v.Kind != yaml.SequenceNode {
+		w.freeform(v, path, stringKeys)
+		return
+	}
+	for _, e := range v.Content {
+		if w.over {
+			return
+		}
+		w.freeform(e, path, stringKeys)
+	}
+}
+
+// hasFields reports whether struct type t has fields with YAML names.
+func hasFields(t reflect.Type) bool {
+	for i := range t.NumField() {
+		if tagName(t.Field(i)) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// isNull reports whether n is YAML's null ("key:", "key: ~"): the key is
+// there but its value is unset.
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
 
 // describe names a node's kind and value for messages.
 func describe(n *yaml.Node) string {

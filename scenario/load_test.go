@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/servebench/servebench/internal/golden"
 )
@@ -45,10 +49,125 @@ func TestInvalid(t *testing.T) {
 			} else if fe.File != f {
 				t.Errorf("%s: error names file %q", f, fe.File)
 			}
+			if g := goTypeIn(e); g != "" {
+				t.Errorf("%s: %q names a Go type or YAML tag (%s)", f, e, g)
+			}
 			out.WriteString(e.Error() + "\n")
 		}
 	}
 	goldenCheck(t, out.Bytes())
+}
+
+// goTypeRE matches what a message for people must not hold: Go type
+// names, YAML's tags and decoder prefixes (issue 11, item 16).
+var goTypeRE = regexp.MustCompile(`!!(?:map|seq|str|int|float|bool|null|timestamp|merge)\b|\bunmarshal\b|(?:^|[\s(])(?:yaml|json): |` +
+	`\[\][\w*]|\bmap\[|\binterface ?\{|\b(?:u?int(?:8|16|32|64)|float(?:32|64))\b|\*(?:u?int|bool|string|float)|` +
+	`\b(?:scenario|results|time|reflect)\.[A-Z]`)
+
+// quotedRE matches a quoted string in a message: the user's own text.
+var quotedRE = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// goTypeIn returns the first Go type name (or YAML tag) in err's message
+// outside quoted values and the field path, or "".
+func goTypeIn(err error) string {
+	msg := err.Error()
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		msg = fe.Msg
+	}
+	return goTypeRE.FindString(quotedRE.ReplaceAllString(msg, `""`))
+}
+
+// TestIssue11ExplicitZeros (issue 11, item 16): a zero written where
+// Defaults would put its default was silently replaced (max_duration: 0s
+// ran for 30 minutes, max_concurrency: 0 capped at 1024). Written in the
+// file or with --set it is refused, saying what to write; left out, left
+// empty ("key:") or reset with an empty --set value, it takes the default.
+// testdata/invalid/zeros.yaml has every such field.
+func TestIssue11ExplicitZeros(t *testing.T) {
+	t.Parallel()
+	const base = "name: z\nload:\n  max_duration: %s\n  stages: [{rate: 5, requests: 10, max_concurrency: %s}]\n"
+	for _, tc := range []struct {
+		name, duration, maxConc string
+		sets                    []string
+		want                    string // "" for success with the defaults
+	}{
+		{name: "written in the file", duration: "0s", maxConc: "0",
+			want: "z.yaml:3: load.max_duration: 0s is not a bound: write the longest the whole run may take, like 1h, or remove the key for the default (30m)\n" +
+				"z.yaml:4: load.stages[0].max_concurrency: 0 would leave no room for a request: write a cap on requests in flight from 1 to 100000, or remove the key for the default (1024)"},
+		{name: "left empty", duration: "", maxConc: "~"},
+		{name: "set on the command line", duration: "1m", maxConc: "8", sets: []string{"load.max_duration=0s"},
+			want: "--set: load.max_duration: 0s is not a bound"},
+		{name: "reset on the command line", duration: "1m", maxConc: "8", sets: []string{"load.max_duration=", "load.stages[0].max_concurrency="}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			sc, err := Parse("z.yaml", []byte(fmt.Sprintf(base, tc.duration, tc.maxConc)))
+			if err == nil && len(tc.sets) > 0 {
+				err = sc.Override(tc.sets...)
+			}
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatal(err)
+			case tc.want == "":
+				if sc.Load.MaxDuration.D() != DefaultMaxDuration || sc.Load.Stages[0].MaxConcurrency != DefaultMaxConcurrency {
+					t.Errorf("defaults not applied: %+v", sc.Load)
+				}
+			case err == nil || !strings.Contains(err.Error(), tc.want):
+				t.Errorf("err = %v\nwant it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestIssue11PlainWords (issue 11, item 16): messages name no Go type. The
+// structural check covers typed maps (budgets.stages, target.headers,
+// sweep.server.env), free-form values (request.extra) and --set; what the
+// YAML and JSON encoders still say is rewritten.
+func TestIssue11PlainWords(t *testing.T) {
+	t.Parallel()
+	const base = "name: p\nload: {stages: [{concurrency: 1, requests: 1}]}\n"
+	for _, tc := range []struct {
+		name string
+		doc  string   // appended to base
+		sets []string // applied to base
+		want string
+	}{
+		{name: "budget set of a stage", doc: "budgets: {stages: {stage-0: {ttft_ms: {p99: fast}}}}\n",
+			want: `p.yaml:3: budgets.stages.stage-0.ttft_ms.p99: want a number, got "fast"`},
+		{name: "unknown key in a stage's budgets", doc: "budgets: {stages: {stage-0: {ttft_ms: {p99: 1}, bogus: 1}}}\n",
+			want: "p.yaml:3: budgets.stages.stage-0.bogus: unknown field (known: "},
+		{name: "header value", doc: "target: {headers: {X-A: [1]}}\n", want: "p.yaml:3: target.headers.X-A: want a string, got a list"},
+		{name: "nested key sent as JSON", doc: "request: {extra: {kw: {1: 2}}}\n",
+			want: `p.yaml:3: request.extra.kw.1: a key sent as JSON must be a string: quote it ("1")`},
+		{name: "command as a mapping", doc: "sweep: {parameters: {a: [1]}, server: {command: {x: 1}}}\n",
+			want: "p.yaml:3: sweep.server.command: want a command as a list of arguments or a shell string, got a mapping"},
+		{name: "set an environment value", sets: []string{"sweep.parameters.a=[1]", "sweep.server.command=x", "sweep.server.env.A=[1]"},
+			want: "--set: sweep.server.env.A: want a string, got a list"},
+		{name: "set an extra key", sets: []string{"request.extra.kw={1: 2}"},
+			want: `--set: request.extra.kw.1: a key sent as JSON must be a string: quote it ("1")`},
+		{name: "set a stage's budgets", sets: []string{"budgets.stages={stage-0: {ttft_ms: {p99: fast}}}"},
+			want: `--set: budgets.stages.stage-0.ttft_ms.p99: want a number, got "fast"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			sc, err := Parse("p.yaml", []byte(base+tc.doc))
+			if len(tc.sets) > 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = sc.Override(tc.sets...)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v\nwant it to contain %q", err, tc.want)
+			}
+			for _, e := range unwrapAll(err) {
+				if g := goTypeIn(e); g != "" {
+					t.Errorf("%q names a Go type or YAML tag (%s)", e, g)
+				}
+			}
+		})
+	}
 }
 
 func unwrapAll(err error) []error {
@@ -230,7 +349,7 @@ func TestFieldErrorFormat(t *testing.T) {
 }
 
 // FuzzLoad feeds arbitrary documents to the loader: it must never panic,
-// every error must be positional, and an accepted scenario must resolve to
+// every error must be positional and in plain words (no Go type names), and an accepted scenario must resolve to
 // JSON that a second Validate accepts unchanged.
 func FuzzLoad(f *testing.F) {
 	for _, pattern := range []string{"testdata/*/*.yaml", "../scenarios/*.yaml"} {
@@ -243,6 +362,8 @@ func FuzzLoad(f *testing.F) {
 			f.Add(b)
 		}
 	}
+	bomb, _ := mergeBomb("anchors", 20, 12)
+	f.Add([]byte(bomb))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sc, err := Parse("fuzz.yaml", data)
 		if err != nil {
@@ -250,6 +371,9 @@ func FuzzLoad(f *testing.F) {
 				var fe *FieldError
 				if !errors.As(e, &fe) {
 					t.Fatalf("%T is not a *FieldError: %v", e, e)
+				}
+				if g := goTypeIn(e); g != "" {
+					t.Fatalf("%q names a Go type or YAML tag (%s)", e, g)
 				}
 			}
 			return
@@ -290,8 +414,79 @@ func TestHugeDocument(t *testing.T) {
 	t.Parallel()
 	doc := "name: huge\nload:\n  stages: [" + strings.Repeat("{}, ", maxNodes) + "{}]\n"
 	_, err := Parse("huge.yaml", []byte(doc))
-	if err == nil || !strings.Contains(err.Error(), "huge.yaml:3: document too large") || len(unwrapAll(err)) != 1 {
+	if err == nil || !strings.Contains(err.Error(), "huge.yaml:3: load.stages[") ||
+		!strings.Contains(err.Error(), "document too large: more than 100000 nodes") || len(unwrapAll(err)) != 1 {
 		t.Errorf("err = %.300v", err)
+	}
+}
+
+// mergeBomb is a scenario whose anchors sit under key (a field the schema
+// does not know, or request.extra) and whose first stage is {<<: *aDEPTH}:
+// each anchor merges a list of fan aliases of the one before, so the stage
+// expands to fan^depth copies of the first anchor's keys, from a document
+// of about 5·fan·depth bytes. useLine is the line of the stage.
+func mergeBomb(key string, fan, depth int) (doc string, useLine int) {
+	var b strings.Builder
+	b.WriteString("name: bomb\n" + key + ":\n  a0: &a0 {concurrency: 1, requests: 1}\n")
+	for i := 1; i <= depth; i++ {
+		fmt.Fprintf(&b, "  a%d: &a%d {<<: [%s]}\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d, ", i-1), fan), ", "))
+	}
+	b.WriteString("load:\n  stages:\n")
+	useLine = strings.Count(b.String(), "\n") + 1
+	fmt.Fprintf(&b, "    - {<<: *a%d}\n", depth)
+	return b.String(), useLine
+}
+
+// TestIssue11MergeBomb (issue 11, item 9): a 1.7 KB document of nested "<<"
+// merges kept the loader busy for more than ten minutes, because a merged
+// key that yields to one already set was not counted against the node
+// budget. Every merged key and every alias followed now counts, so the
+// loader refuses the document at once, naming the line of the expansion
+// and the limit. Loading is pure computation, bounded by that budget; the
+// watchdog only turns a regression into a failure instead of a hang.
+func TestIssue11MergeBomb(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		key  string // where the anchors are
+		want string // a regular expression; USE is the stage's line
+	}{
+		// The structural check expands the stage's merges.
+		{"anchors outside the schema", "anchors", `(?m)^bomb\.yaml:USE: load\.stages\[0\]: `},
+		// The decoder would expand a free-form mapping: it is counted first.
+		{"anchors in a free-form mapping", "request:\n extra", `(?m)^bomb\.yaml:\d+: request\.extra\.a\d+: `},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			doc, line := mergeBomb(tc.key, 20, 12)
+			if len(doc) > 2000 {
+				t.Fatalf("the bomb is %d bytes, want under 2 KB", len(doc))
+			}
+			err := parseWithin(t, "bomb.yaml", doc)
+			want := regexp.MustCompile(strings.Replace(tc.want, "USE", strconv.Itoa(line), 1) + regexp.QuoteMeta(fmt.Sprintf("document too large: more than %d nodes once aliases and << merges are expanded", maxNodes)))
+			var fe *FieldError
+			if err == nil || !want.MatchString(err.Error()) || !errors.As(err, &fe) {
+				t.Errorf("err = %v\nwant one matching %s", err, want)
+			}
+		})
+	}
+}
+
+// parseWithin parses doc, failing the test if that takes more than a
+// minute (it takes milliseconds; a minute means the expansion is unbounded).
+func parseWithin(t *testing.T, name, doc string) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := Parse(name, []byte(doc))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(time.Minute):
+		t.Fatalf("%s: still loading after a minute: the expansion is not bounded", name)
+		return nil
 	}
 }
 

@@ -168,7 +168,13 @@ func TestDatasetErrors(t *testing.T) {
 		{"jsonl bad output", FormatJSONL, "\n\n{\"prompt\": \"a\", \"output_tokens\": 0}\n", "d:3: output_tokens: want 1 to 2097152, got 0"},
 		{"sharegpt not an array", FormatShareGPT, "{\"conversations\": []}", "want a ShareGPT JSON array of conversations: the file starts with {"},
 		{"sharegpt truncated", FormatShareGPT, "[{\"conversations\": [", "want a ShareGPT JSON array"},
-		{"sharegpt bad element", FormatShareGPT, "[{\"conversations\": 3}]", "element 0"},
+		// Issue 11, item 16: the line, in the file's terms, not Go's.
+		{"jsonl wrong type", FormatJSONL, "{\"prompt\": \"a\", \"output_tokens\": \"3\"}\n",
+			`d:1: want a JSON object {"prompt": ..., "output_tokens": N}: output_tokens: want an integer, got a string`},
+		{"sharegpt bad element", FormatShareGPT, "[\n{\"conversations\": []},\n{\"conversations\": 3}\n]",
+			"d:3: want a ShareGPT JSON array of conversations: element 1: conversations: want a list, got a number"},
+		{"sharegpt syntax", FormatShareGPT, "[\n{\"conversations\": []},\n\n{\"conversations\": [x]}]",
+			"d:4: want a ShareGPT JSON array of conversations: element 1: invalid character 'x' looking for beginning of value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -180,6 +186,11 @@ func TestDatasetErrors(t *testing.T) {
 			var fe *FieldError
 			if err == nil || !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want a *FieldError containing %q", err, tc.want)
+			}
+			for _, e := range unwrapAll(err) {
+				if g := goTypeIn(e); g != "" {
+					t.Errorf("%q names a Go type (%s)", e, g)
+				}
 			}
 		})
 	}

@@ -50,6 +50,14 @@ type source struct {
 type position struct {
 	file string
 	line int
+	null bool // the key is there with no value ("key:"), or --set reset it
+}
+
+// written reports whether field path was given a value, in the file or by
+// --set, as opposed to left out, left empty ("key:") or reset.
+func (s *source) written(path string) bool {
+	p, ok := s.pos[path]
+	return ok && !p.null
 }
 
 // Target is the server under test.
@@ -221,7 +229,7 @@ func (d *Dist) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode {
 		v, err := strconv.Atoi(n.Value)
 		if err != nil {
-			return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: want a token count or a mapping, got %q", n.Line, n.Value)}}
+			return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: want a token count or a mapping, got %s", n.Line, describe(n))}}
 		}
 		*d = Dist{Dist: DistFixed, Value: v}
 		return nil

@@ -123,7 +123,7 @@ func (sc *Scenario) set(path, value string) []error {
 	if sc.src.pos == nil {
 		sc.src.pos = map[string]position{}
 	}
-	sc.src.pos[path] = position{file: SetFile}
+	sc.src.pos[path] = position{file: SetFile, null: value == ""}
 
 	if value == "" {
 		v.Set(reflect.Zero(v.Type()))
@@ -161,10 +161,21 @@ func (sc *Scenario) setMapKey(m reflect.Value, key, path, value string) []error 
 		m.SetMapIndex(reflect.ValueOf(key), reflect.Value{})
 		return nil
 	}
-	x := reflect.New(m.Type().Elem()) // any for request.extra, string for sweep.server.env
-	if err := yaml.Unmarshal([]byte(value), x.Interface()); err != nil {
-		_, msg := yamlErrorLine(err.Error())
+	var n yaml.Node
+	if err := yaml.Unmarshal([]byte(value), &n); err != nil || len(n.Content) != 1 {
+		_, msg := yamlErrorLine(fmt.Sprint(err))
 		return []error{&FieldError{File: SetFile, Field: path, Msg: fmt.Sprintf("value %q is not YAML: %s", value, msg)}}
+	}
+	// The value is checked (and its expansion bounded) as in a file.
+	w := walker{src: &sc.src, file: SetFile}
+	w.walk(n.Content[0], m.Type().Elem(), path, 0)
+	if len(w.errs) > 0 {
+		return w.errs
+	}
+	x := reflect.New(m.Type().Elem()) // any for request.extra, string for sweep.server.env
+	if err := n.Content[0].Decode(x.Interface()); err != nil {
+		_, msg := yamlErrorLine(err.Error())
+		return []error{&FieldError{File: SetFile, Field: path, Msg: msg}}
 	}
 	m.SetMapIndex(reflect.ValueOf(key), x.Elem())
 	if sc.src.pos == nil {

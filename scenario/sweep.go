@@ -69,7 +69,9 @@ type Sweep struct {
 // name with dots) and {{.port}}.
 type SweepServer struct {
 	// Command is the server's command line: a list (run directly) or one
-	// string (run by /bin/sh -c). It is started in its own process group.
+	// string (run by /bin/sh -c, with every value single-quoted, and with
+	// exec when it is one simple command). It is started in its own
+	// process group.
 	Command Command `yaml:"command" json:"command"`
 	// Env holds variables added to the harness's environment.
 	Env map[string]string `yaml:"env" json:"env,omitempty"`
@@ -232,6 +234,10 @@ type Launch struct {
 
 // Render expands the server's templates with vars (parameter values by
 // name, and SweepVarPort). A reference to a missing variable is an error.
+// In a shell command (Command.Shell) every value is substituted
+// single-quoted, so it reaches the server as one argument, literally: a
+// value is never shell syntax; and a command that is one simple command is
+// run with exec (see execShell).
 func (s *SweepServer) Render(vars map[string]string) (Launch, error) {
 	var l Launch
 	var err error
@@ -248,7 +254,13 @@ func (s *SweepServer) Render(vars map[string]string) (Launch, error) {
 			l.Args = append(l.Args, render(fmt.Sprintf("command[%d]", i), a))
 		}
 	} else {
-		l.Args = []string{"/bin/sh", "-c", render("command", s.Command.Shell)}
+		// Values are data: single-quoted for the shell (see shellQuote).
+		// One command is exec'd, so the server is the process launched.
+		var shell string
+		if err == nil {
+			shell, err = renderTemplate("command", s.Command.Shell, shellQuoted(vars))
+		}
+		l.Args = []string{"/bin/sh", "-c", execShell(shell)}
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		l.Env = append(l.Env, k+"="+render("env."+k, s.Env[k]))
@@ -305,7 +317,23 @@ func (v *validator) sweep(sc *Scenario) {
 	if len(s.Parameters) == 0 {
 		v.add("sweep.parameters", "at least one parameter is required")
 	}
+	// The number of runs is checked first: each value of a field
+	// parameter is validated on a copy of the scenario, which must not
+	// happen for an unbounded number of values.
 	combos := 1
+	for _, name := range slices.Sorted(maps.Keys(s.Parameters)) {
+		if vals, bad := sweepValues(s.Parameters[name]); bad < 0 && len(vals) > 0 {
+			// A parameter has fewer than maxNodes values: no overflow.
+			combos = min(combos*len(vals), 1<<40)
+		}
+	}
+	tooMany := combos > maxSweepRuns
+	if s.Repeats < 1 || s.Repeats > maxSweepRepeats {
+		v.add("sweep.repeats", "want 1 to %d, got %d", maxSweepRepeats, s.Repeats)
+	} else if n := combos * s.Repeats; n > maxSweepRuns {
+		v.add("sweep", "%d runs (combinations × repeats) is more than %d", n, maxSweepRuns)
+		tooMany = true
+	}
 	var server []string // server-setting parameter names
 	for _, name := range slices.Sorted(maps.Keys(s.Parameters)) {
 		field := "sweep.parameters." + name
@@ -321,7 +349,6 @@ func (v *validator) sweep(sc *Scenario) {
 			v.add(field, "%q is reserved", name)
 			continue
 		}
-		combos *= len(vals)
 		seen := map[string]bool{}
 		for _, x := range vals {
 			if seen[x] {
@@ -332,16 +359,12 @@ func (v *validator) sweep(sc *Scenario) {
 				v.add(field, "has an empty value")
 			}
 		}
-		if IsFieldPath(name) {
-			v.sweepField(sc, field, name, vals)
-		} else {
+		switch {
+		case !IsFieldPath(name):
 			server = append(server, name)
+		case !tooMany:
+			v.sweepField(sc, field, name, vals)
 		}
-	}
-	if s.Repeats < 1 || s.Repeats > maxSweepRepeats {
-		v.add("sweep.repeats", "want 1 to %d, got %d", maxSweepRepeats, s.Repeats)
-	} else if n := combos * s.Repeats; n > maxSweepRuns {
-		v.add("sweep", "%d runs (combinations × repeats) is more than %d", n, maxSweepRuns)
 	}
 	if s.Server != nil {
 		v.sweepServer(s, sc.Target.AllowRemote)
@@ -368,6 +391,9 @@ func (v *validator) sweepServer(s *Sweep, remote bool) {
 	sv := s.Server
 	if len(sv.Command.Args) == 0 && strings.TrimSpace(sv.Command.Shell) == "" {
 		v.add("sweep.server.command", "is required: the server's command line, as a list or a shell string")
+	}
+	if err := checkShellTemplate(sv.Command.Shell); sv.Command.Args == nil && err != nil {
+		v.add("sweep.server.command", "%v", err)
 	}
 	for k := range sv.Env {
 		if !envNameRE.MatchString(k) {

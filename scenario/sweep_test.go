@@ -2,7 +2,10 @@ package scenario
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -74,7 +77,7 @@ func TestSweepValid(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := Launch{Args: []string{"/bin/sh", "-c", "exec my-server --port 9000 --n 3"}, Env: []string{"LEVEL=INFO", "N=2"},
+				want := Launch{Args: []string{"/bin/sh", "-c", "exec my-server --port '9000' --n '3'"}, Env: []string{"LEVEL=INFO", "N=2"},
 					BaseURL: "http://localhost:9000/v1", ReadyURL: "http://localhost:9000/health"}
 				if !reflect.DeepEqual(l, want) {
 					t.Errorf("Render = %+v, want %+v", l, want)
@@ -132,7 +135,7 @@ func TestSweepInvalid(t *testing.T) {
 		{"too many runs", "sweep:\n  repeats: 100\n  parameters: {a: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]}\n", "1100 runs (combinations × repeats) is more than 1000"},
 		{"server setting on a plain target", "sweep:\n  parameters: {max_num_seqs: [1, 2]}\n", "sweep.parameters.max_num_seqs: is not a scenario field"},
 		{"no command", "sweep:\n  parameters: {a: [1]}\n  server: {port: 8000}\n", "sweep.server.command: is required"},
-		{"command as a mapping", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: {x: 1}\n", "sweep.server.command.x: unknown field"},
+		{"command as a mapping", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: {x: 1}\n", "sweep.server.command: want a command as a list of arguments or a shell string, got a mapping"},
 		{"command of lists", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: [a, [b]]\n", "want a command-line argument, got a list"},
 		{"bad env name", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: x\n    env: {\"A-B\": 1}\n", `sweep.server.env: "A-B" is not a valid environment variable name`},
 		{"timeouts", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: x\n    ready_timeout: -1s\n    stop_timeout: 2h\n", "sweep.server.ready_timeout: want a positive duration up to 24h, got -1s"},
@@ -144,6 +147,10 @@ func TestSweepInvalid(t *testing.T) {
 		{"remote ready_url", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: x\n    ready_url: http://example.com/health\n", `sweep.server.ready_url: host "example.com" is not loopback`},
 		{"ready_url scheme", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: x\n    ready_url: ftp://127.0.0.1/\n", `sweep.server.ready_url: want http://HOST:PORT/PATH, got "ftp://127.0.0.1/"`},
 		{"sim query", "", `target.url: setting "Bad" of "sim://tiny?Bad=1": want a lower-case name like max_num_seqs`},
+		{"value inside quotes", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: vllm serve --x \"{{.a}}\"\n",
+			`sweep.server.command: {{.a}} is inside quotes: write it bare, since values are substituted single-quoted for the shell`},
+		{"value inside single quotes", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: \"vllm serve --x='{{.a}}'\"\n",
+			`sweep.server.command: {{.a}} is inside quotes`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -162,6 +169,107 @@ func TestSweepInvalid(t *testing.T) {
 				t.Errorf("error:\n%v\nwant it to contain:\n%s", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestIssue11ManySweepValues (issue 11, item 9): each value of a
+// scenario-field parameter is checked on a copy of the scenario, and the
+// copies held every value: 40,000 values took seven minutes to refuse. The
+// number of runs is now checked first, and the values only when it is
+// within the limit.
+func TestIssue11ManySweepValues(t *testing.T) {
+	t.Parallel()
+	vals := make([]string, 20_000)
+	for i := range vals {
+		vals[i] = strconv.Itoa(i + 1)
+	}
+	doc := sweepBase + "sweep:\n  parameters:\n    load.stages[0].concurrency: [" + strings.Join(vals, ", ") + "]\n"
+	err := parseWithin(t, "sw.yaml", doc)
+	if want := "sw.yaml:7: sweep: 20000 runs (combinations × repeats) is more than 1000"; err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %s", err, want)
+	}
+}
+
+// TestIssue11ShellValues (issue 11, item 11): a value substituted into a
+// shell command ran as shell syntax ("6ms $(touch pwned)"). Values are
+// single-quoted; the shell parses each back to the value, literally, as one
+// argument (this runs /bin/sh on the rendered command, with printf in the
+// server's place, and checks nothing else ran). Actions written inside
+// quotes are refused, and a quote may still surround other text.
+func TestIssue11ShellValues(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pwned := dir + "/pwned"
+	values := []string{"6ms $(touch " + pwned + ")", "`touch " + pwned + "`", "x; touch " + pwned, "it's", `"$HOME" \ \'`, "a\nb", ""}
+	sv := &SweepServer{Command: Command{Shell: `printf '%s\n' --v={{.v}} '{"json": '{{.v}}'}' {{.v}}`}}
+	for _, v := range values {
+		l, err := sv.Render(map[string]string{"v": v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Args[0] != "/bin/sh" || l.Args[1] != "-c" {
+			t.Fatalf("args = %q", l.Args)
+		}
+		sh := exec.Command(l.Args[0], l.Args[1:]...)
+		sh.Dir = dir // were a value run, what it wrote would land here
+		out, err := sh.Output()
+		if err != nil {
+			t.Fatalf("%q: %v", l.Args[2], err)
+		}
+		want := "--v=" + v + "\n" + `{"json": ` + v + "}\n" + v + "\n"
+		if string(out) != want {
+			t.Errorf("value %q: the shell passed\n%q\nwant\n%q", v, out, want)
+		}
+	}
+	if _, err := os.Stat(pwned); err == nil {
+		t.Errorf("a value ran a command: %s exists", pwned)
+	}
+	for tmpl, bad := range map[string]string{
+		`vllm --x "{{.v}}"`:        "{{.v}}",
+		`vllm --x='{{.v}}' {{.w}}`: "{{.v}}",
+		`vllm --x "a\"{{.v}}"`:     "{{.v}}",
+		`vllm --x {{.v}} 'it''s'`:  "",
+		`vllm --x "it's" {{.v}}`:   "",
+		`vllm {{index . "a.b"}}`:   "",
+		`vllm --x=\'{{.v}}`:        "",
+	} {
+		if got := quotedAction(tmpl); got != bad {
+			t.Errorf("quotedAction(%q) = %q, want %q", tmpl, got, bad)
+		}
+	}
+}
+
+// TestIssue11ExecShell (issue 11, item 10): a string command ran under a
+// shell that stayed the server's parent, so signals for the launched
+// process (the parent-death signal when the harness is killed) reached the
+// shell only. One simple command is now exec'd; anything else is left as
+// written, for its author to exec the server.
+func TestIssue11ExecShell(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"vllm serve m --port '8000'":      "exec vllm serve m --port '8000'",
+		"  vllm serve":                    "  exec vllm serve",
+		"VLLM_X=1 B='a b' vllm serve":     "VLLM_X=1 B='a b' exec vllm serve",
+		"vllm serve > log 2>&1":           "exec vllm serve > log 2>&1",
+		"vllm serve --x 'a; b | c & (d)'": "exec vllm serve --x 'a; b | c & (d)'",
+		`vllm serve --x "a; \"b\" & c"`:   `exec vllm serve --x "a; \"b\" & c"`,
+		`vllm serve --x a\;b`:             `exec vllm serve --x a\;b`,
+		"exec vllm serve":                 "exec vllm serve",
+		"cd /models && vllm serve":        "cd /models && vllm serve",
+		"cd /models; exec vllm serve":     "cd /models; exec vllm serve",
+		"vllm serve | tee log":            "vllm serve | tee log",
+		"vllm serve &":                    "vllm serve &",
+		"(vllm serve)":                    "(vllm serve)",
+		"vllm serve --port $(cat port)":   "vllm serve --port $(cat port)",
+		"vllm serve\nsleep 1":             "vllm serve\nsleep 1",
+		"if true; then vllm; fi":          "if true; then vllm; fi",
+		"eval vllm serve":                 "eval vllm serve",
+		"X=1":                             "X=1",
+		"":                                "",
+	} {
+		if got := execShell(in); got != want {
+			t.Errorf("execShell(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 

@@ -2,11 +2,13 @@ package scenario
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -50,6 +52,7 @@ func (sc *Scenario) Validate() error {
 	v.load(&sc.Load)
 	v.budgets(sc)
 	v.sweep(sc)
+	v.zeros(sc)
 	return joinSorted(v.errs)
 }
 
@@ -74,7 +77,7 @@ func (v *validator) target(sc *Scenario) {
 			continue
 		}
 		if fi, err := os.Stat(sc.Path(f.path)); err != nil || !fi.Mode().IsRegular() {
-			v.add(f.field, "cannot read %s: %v", sc.Path(f.path), errorOr(err, "not a regular file"))
+			v.add(f.field, "cannot read %q: %s", sc.Path(f.path), errorOr(err, "not a regular file"))
 		}
 	}
 	for name := range t.Headers {
@@ -178,7 +181,7 @@ func (v *validator) request(sc *Scenario) {
 	}
 	if len(r.Extra) > 0 {
 		if _, err := json.Marshal(r.Extra); err != nil {
-			v.add("request.extra", "cannot be sent as JSON: %v", err)
+			v.add("request.extra", "cannot be sent as JSON: %s", plainJSON(err))
 		}
 	}
 }
@@ -230,9 +233,9 @@ func (v *validator) dataset(sc *Scenario) {
 	fi, err := os.Stat(sc.DatasetPath())
 	switch {
 	case err != nil:
-		v.add("prompts.dataset.path", "%v", err)
+		v.add("prompts.dataset.path", "cannot read %q: %s", sc.DatasetPath(), errorOr(err, ""))
 	case fi.IsDir():
-		v.add("prompts.dataset.path", "%s is a directory", d.Path)
+		v.add("prompts.dataset.path", "%q is a directory", d.Path)
 	}
 }
 
@@ -423,9 +426,29 @@ func (v *validator) stage(f string, st *Stage) {
 	}
 }
 
-func errorOr(err error, msg string) string {
-	if err != nil {
-		return errorTail(err)
+// plainJSON says why a value cannot be encoded as JSON without naming Go
+// types ("json: unsupported type: map[interface {}]interface {}").
+func plainJSON(err error) string {
+	var te *json.UnsupportedTypeError
+	if errors.As(err, &te) {
+		if te.Type.Kind() == reflect.Map {
+			return "a mapping has a key that is not a string"
+		}
+		return "a value has no JSON form"
 	}
-	return msg
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// errorOr says what err says without the operation and path a Go error
+// repeats ("stat x.json: no such file or directory" → "no such file or
+// directory"), or msg when err is nil.
+func errorOr(err error, msg string) string {
+	var pe *os.PathError
+	switch {
+	case err == nil:
+		return msg
+	case errors.As(err, &pe):
+		return pe.Err.Error()
+	}
+	return errorTail(err)
 }

@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/servebench/servebench/internal/simurl"
+	"github.com/servebench/servebench/internal/yamlmsg"
 )
 
 //go:embed presets/*.yaml
@@ -216,7 +217,7 @@ func parseConfig(data []byte, depth int) (Config, error) {
 		Base string `yaml:"base"`
 	}
 	if err := yaml.Unmarshal(data, &head); err != nil {
-		return Config{}, err
+		return Config{}, errors.New(yamlmsg.Text(err, true))
 	}
 	c := Defaults()
 	if head.Base != "" {
@@ -229,7 +230,7 @@ func parseConfig(data []byte, depth int) (Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, err
+		return Config{}, errors.New(yamlmsg.Text(err, true))
 	}
 	c.Base = ""
 	if err := c.Validate(); err != nil {
@@ -258,7 +259,7 @@ func (c *Config) Set(key, value string) error {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&next); err != nil {
-		return fmt.Errorf("set %s=%s: %w", key, value, err)
+		return fmt.Errorf("set %s=%s: %s", key, value, yamlmsg.Text(err, false))
 	}
 	if err := next.Validate(); err != nil {
 		return fmt.Errorf("set %s=%s: %w", key, value, err)

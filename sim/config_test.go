@@ -85,8 +85,16 @@ func TestLoadConfig(t *testing.T) {
 	if c.Name != "mine" || c.MaxNumSeqs != 12 || c.MaxModelLen != 98304 || c.Base != "" {
 		t.Errorf("based config: %+v", c)
 	}
-	if _, err := LoadConfig(write("unknown.yaml", "base: tiny\nmax_num_seq: 3\n")); err == nil || !strings.Contains(err.Error(), "max_num_seq") {
+	// Messages are in plain words, with no Go type (issue 11, item 16).
+	if _, err := LoadConfig(write("unknown.yaml", "base: tiny\nmax_num_seq: 3\n")); err == nil || !strings.HasSuffix(err.Error(), "unknown.yaml: line 2: unknown field max_num_seq") {
 		t.Errorf("unknown key: err = %v", err)
+	}
+	if _, err := LoadConfig(write("type.yaml", "max_num_seqs: many\n")); err == nil || !strings.HasSuffix(err.Error(), `type.yaml: line 1: want an integer, got "many"`) {
+		t.Errorf("wrong type: err = %v", err)
+	}
+	c = Defaults()
+	if err := c.Set("max_num_seqs", "[1]"); err == nil || err.Error() != `set max_num_seqs=[1]: want an integer, got "[1]"` {
+		t.Errorf("Set with a wrong type: err = %v", err)
 	}
 	if _, err := LoadConfig(write("bad.yaml", "max_num_seqs: 0\nmax_model_len: 1\n")); err == nil ||
 		!strings.Contains(err.Error(), "max_num_seqs") || !strings.Contains(err.Error(), "max_model_len") {

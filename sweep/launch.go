@@ -12,7 +12,10 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/servebench/servebench/internal/loopback"
 )
 
 // Launcher timing: how often readiness is polled and how long one poll may
@@ -65,6 +68,60 @@ func launch(args, env []string, logPath string) (*process, error) {
 	return p, nil
 }
 
+// Servers is the set of servers a sweep has running (Options.Servers), for
+// a program that must exit at once: Kill ends them all. The zero value is
+// ready to use. It is safe for concurrent use: Kill is meant to be called
+// from a signal handler's goroutine while Execute runs.
+type Servers struct {
+	mu      sync.Mutex
+	running map[*process]bool
+	killed  bool // Kill was called: a server launched later is killed at once
+}
+
+func (s *Servers) add(p *process) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.killed {
+		_ = signalGroup(p.cmd, true)
+		return
+	}
+	if s.running == nil {
+		s.running = map[*process]bool{}
+	}
+	s.running[p] = true
+}
+
+func (s *Servers) remove(p *process) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.running, p)
+}
+
+// Kill sends SIGKILL to the process group of every running server, and of
+// any launched after it, and returns the number of groups it signalled. It
+// does not wait: the kernel ends the processes whether or not the caller
+// is still there to reap them. A server stopped by Kill gives its run no
+// summary; Kill is for abandoning a sweep, not for ending one cleanly
+// (cancel Execute's context for that).
+func (s *Servers) Kill() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.killed = true
+	n := 0
+	for p := range s.running {
+		if signalGroup(p.cmd, true) == nil {
+			n++
+		}
+	}
+	return n
+}
+
 // Pid is the process id (and process group id) of the server.
 func (p *process) Pid() int { return p.cmd.Process.Pid }
 
@@ -79,11 +136,17 @@ func (p *process) Exited() (bool, error) {
 }
 
 // WaitReady polls url until it answers 2xx, the process exits (ErrExited),
-// timeout passes or ctx is done. The error quotes the end of the log.
-func (p *process) WaitReady(ctx context.Context, url string, timeout time.Duration) error {
+// timeout passes or ctx is done. The error quotes the end of the log. The
+// URL must be one policy allows, and so must every address it resolves to;
+// a redirect is an answer that is not 2xx, never followed, since it could
+// lead the poll anywhere.
+func (p *process) WaitReady(ctx context.Context, url string, timeout time.Duration, policy loopback.Policy) error {
+	if err := policy.CheckURL(url); err != nil {
+		return fmt.Errorf("ready_url %w", err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	hc := &http.Client{Timeout: readyPollTimeout, Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
+	hc := readyClient(policy)
 	tick := time.NewTicker(readyPollInterval)
 	defer tick.Stop()
 	var last error
@@ -103,6 +166,17 @@ func (p *process) WaitReady(ctx context.Context, url string, timeout time.Durati
 			return ctx.Err()
 		case <-tick.C:
 		}
+	}
+}
+
+// readyClient is the readiness poll's client: no proxy, no kept-alive
+// connection, dials only where policy allows, and no redirect followed.
+func readyClient(policy loopback.Policy) *http.Client {
+	dialer := &net.Dialer{Timeout: readyPollTimeout, Control: policy.DialControl()}
+	return &http.Client{
+		Timeout:       readyPollTimeout,
+		Transport:     &http.Transport{DisableKeepAlives: true, Proxy: nil, DialContext: dialer.DialContext},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/servebench/servebench/internal/loopback"
 	"github.com/servebench/servebench/run"
 	"github.com/servebench/servebench/scenario"
 	"github.com/servebench/servebench/sim"
@@ -48,18 +49,22 @@ type Plan struct {
 	Repeats int
 	Server  *scenario.SweepServer // nil: no server is launched
 	Sim     bool                  // server settings go to the built-in simulator
+	// Policy is where a launched server's URLs may point (the scenario's
+	// target.allow_remote).
+	Policy loopback.Policy
 }
 
 // NewPlan lays out the sweep of sc (which must have a sweep block). It
-// derives and validates every run's scenario, and for the simulator checks
-// every setting, so a sweep never fails half-way on a typo. The error is a
+// derives and validates every run's scenario, reads every dataset, and for
+// the simulator checks every setting, so a sweep never fails half-way on a
+// typo. The error is a
 // *scenario.FieldError (or a join of them) for a bad scenario.
 func NewPlan(sc *scenario.Scenario) (*Plan, error) {
 	sw := sc.Sweep
 	if sw == nil {
 		return nil, fmt.Errorf("scenario %s has no sweep block", sc.Name)
 	}
-	p := &Plan{Name: sc.Name, Params: sw.Params(), Repeats: max(sw.Repeats, 1), Server: sw.Server}
+	p := &Plan{Name: sc.Name, Params: sw.Params(), Repeats: max(sw.Repeats, 1), Server: sw.Server, Policy: sc.Policy()}
 	p.Sim = sw.Server == nil && strings.HasPrefix(sc.Target.URL, "sim:")
 	p.Points = combinations(p.Params)
 	var errs []error
@@ -88,6 +93,13 @@ func NewPlan(sc *scenario.Scenario) (*Plan, error) {
 			continue
 		}
 		label := label(vals)
+		if p.Server != nil {
+			// Validate rendered the server with the first values only.
+			if err := p.checkServer(vals, derived.Clone()); err != nil {
+				errs = append(errs, fmt.Errorf("sweep value %s: %w", label, err))
+				continue
+			}
+		}
 		for r := 1; r <= p.Repeats; r++ {
 			dir := dirName(label)
 			if p.Repeats > 1 {
@@ -97,10 +109,45 @@ func NewPlan(sc *scenario.Scenario) (*Plan, error) {
 			p.Jobs = append(p.Jobs, Job{Point: i, Values: vals, Repeat: r, Label: label, Dir: dir, Scenario: &job})
 		}
 	}
+	// Each dataset once, read and checked before any server is launched.
+	checked := map[[2]string]bool{}
+	for i := range p.Jobs {
+		d := p.Jobs[i].Scenario
+		key := [2]string{d.DatasetPath(), d.Prompts.Dataset.Format}
+		if key[0] == "" || checked[key] {
+			continue
+		}
+		checked[key] = true
+		if err := d.CheckDataset(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// checkServer renders the server section with one combination's values
+// (and a stand-in port) and checks what a run would use: base_url as the
+// target, and ready_url where the scenario's policy allows.
+func (p *Plan) checkServer(vals []Value, sc *scenario.Scenario) error {
+	port := strconv.Itoa(max(p.Server.Port, 1))
+	vars := map[string]string{scenario.SweepVarPort: port}
+	for _, v := range vals {
+		vars[v.Name] = v.Value
+	}
+	l, err := p.Server.Render(vars)
+	if err != nil {
+		return fmt.Errorf("sweep.server.%w", err)
+	}
+	if err := p.Policy.CheckURL(l.ReadyURL); err != nil {
+		return fmt.Errorf("sweep.server.ready_url %w", err)
+	}
+	if err := sc.Set("target.url", l.BaseURL); err != nil {
+		return fmt.Errorf("sweep.server.base_url %s: %w", l.BaseURL, err)
+	}
+	return nil
 }
 
 // combinations enumerates the cartesian product of the parameters' values,

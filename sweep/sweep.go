@@ -41,6 +41,10 @@ type Options struct {
 	// Environ is the base environment of launched servers (KEY=VALUE);
 	// the server section's env is added to it.
 	Environ []string
+	// Servers, when not nil, holds the servers running at any moment, so
+	// that a program aborting at once (a second Ctrl-C) can kill them with
+	// Servers.Kill before it exits, which Execute, abandoned, cannot do.
+	Servers *Servers
 }
 
 // Execute runs every job of the plan in order and writes sweep.json and
@@ -193,15 +197,20 @@ func (p *Plan) runJob(ctx context.Context, opts Options, j *Job, logf func(strin
 		if err := derived.Set("target.url", l.BaseURL); err != nil {
 			return fail("server base_url: %v", err)
 		}
+		if err := p.Policy.CheckURL(l.ReadyURL); err != nil {
+			return fail("server ready_url %v", err)
+		}
 		sc, rec.Target, rec.Command = &derived, l.BaseURL, l.Args
 		logPath := filepath.Join(dir, "server.log")
 		rec.ServerLog = filepath.Join(j.Dir, "server.log")
-		logf("starting %s (log %s)", shellJoin(l.Args), logPath)
 		proc, err = launch(l.Args, append(slices.Clone(opts.Environ), l.Env...), logPath)
 		if err != nil {
 			return fail("%v", err)
 		}
+		opts.Servers.add(proc)
+		logf("started %s (process group %d, log %s)", shellJoin(l.Args), proc.Pid(), logPath)
 		stop := func() {
+			defer opts.Servers.remove(proc)
 			st, err := proc.Stop(sv.StopTimeout.D())
 			rec.Server = st.Status
 			if st.Forced {
@@ -212,7 +221,7 @@ func (p *Plan) runJob(ctx context.Context, opts Options, j *Job, logf func(strin
 			}
 		}
 		waited := time.Now()
-		if err := proc.WaitReady(ctx, l.ReadyURL, sv.ReadyTimeout.D()); err != nil {
+		if err := proc.WaitReady(ctx, l.ReadyURL, sv.ReadyTimeout.D(), p.Policy); err != nil {
 			stop()
 			return fail("server did not become ready: %v", err)
 		}

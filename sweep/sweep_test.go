@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/internal/golden"
+	"github.com/servebench/servebench/internal/loopback"
 	"github.com/servebench/servebench/run"
 
 	"github.com/servebench/servebench/report"
@@ -41,6 +43,9 @@ const testServerEnv = "SWEEP_TEST_SERVER"
 //	exit        exits at once with status 3
 //	never-ready answers /health with 503
 //	stubborn    serves, ignores SIGTERM, and starts a child that does too
+//	argv        serves, having printed its arguments after the port as JSON
+//	parent      stands in for bench: launches a "serve" server from a shell
+//	            command string, prints its pid, and waits to be killed
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(testServerEnv); mode != "" {
 		os.Exit(fakeServer(mode, os.Args[1:]))
@@ -49,6 +54,9 @@ func TestMain(m *testing.M) {
 }
 
 func fakeServer(mode string, args []string) int {
+	if mode == "parent" {
+		return fakeParent(args)
+	}
 	if mode == "exit" {
 		fmt.Fprintln(os.Stderr, "fake server: CUDA out of memory (pretend)")
 		return 3
@@ -58,9 +66,13 @@ func fakeServer(mode string, args []string) int {
 		time.Sleep(time.Minute)
 		return 0
 	}
-	if len(args) != 1 {
+	if len(args) < 1 || len(args) > 1 && mode != "argv" {
 		fmt.Fprintln(os.Stderr, "fake server: want the port")
 		return 2
+	}
+	if mode == "argv" {
+		b, _ := json.Marshal(args[1:])
+		fmt.Printf("argv %s\n", b)
 	}
 	if mode == "stubborn" {
 		signal.Ignore(syscall.SIGTERM)
@@ -99,6 +111,99 @@ func fakeServer(mode string, args []string) int {
 	case <-time.After(2 * time.Minute): // bounded: never outlive a test run
 	}
 	return 0
+}
+
+// fakeParent launches the test binary as a "serve" server the way a sweep
+// does (a shell command string rendered by the scenario, its log in
+// args[0]'s directory), prints "server pid N" once it is ready, and sleeps
+// until it is killed (two minutes at most).
+func fakeParent(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "fake parent: want a directory")
+		return 2
+	}
+	port, err := freePort()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	sv := &scenario.SweepServer{Command: scenario.Command{Shell: shellJoin([]string{os.Args[0]}) + " {{.port}}"}}
+	l, err := sv.Render(map[string]string{scenario.SweepVarPort: strconv.Itoa(port)})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	p, err := launch(l.Args, append(os.Environ(), testServerEnv+"=serve"), filepath.Join(args[0], "server.log"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if err := p.WaitReady(context.Background(), fmt.Sprintf("http://127.0.0.1:%d/health", port), time.Minute, loopback.Policy{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	fmt.Printf("server pid %d\n", p.Pid())
+	time.Sleep(2 * time.Minute)
+	return 0
+}
+
+// alive reports whether process pid exists and has not ended: a zombie
+// (ended, not yet reaped by its parent, which may be init) counts as gone.
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	state, _, ok := procStat(pid)
+	return !ok || state != 'Z'
+}
+
+// groupAlive reports whether a process of process group pgid is alive.
+func groupAlive(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true // no /proc: the kernel says the group has members
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if state, pgrp, ok := procStat(pid); ok && pgrp == pgid && state != 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// procStat reads a process's state and process group from /proc (Linux).
+func procStat(pid int) (state byte, pgrp int, ok bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, false
+	}
+	// "pid (comm) S ppid pgrp …": comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(data, ')')
+	f := strings.Fields(string(data[i+1:]))
+	if i < 0 || len(f) < 3 {
+		return 0, 0, false
+	}
+	pgrp, err = strconv.Atoi(f[2])
+	return f[0][0], pgrp, err == nil
+}
+
+// eventually polls cond every 20 ms until it holds, for up to 10 s (the
+// kernel ends a killed process in milliseconds; the bound only keeps a
+// failure from hanging).
+func eventually(cond func() bool) bool {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
 }
 
 // fakeRun stands in for run.Run at the process boundary: it checks the
@@ -331,6 +436,193 @@ func TestExecuteServers(t *testing.T) {
 	}
 }
 
+// TestIssue11ShellInjection (issue 11, item 11): with a shell command, a
+// swept value "6ms $(touch pwned)" ran touch. The server launched for
+// each value must get the value as one argument, literally, and nothing
+// else may run.
+func TestIssue11ShellInjection(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pwned := filepath.Join(dir, "pwned")
+	values := []string{"6ms $(touch " + pwned + ")", "6ms; touch " + pwned, "'`touch " + pwned + "`'"}
+	quoted := make([]string, len(values))
+	for i, v := range values {
+		b, _ := json.Marshal(v)
+		quoted[i] = string(b)
+	}
+	doc := fmt.Sprintf(`name: shell
+target: {model: fake}
+load: {stages: [{concurrency: 1, requests: 1}]}
+sweep:
+  parameters:
+    delay: [%s]
+  server:
+    command: %q
+    env: {%s: argv}
+    ready_timeout: 20s
+    stop_timeout: 5s
+`, strings.Join(quoted, ", "), shellJoin([]string{os.Args[0]})+" {{.port}} {{.delay}}", testServerEnv)
+	p, err := NewPlan(parse(t, doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeRun{param: "delay"}
+	s, err := p.Execute(context.Background(), Options{Dir: dir, Run: f.run, Environ: os.Environ()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range s.Runs {
+		data, err := os.ReadFile(filepath.Join(dir, r.ServerLog))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "argv " + string(must(json.Marshal([]string{values[i]}))) + "\n"
+		if r.Status != StatusOK || !strings.HasPrefix(string(data), want) {
+			t.Errorf("value %q: %s %s; the server's log starts\n%s\nwant\n%s", values[i], r.Status, r.Error, data, want)
+		}
+	}
+	if _, err := os.Stat(pwned); err == nil {
+		t.Errorf("a swept value ran a command: %s exists", pwned)
+	}
+}
+
+// TestIssue11ReadyNoRedirect (issue 11, item 11): the readiness poll
+// followed redirects, so a ready_url could send it to any address. A
+// server whose ready_url redirects (here to another loopback port that
+// answers 200) is not ready: the redirect is an answer that is not 2xx,
+// and nothing is requested where it points.
+func TestIssue11ReadyNoRedirect(t *testing.T) {
+	t.Parallel()
+	var followed atomic.Int64
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { followed.Add(1) }))
+	defer target.Close()
+	redirect := httptest.NewServer(http.RedirectHandler(target.URL+"/health", http.StatusTemporaryRedirect))
+	defer redirect.Close()
+	doc := serverSweep("serve") + "    ready_url: " + redirect.URL + "/health\n"
+	doc = strings.Replace(doc, "ready_timeout: 1500ms", "ready_timeout: 1s", 1)
+	p, err := NewPlan(parse(t, doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeRun{param: "mode"}
+	s, err := p.Execute(context.Background(), Options{Dir: t.TempDir(), Run: f.run, Environ: os.Environ()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Runs[0]; r.Status != StatusFailed || !strings.Contains(r.Error, "(last poll: HTTP 307)") {
+		t.Errorf("run: %s %q; want failed, not ready (HTTP 307)", r.Status, r.Error)
+	}
+	if n := followed.Load(); n != 0 || f.calls.Load() != 0 {
+		t.Errorf("the poll followed the redirect %d times; the load ran %d times", n, f.calls.Load())
+	}
+}
+
+// TestIssue11ReadyURLEveryValue (issue 11, item 11): validation renders
+// the server section with the first value of each parameter only, so a
+// later value could point the readiness poll (or the load) elsewhere. The
+// plan renders every combination and refuses one whose URL the policy
+// does not allow, before anything is launched; target.allow_remote allows
+// it.
+func TestIssue11ReadyURLEveryValue(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, field, want string
+	}{
+		{"ready_url", "ready_url", "sweep value host=192.0.2.1: sweep.server.ready_url http://192.0.2.1:1/health: not a loopback address"},
+		{"base_url", "base_url", `sweep value host=192.0.2.1: sweep.server.base_url http://192.0.2.1:1: --set: target.url: host "192.0.2.1" is not loopback`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			doc := fmt.Sprintf(`name: hosts
+target: {model: m}
+load: {stages: [{concurrency: 1, requests: 1}]}
+sweep:
+  parameters: {host: [127.0.0.1, 192.0.2.1]}
+  server:
+    command: [server, "{{.port}}"]
+    %s: http://{{.host}}:{{.port}}%s
+`, tc.field, map[string]string{"ready_url": "/health", "base_url": "\n    ready_url: http://127.0.0.1:{{.port}}/health"}[tc.field])
+			_, err := NewPlan(parse(t, doc))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v\nwant it to contain %q", err, tc.want)
+			}
+			remote := strings.Replace(doc, "target: {model: m}", "target: {model: m, allow_remote: true}", 1)
+			if _, err := NewPlan(parse(t, remote)); err != nil {
+				t.Errorf("with allow_remote: %v", err)
+			}
+		})
+	}
+}
+
+// TestIssue11AbortKillsServers (issue 11, item 10): bench's second Ctrl-C
+// exits at once, so the sweep never stops its server. Options.Servers lets
+// the program kill every running server's process group first. Here the
+// server (a shell command string) ignores SIGTERM and has a child that
+// does too; Kill, called while the load runs, ends both at once.
+func TestIssue11AbortKillsServers(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	doc := fmt.Sprintf(`name: abort
+target: {model: fake}
+load: {stages: [{concurrency: 1, requests: 1}]}
+sweep:
+  parameters: {mode: [stubborn]}
+  server:
+    command: %q
+    env: {%s: "{{.mode}}"}
+    ready_timeout: 20s
+    stop_timeout: 1m
+`, shellJoin([]string{os.Args[0]})+" {{.port}}", testServerEnv)
+	p, err := NewPlan(parse(t, doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers := &Servers{}
+	var log bytes.Buffer
+	var server, child int
+	run := func(ctx context.Context, sc *scenario.Scenario, runDir string) (*report.Summary, error) {
+		// The server is ready and the load runs: the program aborts.
+		if _, err := fmt.Sscanf(log.String()[strings.Index(log.String(), "(process group "):], "(process group %d,", &server); err != nil {
+			return nil, fmt.Errorf("no process group in the log: %v\n%s", err, log.String())
+		}
+		data, _ := os.ReadFile(filepath.Join(runDir, "server.log"))
+		if _, err := fmt.Sscanf(string(data), "child pid %d", &child); err != nil {
+			return nil, fmt.Errorf("no child pid in the server's log: %q", data)
+		}
+		if n := servers.Kill(); n != 1 {
+			return nil, fmt.Errorf("Kill signalled %d groups, want 1", n)
+		}
+		// Before Execute's own stop (which would wait a minute for this
+		// server to heed SIGTERM), both are gone.
+		if !eventually(func() bool { return !alive(server) && !alive(child) }) {
+			return nil, fmt.Errorf("server %d (alive %v) or its child %d (alive %v) outlived Kill", server, alive(server), child, alive(child))
+		}
+		return nil, errors.New("aborted")
+	}
+	s, err := p.Execute(context.Background(), Options{Dir: dir, Run: run, Log: &log, Environ: os.Environ(), Servers: servers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Runs[0]; !strings.HasSuffix(r.Error, "aborted") || r.Server != "signal: killed" {
+		t.Errorf("run: %q, server %q; want the abort and a killed server", r.Error, r.Server)
+	}
+	if server == 0 || child == 0 {
+		return
+	}
+	for _, pid := range []int{server, child} {
+		if alive(pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
 // TestStopKillsTheGroup: a server that ignores SIGTERM is killed after the
 // grace period, and so is the child it started (same process group).
 func TestStopKillsTheGroup(t *testing.T) {
@@ -344,7 +636,7 @@ func TestStopKillsTheGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.WaitReady(context.Background(), fmt.Sprintf("http://127.0.0.1:%d/health", port), 10*time.Second); err != nil {
+	if err := p.WaitReady(context.Background(), fmt.Sprintf("http://127.0.0.1:%d/health", port), 10*time.Second, loopback.Policy{}); err != nil {
 		p.Stop(0)
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 )
 
 // Exit codes. They are part of servebench's contract with CI systems.
@@ -22,7 +23,47 @@ const (
 type env struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
-	isTerminal     bool // stderr is a terminal: draw a live status line
+	isTerminal     bool        // stderr is a terminal: draw a live status line
+	aborts         *abortHooks // run on an abort (a second Ctrl-C) before exiting; nil: none
+}
+
+// abortHooks are what an abort runs before the process exits at once (a
+// second Ctrl-C or SIGTERM): a subcommand registers what must not outlive
+// it, such as a sweep's servers. A nil *abortHooks registers nothing. It is
+// safe for concurrent use: main runs the hooks from its signal goroutine.
+type abortHooks struct {
+	mu    sync.Mutex
+	hooks map[int]func()
+	next  int
+}
+
+// add registers fn and returns the function that removes it.
+func (h *abortHooks) add(fn func()) (remove func()) {
+	if h == nil {
+		return func() {}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.hooks == nil {
+		h.hooks = map[int]func(){}
+	}
+	id := h.next
+	h.next++
+	h.hooks[id] = fn
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		delete(h.hooks, id)
+	}
+}
+
+// run calls every registered hook.
+func (h *abortHooks) run() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, fn := range h.hooks {
+		fn()
+	}
 }
 
 // usageError is a command-line or scenario problem (exit code 2).

@@ -4,7 +4,8 @@
 //
 // main is the only place that touches process state: it turns signals into
 // context cancellation (the first Ctrl-C stops the run gracefully, the
-// second aborts at once) and an error into an exit code.
+// second aborts at once, after the abort hooks subcommands registered) and
+// an error into an exit code.
 package main
 
 import (
@@ -19,6 +20,7 @@ import (
 
 func main() {
 	ctx, cancel := context.WithCancel(context.Background())
+	aborts := &abortHooks{}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
@@ -26,6 +28,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "\ninterrupt: stopping new requests, finishing in-flight ones (Ctrl-C again to abort)")
 		cancel()
 		<-sigs
+		// What must not outlive the process (a sweep's servers) is ended
+		// before it exits: os.Exit runs no deferred call.
+		aborts.run()
 		fmt.Fprintln(os.Stderr, "aborted")
 		os.Exit(exitInterrupted)
 	}()
@@ -34,6 +39,7 @@ func main() {
 		stderr:     os.Stderr,
 		getenv:     os.Getenv,
 		isTerminal: term.IsTerminal(int(os.Stderr.Fd())),
+		aborts:     aborts,
 	}
 	err := bench(ctx, e, os.Args[1:])
 	if err != nil && !isReported(err) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -220,4 +221,35 @@ func TestSetAppliedTogether(t *testing.T) {
 		}
 	}
 	checkCLI(t, cliCase{"bad target", []string{"run", file, "--target", "ftp://127.0.0.1:1"}, exitUsage, "--target ftp://127.0.0.1:1:"})
+}
+
+// TestIssue11DatasetBeforeConnecting (issue 11, item 16): a dataset was
+// first read after connecting, so a bad one behind a dead target exited 1
+// (target unreachable) instead of 2 with the dataset's file and line. It
+// is read before any network use by `bench run`, and before any server is
+// launched by `bench sweep` (even a dry run).
+func TestIssue11DatasetBeforeConnecting(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String() // nothing listens once closed
+	l.Close()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("prompts.jsonl", "{\"prompt\": \"hello\", \"output_tokens\": 4}\n{\"prompt\": \"again\", \"output_tokens\": 0}\n")
+	run := write("run.yaml", "name: ds\ntarget: {url: '"+dead+"', model: m}\nprompts: {dataset: {path: prompts.jsonl}}\nload: {stages: [{concurrency: 1, requests: 1}]}\n")
+	sweep := write("sweep.yaml", "name: ds\ntarget: {model: m}\nprompts: {dataset: {path: prompts.jsonl}}\nload: {stages: [{concurrency: 1, requests: 1}]}\n"+
+		"sweep: {parameters: {x: [1]}, server: {command: [false]}}\n")
+	want := filepath.Join(dir, "prompts.jsonl") + ":2: output_tokens: want 1 to 2097152, got 0"
+	checkCLI(t, cliCase{"run", []string{"run", run, "--out", filepath.Join(dir, "out"), "--quiet"}, exitUsage, want})
+	checkCLI(t, cliCase{"sweep", []string{"sweep", sweep, "--out", filepath.Join(dir, "sweep")}, exitUsage, want})
+	checkCLI(t, cliCase{"sweep dry run", []string{"sweep", sweep, "--dry-run"}, exitUsage, want})
 }

@@ -29,11 +29,16 @@ into its own directory, DIR/NAME=VALUE, with the files 'bench run' writes.
                 "--max-num-batched-tokens", "{{.max_num_batched_tokens}}"]
       ready_timeout: 10m         # polls http://127.0.0.1:{{.port}}/health
 
-With a server section the command (a list, or a string for /bin/sh -c) is
-started for every run (output in DIR/NAME=VALUE/server.log), loaded once its
-readiness URL answers, then stopped; {{.port}} is a free loopback port.
-Without one, a sim:// target gets each value as a simulator setting, and a
-parameter named like a scenario field (load.stages[0].rate) is set on it.
+With a server section the command (a list, or one string for /bin/sh -c
+in which every value is substituted single-quoted: write {{.name}} bare) is
+started in its own process group for every run (output in
+DIR/NAME=VALUE/server.log) and loaded once its readiness URL answers 2xx;
+then the group gets SIGTERM and, after stop_timeout, SIGKILL. {{.port}} is a
+free loopback port. A one-command string is exec'd; a string of several
+(a && b) should exec its server itself. A second Ctrl-C kills the server's
+process group at once. Without a server section a sim:// target gets each
+value as a simulator setting, and a parameter named like a scenario field
+(load.stages[0].rate) is set on the scenario.
 
 A run whose server fails to start, exits or serves nothing fails for its
 value and the sweep goes on. DIR/sweep.json, .csv and .png/.svg are
@@ -99,7 +104,15 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 	}
 	log := e.stderr
 	fmt.Fprintf(log, "sweep %q: %d runs → %s\n", sc.Name, len(plan.Jobs), dir)
-	s, execErr := plan.Execute(ctx, sweep.Options{Dir: dir, Run: runOne, Resume: *resume, Log: log, Environ: os.Environ()})
+	// An abort exits without waiting for the sweep to stop its server:
+	// the server's process group is killed first.
+	servers := &sweep.Servers{}
+	defer e.aborts.add(func() {
+		if n := servers.Kill(); n > 0 {
+			fmt.Fprintf(log, "killed the server's process group\n")
+		}
+	})()
+	s, execErr := plan.Execute(ctx, sweep.Options{Dir: dir, Run: runOne, Resume: *resume, Log: log, Environ: os.Environ(), Servers: servers})
 	if s == nil {
 		return execErr
 	}

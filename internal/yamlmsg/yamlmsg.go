@@ -1,0 +1,124 @@
+// Package yamlmsg words the YAML decoder's errors for people: the scenario
+// loader and the simulator's settings report them without Go type names or
+// YAML tags the user did not write. "line 3: cannot unmarshal !!str `fast`
+// into float64" becomes line 3, `want a number, got "fast"`.
+//
+// It consumes the decoder's errors and messages and produces lines and
+// plain messages. The scenario loader checks documents structurally before
+// decoding, so it rarely needs this; the rewriting covers what that check
+// does not.
+package yamlmsg
+
+import (
+	"errors"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Message is one problem the decoder reported.
+type Message struct {
+	Line int    // 1-based; 0 when the decoder gave none
+	Text string // in plain words
+}
+
+var lineRE = regexp.MustCompile(`^(?:yaml: )?(?:unmarshal errors:\s*)?line (\d+): `)
+
+// Split separates a decoder message into its line and the rest, in plain
+// words.
+func Split(msg string) Message {
+	msg = strings.TrimSpace(msg)
+	if m := lineRE.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return Message{Line: line, Text: Plain(msg[len(m[0]):])}
+	}
+	return Message{Text: Plain(strings.TrimPrefix(msg, "yaml: "))}
+}
+
+// Messages returns the problems of a decoder error: one per field for a
+// *yaml.TypeError, else one.
+func Messages(err error) []Message {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return []Message{Split(err.Error())}
+	}
+	out := make([]Message, len(te.Errors))
+	for i, m := range te.Errors {
+		out[i] = Split(m)
+	}
+	return out
+}
+
+// Text joins the messages of err with "; ", each with its line when
+// withLines.
+func Text(err error, withLines bool) string {
+	var parts []string
+	for _, m := range Messages(err) {
+		if withLines && m.Line > 0 {
+			parts = append(parts, "line "+strconv.Itoa(m.Line)+": "+m.Text)
+		} else {
+			parts = append(parts, m.Text)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+var (
+	cannotRE    = regexp.MustCompile("^cannot unmarshal !!(\\w+)(?: `(.*)`)? into (\\S+)$")
+	fieldRE     = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+	twiceRE     = regexp.MustCompile(`^field (\S+) already set in type \S+$`)
+	mapKeyRE    = regexp.MustCompile(`^invalid map key: `)
+	intTypeRE   = regexp.MustCompile(`^u?int(?:8|16|32|64)?$`)
+	floatTypeRE = regexp.MustCompile(`^float(?:32|64)$`)
+)
+
+// Plain rewrites one decoder message (without its line) that names a Go
+// type or a YAML tag ("cannot unmarshal !!seq into []scenario.Stage") in
+// plain words ("want a list, got a mapping"). Other messages are returned
+// as they are.
+func Plain(msg string) string {
+	if m := cannotRE.FindStringSubmatch(msg); m != nil {
+		got := map[string]string{"map": "a mapping", "seq": "a list", "null": "nothing"}[m[1]]
+		if got == "" {
+			got = m[2]
+			if m[1] == "str" {
+				got = strconv.Quote(m[2])
+			}
+		}
+		return "want " + typeWords(m[3]) + ", got " + got
+	}
+	if m := fieldRE.FindStringSubmatch(msg); m != nil {
+		return "unknown field " + m[1]
+	}
+	if m := twiceRE.FindStringSubmatch(msg); m != nil {
+		return m[1] + " is set twice"
+	}
+	if mapKeyRE.MatchString(msg) {
+		return "keys must be plain names"
+	}
+	return msg
+}
+
+// typeWords names what a Go type holds.
+func typeWords(t string) string {
+	t = strings.TrimLeft(t, "*")
+	switch {
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case strings.HasPrefix(t, "map["):
+		return "a mapping"
+	case t == "string":
+		return "a string"
+	case t == "bool":
+		return "true or false"
+	case intTypeRE.MatchString(t):
+		return "an integer"
+	case floatTypeRE.MatchString(t):
+		return "a number"
+	case strings.HasSuffix(t, ".Duration"):
+		return `a duration with a unit, like "30s"`
+	}
+	return "a mapping"
+}
