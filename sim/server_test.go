@@ -398,25 +398,39 @@ func TestLogs(t *testing.T) {
 		"prompt": strings.Repeat(" the", 100), "max_tokens": 200, "ignore_eos": true})
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	time.Sleep(250 * time.Millisecond)
-	out := logs.String()
-	for _, want := range []string{
+	wants := []string{
 		"] Available KV cache memory: 0.01 GiB\n",
 		"] GPU KV cache size: 3,088 tokens\n",
 		"] Maximum concurrency for 2,048 tokens per request: 1.51x\n",
 		"] Chunked prefill is enabled with max_num_batched_tokens=256.\n",
 		`INFO:     127.0.0.1:`,
 		`"POST /v1/completions HTTP/1.1" 200 OK`,
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("logs lack %q", want)
-		}
 	}
 	re := regexp.MustCompile(`(?m)^\(APIServer pid=\d+\) INFO \d\d-\d\d \d\d:\d\d:\d\d \[loggers\.py:236\] Engine 000: Avg prompt throughput: (\d+\.\d) tokens/s, Avg generation throughput: (\d+\.\d) tokens/s, Running: (\d+) reqs, Waiting: (\d+) reqs, GPU KV cache usage: (\d+\.\d)%, Prefix cache hit rate: (\d+\.\d)%$`)
-	lines := re.FindAllStringSubmatch(out, -1)
+	check := func(out string) (missing []string, busy bool) {
+		for _, want := range wants {
+			if !strings.Contains(out, want) {
+				missing = append(missing, want)
+			}
+		}
+		for _, m := range re.FindAllStringSubmatch(out, -1) {
+			busy = busy || (m[2] != "0.0" && m[3] == "1" && m[5] != "0.0")
+		}
+		return missing, busy
+	}
+	// The access line and the stats line are written by other goroutines:
+	// wait for them, up to a patience a loaded machine keeps.
+	var out string
+	var missing []string
 	busy := false
-	for _, m := range lines {
-		busy = busy || (m[2] != "0.0" && m[3] == "1" && m[5] != "0.0")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		out = logs.String()
+		if missing, busy = check(out); (len(missing) == 0 && busy) || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, want := range missing {
+		t.Errorf("logs lack %q", want)
 	}
 	if !busy {
 		t.Errorf("no stats line shows the running request:\n%s", out)
