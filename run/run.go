@@ -120,6 +120,12 @@ type Options struct {
 	// Grace is how long in-flight requests may finish once the run is
 	// stopped (DefaultGrace when zero; negative cancels them at once).
 	Grace time.Duration
+	// Abort, when closed, cancels the requests in flight at once, grace
+	// period or not (a second Ctrl-C): they are still recorded, as
+	// canceled, with the end record, and the summary is written, but not
+	// the plots or report.html (rebuild them with 'bench report' or 'bench
+	// plot'). Nil: never.
+	Abort <-chan struct{}
 
 	// Shard makes the run one of Shard.Count load generators sharing the
 	// scenario's load (see scenario.Shard); its results header names the
@@ -259,7 +265,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 	if grace == 0 {
 		grace = DefaultGrace
 	}
-	sched, err := newScheduler(sc, cl, withEpoch(epoch), withGrace(grace), withShard(opts.Shard), withPrompts(prompts))
+	sched, err := newScheduler(sc, cl, withEpoch(epoch), withGrace(grace), withShard(opts.Shard), withPrompts(prompts), withAbort(opts.Abort))
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
@@ -291,7 +297,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 	if ctx.Err() != nil && runErr == nil {
 		runErr = fmt.Errorf("run stopped: %w", context.Cause(ctx))
 	}
-	sum, err := finish(opts.Dir, agg, spec)
+	sum, err := finish(opts.Dir, agg, spec, !closed(opts.Abort))
 	if runErr == nil && sum != nil {
 		runErr = noSuccess(sum)
 	}
@@ -434,14 +440,17 @@ func waitUntil(ctx context.Context, t time.Time, progress io.Writer) error {
 // finish computes the summary from agg, judges it when the scenario has
 // budgets (and the results hold the whole load: a shard alone is not
 // judged), and writes summary.json, the verdict files, the plots and
-// report.html into dir.
-func finish(dir string, agg *report.Aggregate, spec *results.Spec) (*report.Summary, error) {
+// report.html into dir (the plots and report only when plots is true).
+func finish(dir string, agg *report.Aggregate, spec *results.Spec, plots bool) (*report.Summary, error) {
 	sum := agg.Summary()
 	if spec != nil && spec.Budgets != nil && agg.WholeLoad() {
 		sum.Verdict = agg.Evaluate(sum, spec.Budgets, spec.SLO)
 	}
 	if err := WriteSummaryFiles(dir, sum); err != nil {
 		return sum, err
+	}
+	if !plots {
+		return sum, nil
 	}
 	if _, err := chart.WriteFiles(dir, agg, sum); err != nil {
 		return sum, fmt.Errorf("plots: %w", err)
@@ -653,4 +662,14 @@ func startTarget(ctx context.Context, sc *scenario.Scenario, dir string) (baseUR
 		return "", nil, fmt.Errorf("start simulator: %w", err)
 	}
 	return srv.URL(), func() { srv.Close(); logf.Close() }, nil
+}
+
+// closed reports whether ch is closed (a nil ch never is).
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }

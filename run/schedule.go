@@ -26,6 +26,10 @@ type Doer interface {
 // canceled.
 const DefaultGrace = 5 * time.Second
 
+// ErrAborted is the cause of the requests canceled by an abort
+// (Options.Abort): they were not given the grace period.
+var ErrAborted = errors.New("aborted")
+
 // ErrMaxDuration is the cause returned by Run when load.max_duration ended
 // the run.
 var ErrMaxDuration = errors.New("load.max_duration reached")
@@ -52,6 +56,10 @@ func withGrace(d time.Duration) option { return func(r *scheduler) { r.grace = m
 // by the shard count. The default is the whole load.
 func withShard(sh scenario.Shard) option { return func(r *scheduler) { r.shard = sh } }
 
+// withAbort makes a close of ch cancel the requests in flight at once,
+// without waiting for the grace period (a second Ctrl-C).
+func withAbort(ch <-chan struct{}) option { return func(r *scheduler) { r.abort = ch } }
+
 // withPrompts supplies prebuilt prompts (for example to share them between
 // runs of one scenario); by default newScheduler builds them.
 func withPrompts(p *scenario.Prompts) option { return func(r *scheduler) { r.prompts = p } }
@@ -64,7 +72,8 @@ type scheduler struct {
 	prompts *scenario.Prompts
 	epoch   time.Time
 	grace   time.Duration
-	tmpl    client.Request // the fields every request shares
+	abort   <-chan struct{} // closed: cancel the requests in flight now (nil: never)
+	tmpl    client.Request  // the fields every request shares
 	started atomic.Bool
 	shard   scenario.Shard
 	step    uint64 // the sequence-number stride: the shard count, or 1
@@ -192,6 +201,10 @@ func (r *scheduler) Run(ctx context.Context, emit func(results.Result)) error {
 		case <-finished:
 			return
 		case <-stop.Done():
+		case <-r.abort:
+			trip(ErrAborted)
+			cancelReqs(ErrAborted)
+			return
 		}
 		grace := time.NewTimer(r.grace)
 		defer grace.Stop()
@@ -199,6 +212,8 @@ func (r *scheduler) Run(ctx context.Context, emit func(results.Result)) error {
 		case <-finished:
 		case <-grace.C:
 			cancelReqs(context.Cause(stop))
+		case <-r.abort:
+			cancelReqs(ErrAborted)
 		}
 	})
 

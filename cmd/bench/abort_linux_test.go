@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,4 +123,128 @@ func eventually(cond func() bool) bool {
 		}
 	}
 	return cond()
+}
+
+// TestAbortRecordsInFlight (issue 11, item 14): after a second Ctrl-C the
+// requests in flight are still recorded, as canceled, with the end record
+// and summary.json, before bench exits; the grace period is not waited
+// for. bench runs as a process against a simulator whose requests last
+// about 30 s; the interrupts come once the server has all four running.
+func TestAbortRecordsInFlight(t *testing.T) {
+	t.Parallel()
+	path := writeScenario(t, `name: abort
+target: {url: sim://tiny, api: completions}
+prompts: {input_tokens: 16, output_tokens: 1000}
+scrape: {enabled: false}
+load: {stages: [{concurrency: 4, duration: 2m}]}
+`)
+	out := filepath.Join(t.TempDir(), "out")
+	bench := exec.Command(os.Args[0], "run", path, "--out", out, "--set", "request.ignore_eos=true", "--set", "target.url=sim://tiny?per_kv_token_ns=30000")
+	bench.Env = append(os.Environ(), benchEnv+"=1")
+	stderr, err := bench.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bench.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer bench.Process.Kill()
+
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default: // nobody reads any more
+			}
+		}
+		close(lines)
+	}()
+	waitLine := func(what string) string {
+		t.Helper()
+		timeout := time.After(time.Minute)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("bench ended before printing %q", what)
+				}
+				if strings.Contains(l, what) {
+					return l
+				}
+			case <-timeout:
+				t.Fatalf("bench did not print %q within a minute", what)
+			}
+		}
+	}
+	// The first line names the simulator's URL: poll its /metrics until
+	// the four requests run.
+	first := waitLine("http://127.0.0.1:")
+	url := strings.Fields(first[strings.Index(first, "http://127.0.0.1:"):])[0]
+	if !eventually(func() bool { return runningRequests(url) == 4 }) {
+		t.Fatalf("the simulator at %s never ran 4 requests", url)
+	}
+
+	// Two interrupts sent back to back can reach the process as one (a
+	// pending signal is not queued twice): the second follows bench's
+	// answer to the first.
+	if err := bench.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	waitLine("Ctrl-C again to abort")
+	start := time.Now()
+	if err := bench.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- bench.Wait() }()
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
+			t.Errorf("bench ended with %v, want exit status %d", err, exitInterrupted)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("bench did not exit after a second interrupt")
+	}
+
+	if d := time.Since(start); d > 4*time.Second {
+		t.Logf("bench took %v to exit after the abort (the grace period is 5 s)", d)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	canceled := strings.Count(string(data), `"outcome":"canceled"`)
+	aborted := strings.Count(string(data), `"error":"canceled: aborted"`)
+	end := strings.Contains(string(data), `{"kind":"end",`)
+	if canceled != 4 || aborted != 4 || !end {
+		t.Errorf("results hold %d canceled requests, %d by the abort (want the 4 in flight) and end record %v:\n%.3000s",
+			canceled, aborted, end, data)
+	}
+	if _, err := os.Stat(filepath.Join(out, "summary.json")); err != nil {
+		t.Errorf("no summary after the abort: %v", err)
+	}
+}
+
+// runningRequests reads vllm:num_requests_running from a simulator's
+// /metrics (-1 when it cannot).
+func runningRequests(base string) int {
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if strings.HasPrefix(line, "vllm:num_requests_running{") {
+			f := strings.Fields(line)
+			v, err := strconv.ParseFloat(f[len(f)-1], 64)
+			if err == nil {
+				return int(v)
+			}
+		}
+	}
+	return -1
 }

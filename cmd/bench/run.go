@@ -41,9 +41,10 @@ sends. --start-at TIME (RFC 3339) starts the shards together; --scrape-shard
 K lets only shard K scrape. Shards are not judged: 'bench merge' builds the
 run's summary, plots and report from them.
 
-Ctrl-C stops new requests, lets in-flight ones finish briefly, writes the
-summary and exits 130 (a second Ctrl-C aborts); records are never lost:
-'bench report DIR' rebuilds the summary from them.
+Ctrl-C stops new requests, lets in-flight ones finish briefly (5 s), writes
+the summary and exits 130; a second Ctrl-C cancels them at once, records
+them as canceled and skips the plots. Records are never lost: 'bench report
+DIR' rebuilds the summary from them.
 
 Examples:
   bench run scenarios/quickstart.yaml
@@ -104,7 +105,22 @@ func runCmd(ctx context.Context, e env, args []string) error {
 		// Load leaving this machine is announced, quiet or not.
 		fmt.Fprint(e.stderr, run.Describe(sc, sh))
 	}
+	// A second Ctrl-C cancels the requests in flight at once; they are
+	// still recorded, as canceled, before the process exits.
+	abort, done := make(chan struct{}), make(chan struct{})
+	opts.Abort = abort
+	remove := e.aborts.add(func() {
+		close(abort)
+		select {
+		case <-done:
+			fmt.Fprintf(e.stderr, "in-flight requests recorded as canceled in %s\n", filepath.Join(dir, run.FileResults))
+		case <-time.After(abortWait):
+			fmt.Fprintf(e.stderr, "the run did not end within %v: %s may lack the requests in flight\n", abortWait, filepath.Join(dir, run.FileResults))
+		}
+	})
 	sum, runErr := run.Run(ctx, sc, opts)
+	close(done)
+	remove()
 	if ctx.Err() != nil && !errors.Is(runErr, errInterrupted) {
 		runErr = errors.Join(runErr, errInterrupted)
 	}
@@ -127,6 +143,10 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	}
 	return runErr
 }
+
+// abortWait bounds how long an abort waits for the run to record its
+// requests in flight before the process exits.
+const abortWait = 5 * time.Second
 
 // shardFlags reads --shard, --start-at and --scrape-shard.
 func shardFlags(shard, startAt string, scrapeShard int) (scenario.Shard, time.Time, error) {
