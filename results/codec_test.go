@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -324,4 +325,65 @@ func TestReadOldFile(t *testing.T) {
 	if f.Headers()[0].Spec == nil || f.Headers()[0].Spec.Name == "" {
 		t.Errorf("header spec = %+v", f.Headers()[0].Spec)
 	}
+}
+
+// benchResult is a typical streamed request: 256 token chunks, so the
+// figures are per record of the size a chat answer makes.
+func benchResult() Result {
+	r := Result{Seq: 1, Outcome: OK, API: APIChat, Stream: true, Scheduled: time.Millisecond, Sent: time.Millisecond,
+		Headers: 20 * time.Millisecond, FirstToken: 21 * time.Millisecond, FirstContent: 21 * time.Millisecond,
+		InputTokens: 1024, MaxTokens: 256, PromptTokens: 1024, OutputTokens: 256, FinishReason: "length", Status: 200}
+	for i := range 256 {
+		r.ChunkTimes = append(r.ChunkTimes, 21*time.Millisecond+time.Duration(i)*11*time.Millisecond+time.Duration(i*i)%977)
+	}
+	r.LastToken = r.ChunkTimes[255]
+	r.End = r.LastToken + time.Millisecond
+	return r
+}
+
+// BenchmarkWriteResult measures encoding one request record of 256 chunks
+// into a results file (buffered, as a run writes it).
+func BenchmarkWriteResult(b *testing.B) {
+	r := benchResult()
+	w := NewWriter(io.Discard)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := w.Write(ResultRecord(&r)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkReadResult measures decoding the same record back, from a file
+// of 1,000 of them: the figure is per record (ns/record).
+func BenchmarkReadResult(b *testing.B) {
+	const n = 1000
+	r := benchResult()
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	for range n {
+		if err := w.Write(ResultRecord(&r)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	file := buf.Bytes()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(file)))
+	for b.Loop() {
+		rd := NewReader(bytes.NewReader(file), "bench")
+		got := 0
+		for rd.Scan() {
+			got++
+		}
+		if rd.Err() != nil || got != n {
+			b.Fatalf("read %d of %d records: %v", got, n, rd.Err())
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
 }
