@@ -24,6 +24,7 @@ import (
 	"github.com/servebench/servebench/client"
 	"github.com/servebench/servebench/internal/atomicfile"
 	"github.com/servebench/servebench/internal/loopback"
+	"github.com/servebench/servebench/internal/openfiles"
 	"github.com/servebench/servebench/internal/simurl"
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/report/chart"
@@ -219,6 +220,17 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 	// such, even when the target is down.
 	prompts, err := scenario.NewPrompts(sc)
 	if err != nil {
+		return nil, &ConfigError{err}
+	}
+
+	// One socket per stream (two with the simulator in this process): a
+	// concurrency the system would refuse is the scenario's problem, said
+	// before the load, not thousands of "too many open files" failures.
+	need, what := opts.Shard.MaxConcurrency(sc), fmt.Sprintf("%d concurrent streams", opts.Shard.MaxConcurrency(sc))
+	if simurl.Is(sc.Target.URL) {
+		need, what = 2*need, what+" with the simulator in this process"
+	}
+	if err := openfiles.Check(need, what); err != nil {
 		return nil, &ConfigError{err}
 	}
 

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/servebench/servebench/internal/openfiles"
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/report/chart"
 	"github.com/servebench/servebench/results"
@@ -283,3 +285,25 @@ func TestStartAtBounded(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestOpenFilesLimit checks that a concurrency the process has no file
+// descriptors for is refused as the scenario's fault before any load,
+// naming the limit: it used to end in thousands of "too many open files"
+// failures, or a stall.
+func TestOpenFilesLimit(t *testing.T) {
+	t.Parallel()
+	limit, ok := openfiles.Limit()
+	if !ok {
+		t.Skip("the open-files limit is unknown on this system")
+	}
+	doc := fmt.Sprintf("name: fds\ntarget: {url: \"sim://tiny\"}\nload: {stages: [{concurrency: %d, requests: 1}]}\n", limit/2+1)
+	sc, err := scenario.Parse("fds.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Run(context.Background(), sc, Options{Dir: t.TempDir()})
+	var cfgErr *ConfigError
+	if sum != nil || !errors.As(err, &cfgErr) || !strings.Contains(err.Error(), "ulimit -n") {
+		t.Fatalf("Run = %v, %v; want a ConfigError naming the open-files limit", sum, err)
+	}
+}

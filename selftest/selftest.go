@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"strconv"
@@ -30,6 +31,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/client"
+	"github.com/servebench/servebench/internal/openfiles"
 	"github.com/servebench/servebench/results"
 )
 
@@ -54,6 +56,9 @@ type Row struct {
 	Client  Measure `json:"servebench"`
 	Raw     Measure `json:"raw_reader"`
 	Ratio   float64 `json:"ratio"` // Client.ChunksPerSec / Raw.ChunksPerSec
+	// Skipped says why the stream count was not measured (this process
+	// may not open a socket for each end of every stream).
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // Run measures every stream count of cfg, the raw reader first, then the
@@ -78,6 +83,15 @@ func Run(ctx context.Context, cfg Config, progress func(Row)) ([]Row, error) {
 	for _, n := range cfg.Streams {
 		if ctx.Err() != nil {
 			break
+		}
+		// Each stream holds two sockets here: the client's and the source's.
+		if err := openfiles.Check(2*n, fmt.Sprintf("%d streams with the source in this process", n)); err != nil {
+			r := Row{Streams: n, Skipped: err.Error()}
+			rows = append(rows, r)
+			if progress != nil {
+				progress(r)
+			}
+			continue
 		}
 		raw, err := measure(ctx, cfg.Duration, func(ctx context.Context) (func(context.Context) int64, func(), error) {
 			return rawReader(src.url, n)
@@ -142,7 +156,9 @@ func clientPath(ctx context.Context, url string, n, chunks int) (func(context.Co
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := c.Warm(ctx, n); err != nil && ctx.Err() == nil {
+	warmCtx, cancel := context.WithTimeout(ctx, warmTimeout)
+	defer cancel()
+	if _, err := c.Warm(warmCtx, n); err != nil && ctx.Err() == nil {
 		c.Close()
 		return nil, nil, err
 	}
@@ -156,6 +172,10 @@ func clientPath(ctx context.Context, url string, n, chunks int) (func(context.Co
 	}
 	return one, c.Close, nil
 }
+
+// warmTimeout bounds opening the client's connections: a source that
+// cannot accept them (no file descriptors left) must not stall the test.
+const warmTimeout = 30 * time.Second
 
 // rawReader posts the same request with a plain net/http client and counts
 // "data:" lines, doing nothing else: the floor of reading SSE in Go.
@@ -231,7 +251,9 @@ func newSource(chunks int) (*source, error) {
 		w.Header().Set("Content-Length", strconv.Itoa(len(s.body)))
 		w.Write(s.body)
 	})
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Accept errors (too many open files) are retried by the server, which
+	// would log each one: the stream count was checked against the limit.
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
 	go s.srv.Serve(ln)
 	return s, nil
 }
@@ -252,7 +274,13 @@ func WriteText(w io.Writer, rows []Row) error {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "streams\tservebench chunks/s\tCPU/chunk\traw reader chunks/s\tCPU/chunk\tratio\t")
+	var skipped []string
 	for _, r := range rows {
+		if r.Skipped != "" {
+			fmt.Fprintf(tw, "%d\t-\t\t-\t\t-\t\n", r.Streams)
+			skipped = append(skipped, fmt.Sprintf("skipped: %s\n", r.Skipped))
+			continue
+		}
 		fmt.Fprintf(tw, "%d\t%.0f\t%.2f µs\t%.0f\t%.2f µs\t%.2f\t\n", r.Streams, r.Client.ChunksPerSec, r.Client.CPUPerChunk/1e3,
 			r.Raw.ChunksPerSec, r.Raw.CPUPerChunk/1e3, r.Ratio)
 	}
@@ -260,6 +288,9 @@ func WriteText(w io.Writer, rows []Row) error {
 		return err
 	}
 	b.WriteString("(one process: the source's CPU counts on both sides; ratio = servebench ÷ raw reader)\n")
+	for _, s := range skipped {
+		b.WriteString(s)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

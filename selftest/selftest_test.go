@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/servebench/servebench/internal/openfiles"
 )
 
 // TestRun measures one small stream count briefly and checks both sides
@@ -68,4 +70,32 @@ func BenchmarkRawReader(b *testing.B) {
 	benchmarkSide(b, func(_ context.Context, url string, n, _ int) (func(context.Context) int64, func(), error) {
 		return rawReader(url, n)
 	})
+}
+
+// TestRunSkipsBeyondOpenFiles checks that a stream count this process
+// cannot open sockets for is skipped, saying why, at once: it used to
+// stall for good on "too many open files" (10,000 streams under a limit
+// of 20,000 descriptors).
+func TestRunSkipsBeyondOpenFiles(t *testing.T) {
+	t.Parallel()
+	limit, ok := openfiles.Limit()
+	if !ok {
+		t.Skip("the open-files limit is unknown on this system")
+	}
+	n := limit/2 + 1
+	start := time.Now()
+	rows, err := Run(context.Background(), Config{Streams: []int{n}, Duration: time.Minute}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || !strings.Contains(rows[0].Skipped, "ulimit -n") || rows[0].Client.Chunks != 0 {
+		t.Fatalf("rows %+v: want %d streams skipped for the open-files limit", rows, n)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("skipping took %v", d)
+	}
+	var b strings.Builder
+	if err := WriteText(&b, rows); err != nil || !strings.Contains(b.String(), "skipped: ") {
+		t.Errorf("table: %v\n%s", err, b.String())
+	}
 }

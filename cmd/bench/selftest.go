@@ -42,6 +42,10 @@ func selftestCmd(ctx context.Context, e env, args []string) error {
 		cfg.Streams = append(cfg.Streams, n)
 	}
 	rows, err := selftest.Run(ctx, cfg, func(r selftest.Row) {
+		if r.Skipped != "" {
+			fmt.Fprintf(e.stderr, "%d streams: skipped\n", r.Streams)
+			return
+		}
 		fmt.Fprintf(e.stderr, "%d streams: servebench %.0f chunks/s, raw %.0f, ratio %.2f\n", r.Streams, r.Client.ChunksPerSec, r.Raw.ChunksPerSec, r.Ratio)
 	})
 	if *format == "json" {
