@@ -158,18 +158,21 @@ func TestMetricsMove(t *testing.T) {
 			resp.Body.Close()
 		}()
 	}
-	// One request the client abandons.
-	ctx, cancel := context.WithCancel(context.Background())
-	data, _ := json.Marshal(map[string]any{"model": "tiny", "prompt": "bye", "max_tokens": 1000, "ignore_eos": true, "stream": true})
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL()+"/v1/completions", bytes.NewReader(data))
-	if resp, err := http.DefaultClient.Do(req); err == nil {
-		buf := make([]byte, 256)
-		_, _ = resp.Body.Read(buf)
-		cancel()
-		resp.Body.Close()
-	} else {
-		cancel()
-	}
+	// One request the client abandons after its first bytes. It runs
+	// beside the gauges' watch below: it may wait for a slot behind the
+	// others, and the queue is only seen until the first ones finish.
+	wg.Go(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		data, _ := json.Marshal(map[string]any{"model": "tiny", "prompt": "bye", "max_tokens": 1000, "ignore_eos": true, "stream": true})
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL()+"/v1/completions", bytes.NewReader(data))
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			buf := make([]byte, 256)
+			_, _ = resp.Body.Read(buf)
+			cancel()
+			resp.Body.Close()
+		}
+	})
 
 	var during map[string]*dto.MetricFamily
 	seen := map[string]bool{}
