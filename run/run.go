@@ -440,7 +440,7 @@ func startTarget(ctx context.Context, sc *scenario.Scenario, dir string) (baseUR
 		}
 		return sc.Target.URL, func() {}, nil
 	}
-	cfg, err := sim.ConfigFromURL(sc.Target.URL)
+	cfg, err := sim.ConfigFromURL(sc.SimTarget())
 	if err != nil {
 		return "", nil, configErr("target.url %s: %w", sc.Target.URL, err)
 	}

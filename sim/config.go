@@ -142,14 +142,21 @@ func Defaults() Config {
 }
 
 // ConfigFromURL resolves a target URL of the form sim://PRESET?name=value&…
-// (package internal/simurl owns the form) into a configuration: the preset
-// with each setting applied.
+// or sim://./FILE.yaml?… (package internal/simurl owns the form) into a
+// configuration: the embedded preset, or the preset file read with
+// LoadConfig (a relative path is relative to the working directory), with
+// each setting applied and the result validated.
 func ConfigFromURL(raw string) (Config, error) {
 	u, err := simurl.Parse(raw)
 	if err != nil {
 		return Config{}, err
 	}
-	cfg, err := Preset(u.Preset)
+	var cfg Config
+	if u.File != "" {
+		cfg, err = LoadConfig(u.File)
+	} else {
+		cfg, err = Preset(u.Preset)
+	}
 	if err != nil {
 		return Config{}, err
 	}

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/servebench/servebench/internal/simurl"
 	"github.com/servebench/servebench/run"
 	"github.com/servebench/servebench/scenario"
 	"github.com/servebench/servebench/sim"
@@ -75,7 +75,7 @@ func NewPlan(sc *scenario.Scenario) (*Plan, error) {
 			}
 		}
 		if len(simSettings) > 0 {
-			u, err := simURL(sc.Target.URL, simSettings)
+			u, err := simURL(sc.SimTarget(), simSettings)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -120,32 +120,23 @@ func combinations(params []scenario.SweepParam) [][]Value {
 	return out
 }
 
-// simURL adds settings to a sim://PRESET URL's query, checking each
-// against the preset.
+// simURL adds settings to a sim:// URL's query, checking each against the
+// preset (or preset file) it names.
 func simURL(raw string, settings []Value) (string, error) {
-	u, err := url.Parse(raw)
+	u, err := simurl.Parse(raw)
 	if err != nil {
 		return "", fmt.Errorf("target.url %q: %w", raw, err)
 	}
-	cfg, err := sim.Preset(u.Host + u.Path)
+	cfg, err := sim.ConfigFromURL(raw)
 	if err != nil {
 		return "", fmt.Errorf("target.url %s: %w", raw, err)
-	}
-	q := u.Query()
-	for k, vs := range q {
-		for _, v := range vs {
-			if err := cfg.Set(k, v); err != nil {
-				return "", fmt.Errorf("target.url %s: %w", raw, err)
-			}
-		}
 	}
 	for _, s := range settings {
 		if err := cfg.Set(s.Name, s.Value); err != nil {
 			return "", fmt.Errorf("sweep.parameters.%s: value %s: simulator %w", s.Name, s.Value, err)
 		}
-		q.Set(s.Name, s.Value)
+		u = u.With(s.Name, s.Value)
 	}
-	u.RawQuery = q.Encode()
 	return u.String(), nil
 }
 

@@ -26,6 +26,10 @@ The target is the scenario's target.url unless --target overrides it:
   sim://PRESET            the built-in vLLM-like simulator, started in-process
                           on a free loopback port (presets: tiny,
                           gpt-oss-120b-h100, gpt-oss-20b-a100, deepseek-r1-32b)
+  sim://./twin.yaml       the simulator with a preset file, such as the twin
+                          'bench calibrate' writes (relative to the scenario
+                          file when written in it, else to the working
+                          directory)
   http://127.0.0.1:8000   any OpenAI-compatible server (vLLM, SGLang, TGI,
                           llama.cpp, …) on this machine; load is only ever
                           sent to loopback addresses
