@@ -20,9 +20,12 @@ type Summary struct {
 	Model    string    `json:"model"`
 	Started  time.Time `json:"started"` // the (earliest) run epoch
 	Files    int       `json:"files"`   // results files merged into this summary
-	Overall  Stage     `json:"overall"`
-	Stages   []Stage   `json:"stages"`
-	Warnings []string  `json:"warnings,omitempty"`
+	// Virtual is true when the results come from a virtual-time run of the
+	// simulator (no HTTP, no client: see run.Simulate).
+	Virtual  bool     `json:"virtual,omitempty"`
+	Overall  Stage    `json:"overall"`
+	Stages   []Stage  `json:"stages"`
+	Warnings []string `json:"warnings,omitempty"`
 	// Incomplete says why the run did not complete (interrupted,
 	// load.max_duration reached, killed); empty when it did, or when the
 	// results files predate end records.

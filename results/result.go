@@ -90,6 +90,11 @@ type Header struct {
 	// file without one is known to be cut short.
 	Ends bool `json:"ends,omitempty"`
 
+	// Virtual is true for a run of the built-in simulator in virtual time
+	// (`bench run --virtual`, `bench predict`): no HTTP and no client, the
+	// engine's clock only. Target is then the sim:// URL.
+	Virtual bool `json:"virtual,omitempty"`
+
 	// Spec is the part of Scenario that reports read, decoded once by the
 	// Reader (nil when the header has no scenario). It is not written:
 	// Scenario is the record of what ran.

@@ -19,4 +19,11 @@
 // itself (health.go), so that a client-side bottleneck is reported rather
 // than measured as server latency. It never touches signals or process
 // state: canceling its context is the graceful stop.
+//
+// A sim:// target can also run in virtual time (Options.Virtual, and
+// Simulate, which writes nothing): the simulator's engine steps on a
+// virtual clock with no HTTP and no client, the stages keep the
+// scheduler's semantics, and the records are the same, so every report is
+// computed by the same code (virtual.go says what virtual time leaves
+// out). Searches and `bench predict` run their many probes this way.
 package run

@@ -115,6 +115,16 @@ type Options struct {
 	// Grace is how long in-flight requests may finish once the run is
 	// stopped (DefaultGrace when zero; negative cancels them at once).
 	Grace time.Duration
+	// Virtual runs a sim:// target in virtual time (see Simulate): the
+	// engine on a virtual clock, no HTTP, the same outputs. Any other
+	// target is a *ConfigError.
+	Virtual bool
+	// Observe, when not nil, is called with every record the run writes,
+	// in order, from one goroutine, and with the number of requests in
+	// flight at that moment (sent and not yet recorded). It must return
+	// quickly: the run's writer waits for it. A search watches a probe's
+	// records with it to stop an over-saturated one early.
+	Observe func(rec results.Record, inFlight int)
 }
 
 // ConfigError is a run that could not start because of its scenario or
@@ -150,6 +160,12 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 	// The epoch: every offset in the results counts from here, monotonic.
 	epoch := time.Now()
 	sc = sc.Clone()
+	if opts.Virtual {
+		if !simurl.Is(sc.Target.URL) {
+			return nil, configErr("target.url %s: virtual time needs the simulator (sim://PRESET or sim://./FILE.yaml)", sc.Target.URL)
+		}
+		return runVirtual(ctx, sc, opts)
+	}
 	if sc.Prompts.Salt == scenario.SaltRandom {
 		// A salt of this run's own, recorded in the header so the run can
 		// be repeated with the same prompts.
@@ -285,6 +301,9 @@ func load(ctx context.Context, sc *scenario.Scenario, opts Options, w *results.W
 			// The summary sees exactly what the file holds.
 			if werr == nil {
 				agg.AddRecord(rec)
+			}
+			if opts.Observe != nil {
+				opts.Observe(rec, int(sched.counters().InFlight))
 			}
 		}
 		return errors.Join(werr, w.Close())

@@ -14,7 +14,7 @@ import (
 	"github.com/servebench/servebench/scenario"
 )
 
-const runUsage = `Usage: bench run SCENARIO [--target URL] [--out DIR [--force]] [--set path=value ...]
+const runUsage = `Usage: bench run SCENARIO [--target URL] [--out DIR [--force]] [--virtual] [--set path=value ...]
 
 Runs a scenario file: sends its load to the target, streams one record per
 request (and one per /metrics scrape) to DIR/results.jsonl as each finishes,
@@ -34,6 +34,11 @@ The target is the scenario's target.url unless --target overrides it:
                           llama.cpp, …) on this machine; load is only ever
                           sent to loopback addresses
 
+With --virtual a sim:// target runs in virtual time: the simulator's engine
+steps on a virtual clock with no HTTP and no client, so a ten-minute load
+takes seconds; the outputs are the same files, marked virtual. The figures
+are the engine's own timings (no network or client overhead).
+
 When the scenario has a budgets block, the run is judged after the load:
 the verdict is printed, written into summary.json, DIR/junit.xml and
 DIR/verdict.md, and a missed budget gives exit code 3 (see 'bench help
@@ -50,6 +55,7 @@ Examples:
   bench run my.yaml --target http://127.0.0.1:8000 --set load.stages[0].concurrency=64
   bench run my.yaml --set prompts.input_tokens.value=4096 --set request.max_tokens=256
   bench run scenarios/release-gate.yaml --target http://127.0.0.1:8000   # exit 3 if a budget is missed
+  bench run my.yaml --target sim://./twin.yaml --virtual --set load.stages[0].duration=10m
 `
 
 func runCmd(ctx context.Context, e env, args []string) error {
@@ -58,6 +64,7 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	outDir := fs.String("out", "", "output directory (default runs/NAME-YYYYMMDD-HHMMSS)")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	force := fs.Bool("force", false, "write into an --out directory that already holds a run, replacing its files")
+	virtual := fs.Bool("virtual", false, "run a sim:// target in virtual time (no HTTP; seconds for minutes of load)")
 	var sets multiFlag
 	fs.Var(&sets, "set", "override a scenario field, `path=value` (repeatable), e.g. load.stages[0].rate=20")
 	pos, err := parseFlags(fs, args)
@@ -86,7 +93,9 @@ func runCmd(ctx context.Context, e env, args []string) error {
 		}
 		return fmt.Errorf("run: %w", err)
 	}
-	sum, runErr := run.Run(ctx, sc, runOptions(e, sc, dir, *quiet))
+	opts := runOptions(e, sc, dir, *quiet)
+	opts.Virtual = *virtual
+	sum, runErr := run.Run(ctx, sc, opts)
 	if ctx.Err() != nil && !errors.Is(runErr, errInterrupted) {
 		runErr = errors.Join(runErr, errInterrupted)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/servebench/servebench/sweep"
 )
 
-const sweepUsage = `Usage: bench sweep SCENARIO [--out DIR] [--dry-run] [--resume] [--set path=value ...]
+const sweepUsage = `Usage: bench sweep SCENARIO [--out DIR] [--dry-run] [--resume] [--virtual] [--set path=value ...]
 
 Runs a scenario once per value of the parameters in its sweep: block (every
 combination, each 'repeats' times) and recommends a value. Each run goes
@@ -37,6 +37,10 @@ SIGKILL. {{.port}} is a free loopback port unless server.port sets one.
 Without a server section a sim:// target gets each value as a simulator
 setting (sim://PRESET?max_num_batched_tokens=2048), and a parameter named
 like a scenario field (load.stages[0].rate) is set on the scenario.
+
+With --virtual (a sim:// target, no server section) every run is made in
+virtual time (see 'bench help run'): a sweep of minutes-long runs takes
+seconds.
 
 A run whose server fails to start, exits, or serves no request is recorded
 as failed for its value and the sweep goes on. DIR/sweep.json and
@@ -64,6 +68,7 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 	resume := fs.Bool("resume", false, "skip runs whose directory under --out already holds a summary.json")
 	quiet := fs.Bool("quiet", false, "no per-run progress output")
 	target := fs.String("target", "", "override target.url (when the sweep has no server section)")
+	virtual := fs.Bool("virtual", false, "run a sim:// target in virtual time (no server section)")
 	var sets multiFlag
 	fs.Var(&sets, "set", "override a scenario field, `path=value` (repeatable), e.g. sweep.repeats=3")
 	pos, err := parseFlags(fs, args)
@@ -96,11 +101,16 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 		}
 		dir = filepath.Join("runs", name+"-"+time.Now().Format("20060102-150405"))
 	}
+	if *virtual && !plan.Sim {
+		return usagef("sweep: --virtual needs a sim:// target and no sweep.server section")
+	}
 	if *dryRun {
 		return plan.DryRun(e.stdout, dir, *resume)
 	}
 	runOne := func(ctx context.Context, sc *scenario.Scenario, dir string) (*report.Summary, error) {
-		return run.Run(ctx, sc, runOptions(e, sc, dir, *quiet))
+		opts := runOptions(e, sc, dir, *quiet)
+		opts.Virtual = *virtual
+		return run.Run(ctx, sc, opts)
 	}
 	log := e.stderr
 	fmt.Fprintf(log, "sweep %q: %d runs → %s\n", sc.Name, len(plan.Jobs), dir)
