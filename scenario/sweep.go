@@ -88,13 +88,15 @@ type SweepSearch struct {
 	// the parameter's unit (requests/s or workers).
 	Between []float64 `yaml:"between" json:"between"`
 	// Resolution is the width the bracket is narrowed to, in the
-	// parameter's unit. Default: (high − low) / 32, and at least 1 for a
-	// concurrency.
+	// parameter's unit. Default: (high − low) / 32 rounded down to 1, 2 or
+	// 5 times a power of ten, and at least 1 for a concurrency.
 	Resolution float64 `yaml:"resolution" json:"resolution"`
 	// Repeats is the most runs that decide one probe (default 3): a probe
 	// whose deciding budget is within Margin of its limit, or whose
 	// percentile was judged on too few samples, is run again, up to
-	// Repeats runs, and decided by the majority (a tie fails).
+	// Repeats runs, and decided by the majority (a tie fails). A repeat
+	// replays the same workload; against the simulator it takes the next
+	// seed (sim://…?seed=), whose noise would otherwise repeat exactly.
 	Repeats int `yaml:"repeats" json:"repeats"`
 	// Margin is the distance from a limit, as a fraction of it, within
 	// which a probe counts as near the boundary (default 0.1).
@@ -161,12 +163,24 @@ func (s *SweepSearch) defaults() {
 		s.Margin = DefaultSearchMargin
 	}
 	if s.Resolution == 0 && len(s.Between) == 2 && s.Between[1] > s.Between[0] {
-		r := (s.Between[1] - s.Between[0]) / DefaultSearchDivisions
+		r := niceStep((s.Between[1] - s.Between[0]) / DefaultSearchDivisions)
 		if s.Integer() {
 			r = max(1, math.Round(r))
 		}
 		s.Resolution = r
 	}
+}
+
+// niceStep rounds a positive step down to 1, 2 or 5 times a power of ten,
+// so that probed values are round numbers.
+func niceStep(x float64) float64 {
+	mag := math.Pow(10, math.Floor(math.Log10(x)))
+	for _, m := range []float64{5, 2, 1} {
+		if m*mag <= x*(1+1e-9) {
+			return m * mag
+		}
+	}
+	return mag
 }
 
 // SweepServer is how to launch the server under test for one run. Every

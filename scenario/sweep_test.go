@@ -36,7 +36,7 @@ func TestSweepValid(t *testing.T) {
 		{name: "search with defaults", yaml: searchBudgets + "sweep:\n  search: {parameter: 'load.stages[0].concurrency', between: [1, 64]}\n",
 			check: func(t *testing.T, sc *Scenario) {
 				s := sc.Sweep.Search
-				if s.Resolution != 2 || s.Repeats != DefaultSearchRepeats || s.Margin != DefaultSearchMargin || !s.Saturation() || !s.Integer() {
+				if s.Resolution != 1 || s.Repeats != DefaultSearchRepeats || s.Margin != DefaultSearchMargin || !s.Saturation() || !s.Integer() {
 					t.Errorf("search defaults: %+v", s)
 				}
 				if tg, ok := s.Target(); !ok || tg != (SearchTarget{Stage: 0, Field: "concurrency"}) {

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -48,6 +50,10 @@ type Plan struct {
 	Repeats int
 	Server  *scenario.SweepServer // nil: no server is launched
 	Sim     bool                  // server settings go to the built-in simulator
+	// Search, when not nil, makes Execute search each combination's
+	// capacity instead of running Jobs: Jobs then holds one job per
+	// combination, whose scenario every probe derives from.
+	Search *scenario.SweepSearch
 }
 
 // NewPlan lays out the sweep of sc (which must have a sweep block). It
@@ -59,7 +65,7 @@ func NewPlan(sc *scenario.Scenario) (*Plan, error) {
 	if sw == nil {
 		return nil, fmt.Errorf("scenario %s has no sweep block", sc.Name)
 	}
-	p := &Plan{Name: sc.Name, Params: sw.Params(), Repeats: max(sw.Repeats, 1), Server: sw.Server}
+	p := &Plan{Name: sc.Name, Params: sw.Params(), Repeats: max(sw.Repeats, 1), Server: sw.Server, Search: sw.Search}
 	p.Sim = sw.Server == nil && strings.HasPrefix(sc.Target.URL, "sim:")
 	p.Points = combinations(p.Params)
 	var errs []error
@@ -88,6 +94,11 @@ func NewPlan(sc *scenario.Scenario) (*Plan, error) {
 			continue
 		}
 		label := label(vals)
+		if p.Search != nil {
+			job := derived
+			p.Jobs = append(p.Jobs, Job{Point: i, Values: vals, Repeat: 1, Label: label, Dir: dirName(label), Scenario: &job})
+			continue
+		}
 		for r := 1; r <= p.Repeats; r++ {
 			dir := dirName(label)
 			if p.Repeats > 1 {
@@ -194,15 +205,30 @@ func (p *Plan) DryRun(w io.Writer, dir string, resume bool) error {
 	for i, pa := range p.Params {
 		names[i] = pa.Name
 	}
-	fmt.Fprintf(&b, "sweep %q: %d runs over %s → %s\n", p.Name, len(p.Jobs), strings.Join(names, ", "), dir)
+	if sr := p.Search; sr != nil {
+		g := newGrid(sr)
+		fmt.Fprintf(&b, "search %q: the highest %s in [%s, %s] %s whose budgets pass, to %s (at most %d probes of up to %d runs each",
+			p.Name, sr.Parameter, fmtVal(sr.Low()), fmtVal(sr.High()), searchUnit(sr), fmtVal(sr.Resolution),
+			2+int(math.Ceil(math.Log2(float64(max(g.steps, 1))))), sr.Repeats)
+		if len(p.Params) > 0 {
+			fmt.Fprintf(&b, ", for each of %d combinations of %s", len(p.Points), strings.Join(names, ", "))
+		}
+		fmt.Fprintf(&b, ") → %s\n", dir)
+	} else {
+		fmt.Fprintf(&b, "sweep %q: %d runs over %s → %s\n", p.Name, len(p.Jobs), strings.Join(names, ", "), dir)
+	}
 	for i := range p.Jobs {
 		j := &p.Jobs[i]
 		rep := ""
 		if p.Repeats > 1 {
 			rep = fmt.Sprintf(" (repeat %d)", j.Repeat)
 		}
-		fmt.Fprintf(&b, "[%d/%d] %s%s → %s\n", i+1, len(p.Jobs), j.Label, rep, filepath.Join(dir, j.Dir))
-		if resume && j.Done(dir) {
+		if p.Search != nil {
+			fmt.Fprintf(&b, "[%d/%d] %s probes → %s\n", i+1, len(p.Jobs), orAll(j.Label), filepath.Join(dir, dirName(label(append(slices.Clone(j.Values), Value{p.Search.Parameter, "VALUE"})))))
+		} else {
+			fmt.Fprintf(&b, "[%d/%d] %s%s → %s\n", i+1, len(p.Jobs), j.Label, rep, filepath.Join(dir, j.Dir))
+		}
+		if resume && p.Search == nil && j.Done(dir) {
 			b.WriteString("      done already: skipped with --resume\n")
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/servebench/servebench/internal/atomicfile"
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/run"
 	"github.com/servebench/servebench/scenario"
 )
@@ -41,6 +42,10 @@ type Options struct {
 	// Environ is the base environment of launched servers (KEY=VALUE);
 	// the server section's env is added to it.
 	Environ []string
+	// Probe runs one probe of a search, handing its records to an
+	// over-saturation watch; nil uses Run (without the watch) when Run is
+	// set, else run.Run.
+	Probe ProbeFunc
 }
 
 // Execute runs every job of the plan in order and writes sweep.json and
@@ -74,6 +79,19 @@ func (p *Plan) Execute(ctx context.Context, opts Options) (*Summary, error) {
 			errs = append(errs, err)
 		}
 	}
+	if p.Search != nil {
+		s.Parameters = append(s.Parameters, p.Search.Parameter)
+		if opts.Probe == nil {
+			opts.Probe = defaultProbe(false)
+			if run := opts.Run; run != nil {
+				opts.Probe = func(ctx context.Context, sc *scenario.Scenario, dir string, _ func(results.Record, int)) (*report.Summary, error) {
+					return run(ctx, sc, dir)
+				}
+			}
+		}
+		p.executeSearch(ctx, opts, s, func(line string) { fmt.Fprintln(log, line) }, save)
+		return p.finish(ctx, opts, s, save, errs)
+	}
 	for i := range p.Jobs {
 		j := &p.Jobs[i]
 		prefix := fmt.Sprintf("[%d/%d] %s", i+1, len(p.Jobs), j.Label)
@@ -103,6 +121,11 @@ func (p *Plan) Execute(ctx context.Context, opts Options) (*Summary, error) {
 		s.Runs = append(s.Runs, rec)
 		save()
 	}
+	return p.finish(ctx, opts, s, save, errs)
+}
+
+// finish writes the final sweep.json, sweep.csv and the plot.
+func (p *Plan) finish(ctx context.Context, opts Options, s *Summary, save func(), errs []error) (*Summary, error) {
 	s.Finished = time.Now().UTC()
 	save()
 	if err := p.plot(opts.Dir, s); err != nil {
@@ -245,6 +268,7 @@ func (p *Plan) runJob(ctx context.Context, opts Options, j *Job, logf func(strin
 func (p *Plan) takeSummary(sum *report.Summary, rec *RunRecord) {
 	rec.Metrics = metricsOf(sum)
 	rec.BudgetsPass, rec.Missed = verdictOf(sum.Verdict)
+	rec.Checks = checkMargins(sum.Verdict)
 	if sum.Overall.Requests.OK == 0 && rec.Status != StatusFailed {
 		rec.Status = StatusFailed
 		rec.Error = joinMsg(rec.Error, fmt.Sprintf("no request succeeded (%d failed, errors %v)", sum.Overall.Requests.Failed, sum.Overall.Errors))
@@ -267,6 +291,8 @@ func describe(r *RunRecord) string {
 	switch {
 	case r.Status == StatusFailed:
 		return "failed: " + r.Error
+	case r.Status == StatusOverSaturated:
+		return r.Error
 	case r.Metrics == nil:
 		return r.Status
 	}

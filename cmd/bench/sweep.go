@@ -10,16 +10,36 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/run"
 	"github.com/servebench/servebench/scenario"
 	"github.com/servebench/servebench/sweep"
 )
 
 const sweepUsage = `Usage: bench sweep SCENARIO [--out DIR] [--dry-run] [--resume] [--virtual] [--set path=value ...]
+       bench sweep SCENARIO --search load.stages[N].rate|concurrency --between LO,HI [--resolution R] [--repeats N] ...
 
 Runs a scenario once per value of the parameters in its sweep: block (every
 combination, each 'repeats' times) and recommends a value. Each run goes
 into its own directory, DIR/NAME=VALUE, with the files 'bench run' writes.
+
+With --search (or a sweep.search block) it answers the capacity question
+instead: the highest rate (open loop) or concurrency (closed loop) of one
+stage whose budgets pass. It probes LO (which must pass) and HI (which
+must fail), then bisects to the resolution; every probe is a full run in
+DIR/PARAM=VALUE. A probe whose deciding budget is within 10 % of its limit,
+or whose percentile was judged on too few samples, runs again (up to
+--repeats runs; the simulator with its next seed) and the majority decides.
+An open-loop probe whose requests in flight and TTFT both keep growing is
+stopped early as over-saturated. The answer comes with the bracket it was
+narrowed to and its confidence; with sweep.parameters, each combination
+gets its own search (a launched server is started for every probe).
+
+  sweep:
+    search:
+      parameter: "load.stages[0].rate"
+      between: [1, 64]
+      resolution: 1
 
   sweep:
     parameters:
@@ -51,14 +71,17 @@ that met the scenario's budgets (or, without budgets, that had no failed
 request).
 
 Exit codes: 0 done (some runs may have failed: see the table), 1 every run
-failed, 2 bad scenario or flags, 3 no value met the budgets, 130
-interrupted (the outputs so far are written; --resume continues).
+failed, 2 bad scenario or flags, 3 no value met the budgets (a search: even
+LO missed them), 130 interrupted (the outputs so far are written; --resume
+continues).
 
 Examples:
   bench sweep scenarios/mnbt-sweep.yaml --out runs/mnbt
   bench sweep scenarios/mnbt-sweep.yaml --dry-run
   bench sweep scenarios/mnbt-sweep.yaml --out runs/mnbt --resume
   bench sweep vllm-sweep.yaml --set 'sweep.parameters.max_num_batched_tokens=[2048, 8192]'
+  bench sweep scenarios/release-gate.yaml --search 'load.stages[1].rate' --between 5,80 --virtual
+  bench sweep my.yaml --search 'load.stages[0].concurrency' --between 1,128 --target http://127.0.0.1:8000
 `
 
 func sweepCmd(ctx context.Context, e env, args []string) error {
@@ -69,6 +92,10 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 	quiet := fs.Bool("quiet", false, "no per-run progress output")
 	target := fs.String("target", "", "override target.url (when the sweep has no server section)")
 	virtual := fs.Bool("virtual", false, "run a sim:// target in virtual time (no server section)")
+	search := fs.String("search", "", "search the highest `load.stages[N].rate|concurrency` whose budgets pass")
+	between := fs.String("between", "", "the search's range, `LO,HI`")
+	resolution := fs.Float64("resolution", 0, "the search's resolution (default (HI-LO)/32)")
+	repeats := fs.Int("repeats", 0, "the most runs deciding a probe near the boundary (default 3)")
 	var sets multiFlag
 	fs.Var(&sets, "set", "override a scenario field, `path=value` (repeatable), e.g. sweep.repeats=3")
 	pos, err := parseFlags(fs, args)
@@ -79,7 +106,11 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 		fs.Usage()
 		return usagef("sweep: want exactly one scenario file, got %d", len(pos))
 	}
-	sc, err := loadScenario(pos[0], *target, sets)
+	searchSets, err := searchOverrides(*search, *between, *resolution, *repeats)
+	if err != nil {
+		return err
+	}
+	sc, err := loadScenario(pos[0], *target, append(searchSets, sets...))
 	if err != nil {
 		return err
 	}
@@ -112,9 +143,18 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 		opts.Virtual = *virtual
 		return run.Run(ctx, sc, opts)
 	}
+	probe := func(ctx context.Context, sc *scenario.Scenario, dir string, observe func(results.Record, int)) (*report.Summary, error) {
+		opts := runOptions(e, sc, dir, *quiet)
+		opts.Virtual, opts.Observe, opts.Grace = *virtual, observe, -1
+		return run.Run(ctx, sc, opts)
+	}
 	log := e.stderr
-	fmt.Fprintf(log, "sweep %q: %d runs → %s\n", sc.Name, len(plan.Jobs), dir)
-	s, execErr := plan.Execute(ctx, sweep.Options{Dir: dir, Run: runOne, Resume: *resume, Log: log, Environ: os.Environ()})
+	if plan.Search != nil {
+		fmt.Fprintf(log, "search %q: %s in [%g, %g] → %s\n", sc.Name, plan.Search.Parameter, plan.Search.Low(), plan.Search.High(), dir)
+	} else {
+		fmt.Fprintf(log, "sweep %q: %d runs → %s\n", sc.Name, len(plan.Jobs), dir)
+	}
+	s, execErr := plan.Execute(ctx, sweep.Options{Dir: dir, Run: runOne, Probe: probe, Resume: *resume, Log: log, Environ: os.Environ()})
 	if s == nil {
 		return execErr
 	}
@@ -137,13 +177,48 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 	}
 	completed := false
 	for _, r := range s.Runs {
-		completed = completed || r.Status == sweep.StatusOK || r.Status == sweep.StatusResumed
+		completed = completed || r.Status == sweep.StatusOK || r.Status == sweep.StatusResumed || r.Status == sweep.StatusOverSaturated
 	}
 	switch {
 	case !completed:
 		return reported{fmt.Errorf("sweep: every run failed")}
 	case s.Recommendation.Label == "" && s.Recommendation.Basis == "budgets":
 		return reported{fmt.Errorf("%w: no value of the sweep met the budgets", errBudget)}
+	case len(s.Search) > 0 && s.Recommendation.Reason != "" && s.Recommendation.Values == nil && allBelow(s.Search):
+		return reported{fmt.Errorf("%w: even the low end of the search missed the budgets", errBudget)}
 	}
 	return nil
+}
+
+// allBelow reports whether no search found a passing value.
+func allBelow(rs []sweep.SearchResult) bool {
+	for _, r := range rs {
+		if r.Answer != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// searchOverrides turns --search, --between, --resolution and --repeats
+// into sweep.search overrides.
+func searchOverrides(param, between string, resolution float64, repeats int) ([]string, error) {
+	if param == "" {
+		if between != "" || resolution != 0 || repeats != 0 {
+			return nil, usagef("sweep: --between, --resolution and --repeats go with --search")
+		}
+		return nil, nil
+	}
+	lo, hi, ok := strings.Cut(between, ",")
+	if !ok {
+		return nil, usagef("sweep: --search needs --between LO,HI (got %q)", between)
+	}
+	sets := []string{"sweep.search.parameter=" + param, fmt.Sprintf("sweep.search.between=[%s, %s]", strings.TrimSpace(lo), strings.TrimSpace(hi))}
+	if resolution != 0 {
+		sets = append(sets, fmt.Sprintf("sweep.search.resolution=%g", resolution))
+	}
+	if repeats != 0 {
+		sets = append(sets, fmt.Sprintf("sweep.search.repeats=%d", repeats))
+	}
+	return sets, nil
 }
