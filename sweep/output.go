@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/results"
 )
 
 // Schema is the version of the sweep.json contract. It changes only when a
@@ -48,6 +49,8 @@ type Summary struct {
 	// has one point per probed value, and the recommendation is the
 	// combination with the highest capacity (basis "capacity").
 	Search []SearchResult `json:"search,omitempty"`
+	// Budgets are the scenario's budgets, which every run was judged by.
+	Budgets *results.Budgets `json:"budgets,omitempty"`
 }
 
 // Point is one combination of values, over its repeats.

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/servebench/servebench/internal/simurl"
+	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/run"
 	"github.com/servebench/servebench/scenario"
 	"github.com/servebench/servebench/sim"
@@ -50,6 +51,8 @@ type Plan struct {
 	Repeats int
 	Server  *scenario.SweepServer // nil: no server is launched
 	Sim     bool                  // server settings go to the built-in simulator
+	// Budgets are the scenario's budgets (nil without).
+	Budgets *results.Budgets
 	// Search, when not nil, makes Execute search each combination's
 	// capacity instead of running Jobs: Jobs then holds one job per
 	// combination, whose scenario every probe derives from.
@@ -65,7 +68,7 @@ func NewPlan(sc *scenario.Scenario) (*Plan, error) {
 	if sw == nil {
 		return nil, fmt.Errorf("scenario %s has no sweep block", sc.Name)
 	}
-	p := &Plan{Name: sc.Name, Params: sw.Params(), Repeats: max(sw.Repeats, 1), Server: sw.Server, Search: sw.Search}
+	p := &Plan{Name: sc.Name, Params: sw.Params(), Repeats: max(sw.Repeats, 1), Server: sw.Server, Search: sw.Search, Budgets: sc.Budgets}
 	p.Sim = sw.Server == nil && strings.HasPrefix(sc.Target.URL, "sim:")
 	p.Points = combinations(p.Params)
 	var errs []error

@@ -135,6 +135,10 @@ func TestSearchFindsCapacity(t *testing.T) {
 				t.Errorf("seed %d: the probe at 170 req/s (far over capacity) was %s, not stopped as over-saturated", seed, pr.Decided)
 			}
 		}
+		page, err := os.ReadFile(filepath.Join(dir, FileHTML))
+		if err != nil || !strings.Contains(string(page), "capacity "+fmtVal(*r.Answer)+" requests/s") || !strings.Contains(string(page), "budget: TTFT p90 ≤ 25 ms") {
+			t.Errorf("seed %d: sweep.html lacks the answer or the budget line (%v)", seed, err)
+		}
 		if s.Recommendation.Basis != "capacity" || s.Recommendation.Reason != r.Reason {
 			t.Errorf("seed %d: recommendation %+v", seed, s.Recommendation)
 		}

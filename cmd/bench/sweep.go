@@ -65,7 +65,11 @@ seconds.
 A run whose server fails to start, exits, or serves no request is recorded
 as failed for its value and the sweep goes on. DIR/sweep.json and
 DIR/sweep.csv are rewritten after every run; DIR/sweep.png and sweep.svg
-plot TTFT and ITL (p50, p99) and throughput against the value. The
+plot TTFT and ITL (p50, p99) and throughput against the value, with the
+budgets drawn and each value's verdict marked; DIR/sweep.html is one
+self-contained page with the answer, the table, that plot, latency and
+throughput against load, and a Pareto plot of output tokens/s per user
+against the total. The
 recommendation is the value with the best output throughput among those
 that met the scenario's budgets (or, without budgets, that had no failed
 request).

@@ -197,7 +197,7 @@ func TestSweepSearchVirtual(t *testing.T) {
 	if !strings.Contains(out.String(), "search: capacity 17 requests/s") {
 		t.Errorf("no capacity answer in:\n%s", out)
 	}
-	for _, name := range []string{"sweep.json", "sweep.csv", "sweep.png", "load.stages_1_.rate=17/results.jsonl"} {
+	for _, name := range []string{"sweep.json", "sweep.csv", "sweep.png", "sweep.html", "load.stages_1_.rate=17/results.jsonl"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Errorf("search output: %v", err)
 		}
