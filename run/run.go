@@ -125,6 +125,10 @@ type Options struct {
 	// quickly: the run's writer waits for it. A search watches a probe's
 	// records with it to stop an over-saturated one early.
 	Observe func(rec results.Record, inFlight int)
+	// NoPlots skips the plots and report.html (results.jsonl, summary.json
+	// and the verdict files are still written): for the many runs of a
+	// search or a prediction, whose page is the sweep's.
+	NoPlots bool
 }
 
 // ConfigError is a run that could not start because of its scenario or
@@ -236,7 +240,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 	if ctx.Err() != nil && runErr == nil {
 		runErr = fmt.Errorf("run stopped: %w", context.Cause(ctx))
 	}
-	sum, err := finish(opts.Dir, agg, spec)
+	sum, err := finish(opts.Dir, agg, spec, opts.NoPlots)
 	if runErr == nil && sum != nil {
 		runErr = noSuccess(sum)
 	}
@@ -345,15 +349,18 @@ func load(ctx context.Context, sc *scenario.Scenario, opts Options, w *results.W
 }
 
 // finish computes the summary from agg, judges it when the scenario has
-// budgets, and writes summary.json, the verdict files, the plots and
-// report.html into dir.
-func finish(dir string, agg *report.Aggregate, spec *results.Spec) (*report.Summary, error) {
+// budgets, and writes summary.json, the verdict files and, unless
+// noPlots, the plots and report.html into dir.
+func finish(dir string, agg *report.Aggregate, spec *results.Spec, noPlots bool) (*report.Summary, error) {
 	sum := agg.Summary()
 	if spec != nil && spec.Budgets != nil {
 		sum.Verdict = agg.Evaluate(sum, spec.Budgets, spec.SLO)
 	}
 	if err := WriteSummaryFiles(dir, sum); err != nil {
 		return sum, err
+	}
+	if noPlots {
+		return sum, nil
 	}
 	if _, err := chart.WriteFiles(dir, agg, sum); err != nil {
 		return sum, fmt.Errorf("plots: %w", err)

@@ -42,6 +42,12 @@ import (
 const VirtualWarning = "virtual time: the simulator's engine ran on a virtual clock without HTTP or a client; " +
 	"the figures are its step timings, with no network or client overhead"
 
+// virtualStart is the offset, from the run's epoch, at which a virtual
+// run's load begins: a zero offset means "did not happen" in a results
+// file, so nothing may happen at the epoch itself (a real run, too, sends
+// its first request a little after its epoch).
+const virtualStart = time.Millisecond
+
 // failedRequestTime is how long a request the engine refuses (a prompt too
 // long for max_model_len) takes in virtual time: an HTTP round trip's
 // worth, so that a closed-loop worker does not spin at one instant.
@@ -144,7 +150,7 @@ func runVirtual(ctx context.Context, sc *scenario.Scenario, opts Options) (*repo
 		runErr = v.run(ctx)
 	}
 	runErr = errors.Join(runErr, werr, w.Close())
-	sum, err := finish(opts.Dir, agg, spec)
+	sum, err := finish(opts.Dir, agg, spec, opts.NoPlots)
 	if runErr == nil && sum != nil {
 		runErr = noSuccess(sum)
 	}
@@ -248,7 +254,8 @@ func (v *virtualRun) set(at time.Duration) { v.clk.Set(v.t0.Add(at)) }
 // run executes every stage in order and emits the end record. Its error
 // is the scheduler's: nil when every stage ran to its bounds.
 func (v *virtualRun) run(ctx context.Context) error {
-	v.emit(results.WarningRecord(&results.Warning{At: 0, Source: "runner", Message: VirtualWarning}), 0)
+	v.set(virtualStart)
+	v.emit(results.WarningRecord(&results.Warning{At: v.now(), Source: "runner", Message: VirtualWarning}), 0)
 	if v.scrapeEvery > 0 {
 		v.scrape()
 	}

@@ -86,6 +86,11 @@ func TestVirtualRun(t *testing.T) {
 		again.Overall.TTFT != sum.Overall.TTFT || again.Overall.Requests != sum.Overall.Requests {
 		t.Errorf("two virtual runs differ:\n%+v\n%+v", sum.Overall, again.Overall)
 	}
+	// Every measured request has its latencies (none sent at the epoch,
+	// which a results file reads as "not sent").
+	if n := sum.Overall.TTFT.Count; n != closed.OK+open.OK {
+		t.Errorf("%d TTFTs for %d ok requests", n, closed.OK+open.OK)
+	}
 	if c := sum.Correlation; c == nil || c.ScrapeOK == 0 {
 		t.Errorf("no virtual scrapes reached the correlation: %+v", c)
 	}

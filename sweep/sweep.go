@@ -46,6 +46,10 @@ type Options struct {
 	// over-saturation watch; nil uses Run (without the watch) when Run is
 	// set, else run.Run.
 	Probe ProbeFunc
+	// NoPlots skips sweep.png, sweep.svg and sweep.html (sweep.json and
+	// sweep.csv are still written): for sweeps whose summary is all that
+	// matters, such as the many runs of a prediction's band.
+	NoPlots bool
 }
 
 // Execute runs every job of the plan in order and writes sweep.json and
@@ -128,8 +132,10 @@ func (p *Plan) Execute(ctx context.Context, opts Options) (*Summary, error) {
 func (p *Plan) finish(ctx context.Context, opts Options, s *Summary, save func(), errs []error) (*Summary, error) {
 	s.Finished = time.Now().UTC()
 	save()
-	if err := p.plot(opts.Dir, s); err != nil {
-		errs = append(errs, err)
+	if !opts.NoPlots {
+		if err := p.plot(opts.Dir, s); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if ctx.Err() != nil {
 		errs = append(errs, ctx.Err())
