@@ -77,6 +77,8 @@ func commands() []command {
 		{"plot", "draw the plots and report.html from one or more results files", plotCmd},
 		{"check", "judge saved results against a scenario's budgets", checkCmd},
 		{"compare", "compare two runs, benchstat-style; gate on regressions", compareCmd},
+		{"calibrate", "fit the simulator to saved runs: a twin of the server", calibrateCmd},
+		{"predict", "run a scenario's sweep or search on a twin, with bands", predictCmd},
 		{"sim", "serve the built-in vLLM-like simulator", simCmd},
 		{"version", "print the version", versionCmd},
 		{"help", "explain a command", nil},
