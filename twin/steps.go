@@ -16,14 +16,15 @@ import (
 // with a, b, c, p its step_overhead_us, per_seq_us, per_kv_token_ns and
 // per_prefill_token_us.
 type segment struct {
-	durUS   float64 // microseconds
-	k       float64 // steps
-	seqs    float64 // Σ requests scheduled per step
-	ctx     float64 // Σ context tokens read (prompt + tokens so far, per request and step)
-	prefill float64 // prompt tokens computed
-	from    time.Duration
-	decode  bool // no prefill in it
-	batch   int  // decoding requests in its first step
+	durUS    float64       // microseconds
+	k        float64       // steps
+	seqs     float64       // Σ requests scheduled per step
+	ctx      float64       // Σ context tokens read (prompt + tokens so far, per request and step)
+	prefill  float64       // prompt tokens computed
+	from, to time.Duration // when its first step started and its last ended
+	chained  bool          // it started when the step before it ended (not an idle engine woken)
+	decode   bool          // no prefill in it
+	batch    int           // decoding requests in its first step
 }
 
 // stepStats describes what the step reconstruction found in a run.
@@ -200,7 +201,8 @@ func reconstruct(rd *runData, budget int) ([]segment, stepStats) {
 			k = e
 			continue // nothing says when it started
 		}
-		sg := segment{durUS: float64(stepT[e-1]-start) / float64(time.Microsecond), k: float64(e - k), from: start, batch: decoding[k]}
+		sg := segment{durUS: float64(stepT[e-1]-start) / float64(time.Microsecond), k: float64(e - k), from: start, to: stepT[e-1],
+			chained: idleStart[k] == 0, batch: decoding[k]}
 		for j := k; j < e; j++ {
 			sg.k += hidden[j]
 			sg.seqs += seqs[j]
@@ -227,6 +229,39 @@ func reconstruct(rd *runData, budget int) ([]segment, stepStats) {
 	if st.minBatch == math.MaxInt {
 		st.minBatch = 0
 	}
+	segs = coalesce(segs)
 	st.segments = len(segs)
 	return segs, st
+}
+
+// blockSteps is how many consecutive steps a fitted observation spans.
+// One step's duration is the difference of two arrival times, and a busy
+// client (or a server catching up after a late wake-up) delivers a few
+// steps' tokens in one burst: the burst's steps look instantaneous and the
+// one before it long, while their sum is right. Fitting blocks of steps
+// keeps that sum and averages the noise; the features still vary from
+// block to block (batch sizes, contexts, prompts), which is all the fit
+// needs.
+const blockSteps = 8
+
+// coalesce joins consecutive chained segments (each starting where the
+// previous ended) into blocks of at least blockSteps steps.
+func coalesce(segs []segment) []segment {
+	var out []segment
+	for _, s := range segs {
+		n := len(out)
+		if n > 0 && s.chained && s.from == out[n-1].to && out[n-1].k < blockSteps {
+			b := &out[n-1]
+			b.durUS += s.durUS
+			b.k += s.k
+			b.seqs += s.seqs
+			b.ctx += s.ctx
+			b.prefill += s.prefill
+			b.decode = b.decode && s.decode
+			b.to = s.to
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }

@@ -283,3 +283,41 @@ func TestEigenSym(t *testing.T) {
 		}
 	}
 }
+
+// TestCalibrateRealTimeSimulator calibrates from runs of the simulator in
+// real time over loopback HTTP (10 s at concurrencies 2 and 8): the
+// coefficients within 5 %. Opt-in (SERVEBENCH_LONG_TESTS=1): it takes
+// 20 s and a busy machine's late wake-ups blur step times;
+// TestCalibrateRecoversSimulator makes the same check in virtual time.
+func TestCalibrateRealTimeSimulator(t *testing.T) {
+	if os.Getenv("SERVEBENCH_LONG_TESTS") == "" {
+		t.Skip("20 s of real-time runs (set SERVEBENCH_LONG_TESTS=1 to run it)")
+	}
+	dir := t.TempDir()
+	target := writeTruth(t, dir)
+	var paths []string
+	for _, c := range []int{2, 8} {
+		sc, err := scenario.Parse("rt.yaml", []byte(workload(fmt.Sprintf("rt-%d", c), target, stageDoc(c, "10s"))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := t.TempDir()
+		if _, err := run.Run(context.Background(), sc, run.Options{Dir: out}); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, out)
+	}
+	res, err := Calibrate(paths, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bytes.Buffer
+	_ = WriteReport(&rep, res)
+	t.Logf("calibration over HTTP in real time:\n%s", rep.String())
+	for _, name := range Coefficients {
+		e, _ := res.Estimate(name)
+		if err := relErr(e.Value, truth[name]); err > 0.05 {
+			t.Errorf("%s = %g, want %g within 5 %% (off by %.1f %%)", name, e.Value, truth[name], 100*err)
+		}
+	}
+}

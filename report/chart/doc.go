@@ -9,4 +9,10 @@
 // scenario, loading nothing from anywhere. The output is a pure function
 // of the records and the verdict, so `bench plot` redraws exactly what
 // `bench run` drew.
+//
+// For a sweep or a search it draws the trade-off plot (SweepPlot, with the
+// budgets as lines and each value's verdict marked), latency and
+// throughput against load (LoadPlot), per-user against total output
+// throughput with its Pareto frontier (ParetoPlot), and sweep.html
+// (SweepPage), which package sweep fills from its summary.
 package chart
