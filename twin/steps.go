@@ -33,6 +33,7 @@ type stepStats struct {
 	decodeSteps             int           // single-step segments without prefill
 	prefillOne              int           // prompts prefilled in a single step
 	prefillMany             int           // prompts whose prefill took several steps (chunked or queued)
+	prefillLow              int           // prompts prefilled in one step beside at most one decoding request (low load)
 	tolerance               time.Duration // the median time per token
 	minBatch, maxBatch      int
 	maxStepTokens           int   // the most tokens a single-step segment computed (a lower bound of the budget)
@@ -160,9 +161,15 @@ func reconstruct(rd *runData, budget int) ([]segment, stepStats) {
 		switch {
 		case steps == 1:
 			st.prefillOne++
+			if decoding[f] <= 1 {
+				st.prefillLow++
+			}
 		case steps == 2 && boundary:
 			mergeRange(from, f)
 			st.prefillOne++
+			if decoding[f] <= 1 {
+				st.prefillLow++
+			}
 		default:
 			mergeRange(from, f)
 			st.prefillMany++

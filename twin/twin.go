@@ -125,7 +125,7 @@ func Calibrate(paths []string, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
 	res.Segments, res.Trimmed = fit.n, fit.trim
-	minB, maxB, decodeSteps, one, many, maxTok := math.MaxInt, 0, 0, 0, 0, 0
+	minB, maxB, decodeSteps, one, many, low, maxTok := math.MaxInt, 0, 0, 0, 0, 0, 0
 	var batches []int
 	for _, st := range stats {
 		batches = append(batches, st.decodeBatches...)
@@ -136,6 +136,7 @@ func Calibrate(paths []string, opts Options) (*Result, error) {
 		decodeSteps += st.decodeSteps
 		one += st.prefillOne
 		many += st.prefillMany
+		low += st.prefillLow
 		maxTok = max(maxTok, st.maxStepTokens)
 		res.Tolerance = max(res.Tolerance, st.tolerance)
 	}
@@ -191,7 +192,9 @@ func Calibrate(paths []string, opts Options) (*Result, error) {
 	if !fit.used[3] {
 		res.Notes = append(res.Notes, "no step prefilled a prompt: per_prefill_token_us is the simulator's default")
 	} else if one < 10 {
-		res.Notes = append(res.Notes, fmt.Sprintf("only %d prompts were prefilled in a single step (low load): per_prefill_token_us is uncertain; add a low-load run", one))
+		res.Notes = append(res.Notes, fmt.Sprintf("only %d prompts were prefilled in a single step: per_prefill_token_us is uncertain; add a low-load run", one))
+	} else if low < 10 {
+		res.Notes = append(res.Notes, "no low-load run: every prompt was prefilled beside several decoding requests, so per_prefill_token_us is less certain (see its error); add a run at concurrency 1")
 	}
 	if many > one {
 		res.Notes = append(res.Notes, fmt.Sprintf("%d prompts took several steps to their first token (queued, or chunked prefill): their steps were fitted together; calibrate below saturation for sharper estimates", many))

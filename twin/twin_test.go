@@ -321,3 +321,18 @@ func TestCalibrateRealTimeSimulator(t *testing.T) {
 		}
 	}
 }
+
+// TestCalibrateNoLowLoad says so when every prompt was prefilled beside
+// several decoding requests.
+func TestCalibrateNoLowLoad(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	target := writeTruth(t, dir)
+	res, err := Calibrate([]string{virtualRun(t, dir, workload("busy", target, stageDoc(6, "4s"), stageDoc(8, "4s")), 0)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if notes := strings.Join(res.Notes, "\n"); !strings.Contains(notes, "no low-load run") {
+		t.Errorf("notes lack the missing low-load run:\n%s", notes)
+	}
+}
