@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -89,10 +90,26 @@ func Page(s *Summary) *chart.SweepPage {
 	sp := Figure(s)
 	pg.Sweep = sp
 	pg.Load, pg.Pareto = loadPlots(s)
-	if pg.Load == nil {
+	switch {
+	case pg.Load == nil:
 		pg.Notes = append(pg.Notes, "No load curves: no run has figures.")
+	case loadParam(s) == "" && flatLoad(pg.Load):
+		pg.Load = nil
+		pg.Notes = append(pg.Notes, "No load curves: every value served the same load (the sweep varies a server setting at one offered load).")
 	}
 	return pg
+}
+
+// flatLoad reports whether the loads of a plot are all within 5 % of one
+// another.
+func flatLoad(lp *chart.LoadPlot) bool {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range lp.Series {
+		for _, p := range s.Points {
+			lo, hi = min(lo, p.Load), max(hi, p.Load)
+		}
+	}
+	return hi <= lo*1.05
 }
 
 func anyAnswer(rs []SearchResult) bool {

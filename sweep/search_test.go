@@ -321,3 +321,29 @@ sweep:
 		t.Errorf("recommendation %+v, want max_num_seqs=8 (the higher capacity)", s.Recommendation)
 	}
 }
+
+// TestPageLoadCurves: a sweep of a load parameter gets load curves, one
+// of a server setting at one offered load does not (every value served
+// the same load), and says why.
+func TestPageLoadCurves(t *testing.T) {
+	t.Parallel()
+	mk := func(param string, rps func(i int) float64) *Summary {
+		s := &Summary{Scenario: "s", Parameters: []string{param}}
+		for i, v := range []string{"2", "4", "8"} {
+			s.Points = append(s.Points, Point{Label: param + "=" + v, Values: map[string]string{param: v},
+				Metrics: &Metrics{OK: 10, TTFTP50: 10, TTFTP99: 20, ITLP50: 5, ITLP99: 8, TPOTP50: 5, OutputTokensPerSec: 100 * float64(i+1), RequestsPerSec: rps(i)}})
+		}
+		return s
+	}
+	load := Page(mk("load.stages[0].concurrency", func(i int) float64 { return float64(i + 1) }))
+	if load.Load == nil || len(load.Load.Series) != 1 || load.Load.Series[0].Points[2].Load != 8 {
+		t.Errorf("load curves of a concurrency sweep: %+v", load.Load)
+	}
+	flat := Page(mk("max_num_batched_tokens", func(int) float64 { return 2.42 }))
+	if flat.Load != nil || len(flat.Notes) == 0 || !strings.Contains(flat.Notes[0], "served the same load") {
+		t.Errorf("a server-setting sweep at one load: curves %+v, notes %q", flat.Load, flat.Notes)
+	}
+	if flat.Pareto == nil {
+		t.Error("the Pareto plot is dropped too")
+	}
+}

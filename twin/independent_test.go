@@ -33,6 +33,26 @@ type otherServer struct {
 	wake    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
+
+	// What the engine did since the last reset, for judging whether the
+	// client measured it faithfully.
+	statsMu sync.Mutex
+	steps   []time.Duration // planned step durations
+	active  int             // Σ requests per step
+}
+
+// reset clears the engine's record and returns what it held: the median
+// planned step and the mean batch.
+func (s *otherServer) reset() (medianStep time.Duration, meanBatch float64) {
+	s.statsMu.Lock()
+	defer s.statsMu.Unlock()
+	if len(s.steps) > 0 {
+		slices.Sort(s.steps)
+		medianStep = s.steps[len(s.steps)/2]
+		meanBatch = float64(s.active) / float64(len(s.steps))
+	}
+	s.steps, s.active = nil, 0
+	return medianStep, meanBatch
 }
 
 type otherStream struct {
@@ -92,6 +112,10 @@ func (s *otherServer) engine() {
 			deadline = now
 		}
 		deadline = deadline.Add(d)
+		s.statsMu.Lock()
+		s.steps = append(s.steps, d)
+		s.active += n
+		s.statsMu.Unlock()
 		timer.Reset(time.Until(deadline))
 		select {
 		case <-timer.C:
@@ -205,10 +229,15 @@ func sleepOvershoot() time.Duration {
 // within 10 % on output tok/s and ITL p50.
 //
 // The runs are real time, so a machine too busy to wake a sleeping
-// goroutine within 2 ms, or a run whose client fell behind, skips the test
-// with the reason rather than failing it.
+// goroutine within 2 ms, or a run whose client fell behind (it kept fewer
+// requests in the server than its concurrency, or its median ITL is not
+// the server's median step), skips the test with the reason rather than
+// failing it.
 func TestCalibrateIndependentServer(t *testing.T) {
 	t.Parallel()
+	if raceEnabled {
+		t.Skip("the race detector slows the HTTP path more than the timing compared")
+	}
 	if o := sleepOvershoot(); o > 2*time.Millisecond {
 		t.Skipf("the machine is too busy for a real-time calibration: 1 ms sleeps wake %v late (p90)", o)
 	}
@@ -230,6 +259,7 @@ load:
 			t.Fatal(err)
 		}
 		dir := t.TempDir()
+		srv.reset()
 		sum, err := run.Run(context.Background(), sc, run.Options{Dir: dir})
 		if err != nil {
 			t.Fatal(err)
@@ -238,6 +268,16 @@ load:
 			if strings.HasPrefix(w, "harness") || strings.Contains(w, "fell behind") {
 				t.Skipf("the load generator could not keep up on this machine: %s", w)
 			}
+		}
+		// The client must have measured the server: kept its batch full
+		// (a closed loop sends its next request only once it has read
+		// the last one) and seen its steps' timing.
+		step, batch := srv.reset()
+		if batch < 0.9*float64(c) {
+			t.Skipf("concurrency %d: the client kept only %.2f requests in the server on average: the machine is too busy to measure it", c, batch)
+		}
+		if itl := sum.Overall.ITL.P50; relErr(itl, float64(step)/1e6) > 0.08 {
+			t.Skipf("concurrency %d: the client measured ITL p50 %.2f ms while the server's steps took %.2f ms (median): the machine distorts the measurement", c, itl, float64(step)/1e6)
 		}
 		return dir, sum
 	}

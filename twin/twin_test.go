@@ -35,8 +35,14 @@ jitter_frac: 0.01
 // truth are truthPreset's coefficients, in Coefficients order.
 var truth = map[string]float64{StepOverhead: 2000, PerSeq: 80, PerKVToken: 1500, PerPrefill: 6}
 
-// stageDoc is one closed-loop stage of the calibration workload.
+// stageDoc is one closed-loop stage of the calibration workload; under
+// the race detector it runs a third as long.
 func stageDoc(c int, d string) string {
+	if raceEnabled {
+		if v, err := time.ParseDuration(d); err == nil {
+			d = (v / 3).String()
+		}
+	}
 	return fmt.Sprintf("    - {name: c%d, concurrency: %d, duration: %s}\n", c, c, d)
 }
 

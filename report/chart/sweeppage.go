@@ -271,11 +271,15 @@ func padRange(sets []plotter.XYs) (lo, hi float64) {
 	if math.IsInf(lo, 0) {
 		return 0, 1
 	}
-	pad := (hi - lo) * 0.08
-	if pad == 0 {
-		pad = max(math.Abs(lo)*0.1, 1)
+	// At least a tenth of the values' size wide, so that differences of
+	// a fraction of a percent do not fill the plot.
+	width := max(hi-lo, 0.1*max(math.Abs(lo), math.Abs(hi)))
+	if width == 0 {
+		width = 1
 	}
-	return lo - pad, hi + pad
+	mid := (lo + hi) / 2
+	pad := width * 0.08
+	return mid - width/2 - pad, mid + width/2 + pad
 }
 
 // renderColumn draws panels one above the other.
