@@ -164,6 +164,16 @@ func Predict(ctx context.Context, sc *scenario.Scenario, twinPath string, opts P
 	for _, r := range s.Search {
 		pred.Searches = append(pred.Searches, PredictedSearch{SearchResult: r})
 	}
+	defer func() {
+		if sc.Sweep == nil {
+			// One value: named after the scenario, not the twin's seed
+			// the plan carried it by.
+			pred.Parameters = nil
+			for i := range pred.Points {
+				pred.Points[i].Label, pred.Points[i].Values = sc.Name, nil
+			}
+		}
+	}()
 	if opts.NoBand {
 		return pred, nil
 	}
