@@ -45,7 +45,6 @@ func fitSegments(segs []segment, use []bool) (*linearFit, error) {
 	if len(segs) == 0 {
 		return nil, errors.New("no step could be timed")
 	}
-	p := len(Coefficients)
 	if use == nil {
 		use = []bool{true, true, true, true}
 	}
@@ -107,7 +106,6 @@ func fitSegments(segs []segment, use []bool) (*linearFit, error) {
 		slices.Sort(rel)
 		f.relSD = math.Sqrt(rel[len(rel)/2] / 0.4549) // the median of χ²(1)
 	}
-	_ = p
 	return f, nil
 }
 

@@ -81,8 +81,7 @@ func reconstruct(rd *runData, budget int) ([]segment, stepStats) {
 					seqs[s]++
 					ctx[s] += float64(q.prompt + j)
 				}
-				mergeFirst := k > 1
-				if mergeFirst {
+				if k > 1 {
 					mergeRange(s-k+1, s)
 				}
 				cum += k
