@@ -91,6 +91,7 @@ func (a *Aggregate) AddHeader(h *results.Header) {
 	if a.files == 1 {
 		a.meta.Tool, a.meta.Version, a.meta.Target, a.meta.Model = h.Tool, h.Version, h.Target, h.Model
 		a.meta.Started = h.Started
+		a.meta.Virtual = h.Virtual
 	} else if h.Started.Before(a.meta.Started) {
 		a.meta.Started = h.Started
 	}

@@ -23,7 +23,10 @@ type Summary struct {
 	Files    int       `json:"files"`   // results files merged into this summary
 	// Shards describes the shards of a sharded run whose results this
 	// summary merges (bench run --shard); nil for whole runs.
-	Shards   *Shards  `json:"shards,omitempty"`
+	Shards *Shards `json:"shards,omitempty"`
+	// Virtual is true when the results come from a virtual-time run of the
+	// simulator (no HTTP, no client: see run.Simulate).
+	Virtual  bool     `json:"virtual,omitempty"`
 	Overall  Stage    `json:"overall"`
 	Stages   []Stage  `json:"stages"`
 	Warnings []string `json:"warnings,omitempty"`

@@ -124,6 +124,10 @@ type Header struct {
 	// scenario, the same in every shard's file: the shard's own share of
 	// each stage follows from it and the shard (scenario.Shard).
 	Shard *Shard `json:"shard,omitempty"`
+	// Virtual is true for a run of the built-in simulator in virtual time
+	// (`bench run --virtual`, `bench predict`): no HTTP and no client, the
+	// engine's clock only. Target is then the sim:// URL.
+	Virtual bool `json:"virtual,omitempty"`
 
 	// Spec is the part of Scenario that reports read, decoded once by the
 	// Reader (nil when the header has no scenario). It is not written:

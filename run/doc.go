@@ -23,4 +23,10 @@
 // A run can be one shard of several (Options.Shard, Options.StartAt): it
 // sends its share of the load, starting at an agreed wall-clock time, and
 // Merge writes the outputs of the shards' results merged.
+// A sim:// target can also run in virtual time (Options.Virtual, and
+// Simulate, which writes nothing): the simulator's engine steps on a
+// virtual clock with no HTTP and no client, the stages keep the
+// scheduler's semantics, and the records are the same, so every report is
+// computed by the same code (virtual.go says what virtual time leaves
+// out). Searches and `bench predict` run their many probes this way.
 package run

@@ -143,6 +143,21 @@ type Options struct {
 	// NoScrape turns the /metrics scraper off whatever the scenario says:
 	// with several shards, one scrapes the server for all.
 	NoScrape bool
+
+	// Virtual runs a sim:// target in virtual time (see Simulate): the
+	// engine on a virtual clock, no HTTP, the same outputs. Any other
+	// target is a *ConfigError.
+	Virtual bool
+	// Observe, when not nil, is called with every record the run writes,
+	// in order, from one goroutine, and with the number of requests in
+	// flight at that moment (sent and not yet recorded). It must return
+	// quickly: the run's writer waits for it. A search watches a probe's
+	// records with it to stop an over-saturated one early.
+	Observe func(rec results.Record, inFlight int)
+	// NoPlots skips the plots and report.html (results.jsonl, summary.json
+	// and the verdict files are still written): for the many runs of a
+	// search or a prediction, whose page is the sweep's.
+	NoPlots bool
 }
 
 // MaxStartDelay bounds Options.StartAt: a start further away, ahead or
@@ -197,6 +212,15 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 		return nil, err
 	}
 	sc = sc.Clone()
+	if opts.Virtual {
+		if !simurl.Is(sc.Target.URL) {
+			return nil, configErr("target.url %s: virtual time needs the simulator (sim://PRESET or sim://./FILE.yaml)", sc.Target.URL)
+		}
+		if opts.Shard.Count > 0 || !opts.StartAt.IsZero() {
+			return nil, configErr("virtual time runs the whole load in this process: --shard and --start-at do not apply")
+		}
+		return runVirtual(ctx, sc, opts)
+	}
 	if sc.Prompts.Salt == scenario.SaltRandom {
 		// A salt of this run's own, recorded in the header so the run can
 		// be repeated with the same prompts. Shards agreeing on a start
@@ -309,7 +333,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 	if ctx.Err() != nil && runErr == nil {
 		runErr = fmt.Errorf("run stopped: %w", context.Cause(ctx))
 	}
-	sum, err := finish(opts.Dir, agg, spec, !closed(opts.Abort))
+	sum, err := finish(opts.Dir, agg, spec, !opts.NoPlots && !closed(opts.Abort))
 	if runErr == nil && sum != nil {
 		runErr = noSuccess(sum)
 	}
@@ -382,6 +406,9 @@ func load(ctx context.Context, sc *scenario.Scenario, opts Options, w *results.W
 			// The summary sees exactly what the file holds.
 			if werr == nil {
 				agg.AddRecord(rec)
+			}
+			if opts.Observe != nil {
+				opts.Observe(rec, int(sched.counters().InFlight))
 			}
 		}
 		return errors.Join(werr, w.Close())
@@ -657,7 +684,7 @@ func startTarget(ctx context.Context, sc *scenario.Scenario, dir string) (baseUR
 		}
 		return sc.Target.URL, func() {}, nil
 	}
-	cfg, err := sim.ConfigFromURL(sc.Target.URL)
+	cfg, err := sim.ConfigFromURL(sc.SimTarget())
 	if err != nil {
 		return "", nil, configErr("target.url %s: %w", sc.Target.URL, err)
 	}

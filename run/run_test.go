@@ -307,3 +307,31 @@ func TestOpenFilesLimit(t *testing.T) {
 		t.Fatalf("Run = %v, %v; want a ConfigError naming the open-files limit", sum, err)
 	}
 }
+
+// TestRunPresetFile runs against a preset file named in target.url
+// relative to the scenario file (sim://./twin.yaml), as `bench calibrate`
+// writes one: the simulator runs the file's settings.
+func TestRunPresetFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	twin := "base: tiny\nname: twin\nserved_model_name: twin-model\n"
+	if err := os.WriteFile(filepath.Join(dir, "twin.yaml"), []byte(twin), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := "name: twin-run\ntarget: {url: sim://./twin.yaml}\nload: {stages: [{concurrency: 2, requests: 4}]}\n"
+	if err := os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scenario.Load(filepath.Join(dir, "s.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	sum, err := Run(context.Background(), sc, Options{Dir: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Model != "twin-model" || sum.Overall.Requests.OK != 4 {
+		t.Errorf("model %q, requests %+v: the preset file was not run", sum.Model, sum.Overall.Requests)
+	}
+}

@@ -509,3 +509,41 @@ func TestRemoteTargetOptIn(t *testing.T) {
 		t.Errorf("bad header and tls: %v", err)
 	}
 }
+
+// TestSimTarget resolves a preset file named in target.url like a dataset
+// path: against the scenario file's directory when written in the file,
+// against the working directory when given on the command line.
+func TestSimTarget(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("twin.yaml", "base: tiny\n")
+	sc, err := Load(write("s.yaml", "name: s\ntarget: {url: 'sim://./twin.yaml?seed=2'}\nload: {stages: [{concurrency: 1, requests: 1}]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sc.SimTarget(), "sim://"+filepath.Join(dir, "twin.yaml")+"?seed=2"; got != want {
+		t.Errorf("SimTarget = %q, want %q", got, want)
+	}
+	// From the command line the path is the working directory's, where
+	// this one does not exist.
+	if err := sc.Set("target.url", "sim://./twin.yaml"); err == nil {
+		t.Error("--target sim://./twin.yaml was resolved against the scenario's directory")
+	}
+	abs := "sim://" + filepath.Join(dir, "twin.yaml")
+	if err := sc.Set("target.url", abs); err != nil {
+		t.Fatal(err)
+	}
+	if got := sc.SimTarget(); got != abs {
+		t.Errorf("SimTarget = %q, want %q", got, abs)
+	}
+	if err := sc.Set("target.url", "sim://tiny"); err != nil || sc.SimTarget() != "sim://tiny" {
+		t.Errorf("SimTarget of a preset = %q, %v", sc.SimTarget(), err)
+	}
+}

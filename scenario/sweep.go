@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"net/url"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,6 +63,124 @@ type Sweep struct {
 	Repeats int `yaml:"repeats" json:"repeats"`
 	// Server, when set, is launched afresh for every run and is the target.
 	Server *SweepServer `yaml:"server" json:"server,omitempty"`
+	// Search, when set, finds for every combination of Parameters (or
+	// once, without parameters) the highest value of one load setting
+	// whose budgets pass (package sweep).
+	Search *SweepSearch `yaml:"search" json:"search,omitempty"`
+}
+
+// Search defaults and limits.
+const (
+	DefaultSearchRepeats   = 3
+	DefaultSearchMargin    = 0.1
+	DefaultSearchDivisions = 32 // the default resolution is the range over this
+)
+
+// SweepSearch is an SLA search: the highest value of Parameter in Between
+// whose budgets pass, bracketed and then bisected to Resolution, each probe
+// a full run. A probe near the boundary is run again (Repeats) so noise
+// does not decide it.
+type SweepSearch struct {
+	// Parameter is the searched load setting: load.stages[N].rate for an
+	// open-loop stage, load.stages[N].concurrency for a closed-loop one.
+	Parameter string `yaml:"parameter" json:"parameter"`
+	// Between is the range searched, [low, high] with 0 < low < high, in
+	// the parameter's unit (requests/s or workers).
+	Between []float64 `yaml:"between" json:"between"`
+	// Resolution is the width the bracket is narrowed to, in the
+	// parameter's unit. Default: (high − low) / 32 rounded down to 1, 2 or
+	// 5 times a power of ten, and at least 1 for a concurrency.
+	Resolution float64 `yaml:"resolution" json:"resolution"`
+	// Repeats is the most runs that decide one probe (default 3): a probe
+	// whose deciding budget is within Margin of its limit, or whose
+	// percentile was judged on too few samples, is run again, up to
+	// Repeats runs, and decided by the majority (a tie fails). A repeat
+	// replays the same workload; against the simulator it takes the next
+	// seed (sim://…?seed=), whose noise would otherwise repeat exactly.
+	Repeats int `yaml:"repeats" json:"repeats"`
+	// Margin is the distance from a limit, as a fraction of it, within
+	// which a probe counts as near the boundary (default 0.1).
+	Margin float64 `yaml:"margin" json:"margin"`
+	// StopSaturated stops a probe early, as failed, when the server is
+	// plainly over-saturated: requests in flight and TTFT both growing
+	// steadily over the probe (default true). It applies to open-loop
+	// stages, whose queue can grow without bound.
+	StopSaturated *bool `yaml:"stop_saturated" json:"stop_saturated"`
+}
+
+// SearchTarget is a search's parameter, parsed.
+type SearchTarget struct {
+	Stage int    // index into load.stages
+	Field string // "rate" or "concurrency"
+}
+
+var searchParamRE = regexp.MustCompile(`^load\.stages\[(\d+)\]\.(rate|concurrency)$`)
+
+// Target parses Parameter; ok is false when it is not one a search takes.
+func (s *SweepSearch) Target() (t SearchTarget, ok bool) {
+	m := searchParamRE.FindStringSubmatch(s.Parameter)
+	if m == nil {
+		return t, false
+	}
+	i, err := strconv.Atoi(m[1])
+	if err != nil {
+		return t, false
+	}
+	return SearchTarget{Stage: i, Field: m[2]}, true
+}
+
+// Integer reports whether the searched parameter takes whole numbers (a
+// concurrency).
+func (s *SweepSearch) Integer() bool {
+	t, _ := s.Target()
+	return t.Field == "concurrency"
+}
+
+// Low and High are the range's ends (0 when Between is malformed).
+func (s *SweepSearch) Low() float64 {
+	if len(s.Between) != 2 {
+		return 0
+	}
+	return s.Between[0]
+}
+
+// High is the upper end of the range.
+func (s *SweepSearch) High() float64 {
+	if len(s.Between) != 2 {
+		return 0
+	}
+	return s.Between[1]
+}
+
+// Saturation reports whether over-saturated probes are stopped early.
+func (s *SweepSearch) Saturation() bool { return s.StopSaturated == nil || *s.StopSaturated }
+
+func (s *SweepSearch) defaults() {
+	if s.Repeats == 0 {
+		s.Repeats = DefaultSearchRepeats
+	}
+	if s.Margin == 0 {
+		s.Margin = DefaultSearchMargin
+	}
+	if s.Resolution == 0 && len(s.Between) == 2 && s.Between[1] > s.Between[0] {
+		r := niceStep((s.Between[1] - s.Between[0]) / DefaultSearchDivisions)
+		if s.Integer() {
+			r = max(1, math.Round(r))
+		}
+		s.Resolution = r
+	}
+}
+
+// niceStep rounds a positive step down to 1, 2 or 5 times a power of ten,
+// so that probed values are round numbers.
+func niceStep(x float64) float64 {
+	mag := math.Pow(10, math.Floor(math.Log10(x)))
+	for _, m := range []float64{5, 2, 1} {
+		if m*mag <= x*(1+1e-9) {
+			return m * mag
+		}
+	}
+	return mag
 }
 
 // SweepServer is how to launch the server under test for one run. Every
@@ -293,6 +413,9 @@ func (s *Sweep) defaults() {
 	if s.Repeats == 0 {
 		s.Repeats = 1
 	}
+	if s.Search != nil {
+		s.Search.defaults()
+	}
 	sv := s.Server
 	if sv == nil {
 		return
@@ -314,8 +437,8 @@ func (v *validator) sweep(sc *Scenario) {
 	if s == nil {
 		return
 	}
-	if len(s.Parameters) == 0 {
-		v.add("sweep.parameters", "at least one parameter is required")
+	if len(s.Parameters) == 0 && s.Search == nil {
+		v.add("sweep.parameters", "at least one parameter is required (or a search)")
 	}
 	// The number of runs is checked first: each value of a field
 	// parameter is validated on a copy of the scenario, which must not
@@ -360,11 +483,16 @@ func (v *validator) sweep(sc *Scenario) {
 			}
 		}
 		switch {
+		case s.Search != nil && name == s.Search.Parameter:
+			v.add(field, "is the searched parameter (sweep.search.parameter): a value cannot be both swept and searched")
 		case !IsFieldPath(name):
 			server = append(server, name)
 		case !tooMany:
 			v.sweepField(sc, field, name, vals)
 		}
+	}
+	if s.Search != nil {
+		v.search(sc)
 	}
 	if s.Server != nil {
 		v.sweepServer(s, sc.Target.AllowRemote)
@@ -373,6 +501,73 @@ func (v *validator) sweep(sc *Scenario) {
 	if len(server) > 0 && !strings.HasPrefix(sc.Target.URL, "sim:") {
 		v.add("sweep.parameters."+server[0], "is not a scenario field (like load.stages[0].rate) and the target is not sim://PRESET: add a sweep.server section that launches the server with this setting")
 	}
+}
+
+// search checks the search block: a load setting of an existing stage of
+// the right kind, a range and resolution in its unit, and budgets to judge
+// the probes by.
+func (v *validator) search(sc *Scenario) {
+	s := sc.Sweep.Search
+	if sc.Budgets == nil {
+		v.add("sweep.search", "needs budgets: a search finds the highest value whose budgets pass")
+	}
+	if sc.Sweep.Repeats > 1 {
+		v.add("sweep.repeats", "must be 1 with a search, which repeats the probes near the boundary itself (sweep.search.repeats)")
+	}
+	t, ok := s.Target()
+	switch {
+	case !ok:
+		v.add("sweep.search.parameter", "want load.stages[N].rate or load.stages[N].concurrency, got %q", s.Parameter)
+		return
+	case t.Stage >= len(sc.Load.Stages):
+		v.add("sweep.search.parameter", "load.stages[%d] does not exist (the scenario has %d stages)", t.Stage, len(sc.Load.Stages))
+		return
+	}
+	st := &sc.Load.Stages[t.Stage]
+	switch {
+	case t.Field == "rate" && !st.Open():
+		v.add("sweep.search.parameter", "load.stages[%d] is a closed-loop stage: search its concurrency, or give it a rate", t.Stage)
+	case t.Field == "concurrency" && st.Open():
+		v.add("sweep.search.parameter", "load.stages[%d] is an open-loop stage: search its rate, or give it a concurrency", t.Stage)
+	}
+	lo, hi := s.Low(), s.High()
+	limit := float64(maxRatePerSec)
+	if s.Integer() {
+		limit = maxConcurrency
+	}
+	switch {
+	case len(s.Between) != 2:
+		v.add("sweep.search.between", "want [low, high], got %d numbers", len(s.Between))
+		return
+	case !(lo > 0 && lo < hi && hi <= limit):
+		v.add("sweep.search.between", "want [low, high] with 0 < low < high ≤ %g, got [%g, %g]", limit, lo, hi)
+		return
+	case s.Integer() && (lo != math.Trunc(lo) || hi != math.Trunc(hi)):
+		v.add("sweep.search.between", "a concurrency is a whole number, got [%g, %g]", lo, hi)
+		return
+	}
+	switch r := s.Resolution; {
+	case !(r > 0 && r < hi-lo):
+		v.add("sweep.search.resolution", "want a step above 0 and below high − low (%g), got %g", hi-lo, r)
+	case s.Integer() && r != math.Trunc(r):
+		v.add("sweep.search.resolution", "a concurrency step is a whole number, got %g", r)
+	}
+	if s.Repeats < 1 || s.Repeats > maxSweepRepeats {
+		v.add("sweep.search.repeats", "want 1 to %d, got %d", maxSweepRepeats, s.Repeats)
+	}
+	if !(s.Margin >= 0 && s.Margin < 1) {
+		v.add("sweep.search.margin", "want a fraction from 0 to below 1, got %g", s.Margin)
+	}
+	v.sweepField(sc, "sweep.search.between", s.Parameter, []string{FormatSearchValue(lo, s.Integer()), FormatSearchValue(hi, s.Integer())})
+}
+
+// FormatSearchValue formats a searched value as --set takes it: a whole
+// number for a concurrency, the shortest decimal for a rate.
+func FormatSearchValue(x float64, integer bool) string {
+	if integer {
+		return strconv.FormatInt(int64(math.Round(x)), 10)
+	}
+	return strconv.FormatFloat(x, 'g', -1, 64)
 }
 
 // sweepField checks that every value of a scenario-field parameter can be

@@ -36,6 +36,26 @@ func TestSweepValid(t *testing.T) {
 					t.Errorf("repeats %d, runs %d; want 1 and 2", sc.Sweep.Repeats, sc.Sweep.Runs())
 				}
 			}},
+		{name: "search with defaults", yaml: searchBudgets + "sweep:\n  search: {parameter: 'load.stages[0].concurrency', between: [1, 64]}\n",
+			check: func(t *testing.T, sc *Scenario) {
+				s := sc.Sweep.Search
+				if s.Resolution != 1 || s.Repeats != DefaultSearchRepeats || s.Margin != DefaultSearchMargin || !s.Saturation() || !s.Integer() {
+					t.Errorf("search defaults: %+v", s)
+				}
+				if tg, ok := s.Target(); !ok || tg != (SearchTarget{Stage: 0, Field: "concurrency"}) {
+					t.Errorf("Target = %+v, %v", tg, ok)
+				}
+				if len(sc.Sweep.Params()) != 0 {
+					t.Errorf("a search alone has parameters %+v", sc.Sweep.Params())
+				}
+			}},
+		{name: "search of a rate per server setting", yaml: searchBudgets + "sweep:\n  parameters: {max_num_seqs: [4, 8]}\n  search: {parameter: 'load.stages[1].rate', between: [0.5, 20], resolution: 0.25, repeats: 1, stop_saturated: false}\n",
+			check: func(t *testing.T, sc *Scenario) {
+				s := sc.Sweep.Search
+				if s.Resolution != 0.25 || s.Repeats != 1 || s.Saturation() || s.Integer() {
+					t.Errorf("search: %+v", s)
+				}
+			}},
 		{name: "fields and scalars in name order", yaml: "sweep:\n  repeats: 3\n  parameters:\n    load.stages[0].concurrency: [1, 4]\n    gpu_memory_utilization: 0.9\n    enable_prefix_caching: [true, false]\n",
 			check: func(t *testing.T, sc *Scenario) {
 				want := []SweepParam{
@@ -94,7 +114,11 @@ func TestSweepValid(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			sc, err := Parse("sw.yaml", []byte(sweepBase+tc.yaml))
+			base := sweepBase
+			if strings.Contains(tc.yaml, "stages[1].rate") {
+				base += "    - {rate: 2, requests: 4}\n"
+			}
+			sc, err := Parse("sw.yaml", []byte(base+tc.yaml))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,12 +142,14 @@ func TestSweepValid(t *testing.T) {
 	}
 }
 
+const searchBudgets = "budgets: {overall: {ttft_ms: {p50: 100}}}\n"
+
 func TestSweepInvalid(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name, yaml, want string
 	}{
-		{"no parameters", "sweep: {repeats: 2}\n", "sw.yaml:7: sweep.parameters: at least one parameter is required"},
+		{"no parameters", "sweep: {repeats: 2}\n", "sw.yaml:7: sweep.parameters: at least one parameter is required (or a search)"},
 		{"not a scalar", "sweep:\n  parameters:\n    a: [1, [2]]\n", "sweep.parameters.a: value 1 is not a scalar"},
 		{"no values", "sweep:\n  parameters:\n    a: []\n", "sweep.parameters.a: has no values"},
 		{"reserved name", "sweep:\n  parameters:\n    port: [1, 2]\n", `sweep.parameters.port: "port" is reserved`},
@@ -151,6 +177,18 @@ func TestSweepInvalid(t *testing.T) {
 			`sweep.server.command: {{.a}} is inside quotes: write it bare, since values are substituted single-quoted for the shell`},
 		{"value inside single quotes", "sweep:\n  parameters: {a: [1]}\n  server:\n    command: \"vllm serve --x='{{.a}}'\"\n",
 			`sweep.server.command: {{.a}} is inside quotes`},
+		{"search without budgets", "sweep:\n  search: {parameter: 'load.stages[0].concurrency', between: [1, 8]}\n", "sw.yaml:8: sweep.search: needs budgets"},
+		{"search parameter", searchBudgets + "sweep:\n  search: {parameter: 'load.stages[0].requests', between: [1, 8]}\n", "sw.yaml:9: sweep.search.parameter: want load.stages[N].rate or load.stages[N].concurrency, got \"load.stages[0].requests\""},
+		{"search stage", searchBudgets + "sweep:\n  search: {parameter: 'load.stages[3].concurrency', between: [1, 8]}\n", "sweep.search.parameter: load.stages[3] does not exist (the scenario has 1 stages)"},
+		{"search rate of a closed stage", searchBudgets + "sweep:\n  search: {parameter: 'load.stages[0].rate', between: [1, 8]}\n", "sweep.search.parameter: load.stages[0] is a closed-loop stage"},
+		{"search range", searchBudgets + "sweep:\n  search: {parameter: 'load.stages[0].concurrency', between: [8, 1]}\n", "sweep.search.between: want [low, high] with 0 < low < high ≤ 100000, got [8, 1]"},
+		{"search range length", searchBudgets + "sweep:\n  search: {parameter: 'load.stages[0].concurrency', between: [8]}\n", "sweep.search.between: want [low, high], got 1 numbers"},
+		{"search fractional concurrency", searchBudgets + "sweep:\n  search: {parameter: 'load.stages[0].concurrency', between: [1.5, 8]}\n", "sweep.search.between: a concurrency is a whole number"},
+		{"search resolution", searchBudgets + "sweep:\n  search: {parameter: 'load.stages[0].concurrency', between: [1, 8], resolution: 9}\n", "sweep.search.resolution: want a step above 0 and below high − low (7), got 9"},
+		{"search repeats and margin", searchBudgets + "sweep:\n  search: {parameter: 'load.stages[0].concurrency', between: [1, 8], repeats: -2, margin: 1.5}\n", "sweep.search.repeats: want 1 to 100, got -2"},
+		{"search margin", searchBudgets + "sweep:\n  search: {parameter: 'load.stages[0].concurrency', between: [1, 8], margin: 1.5}\n", "sweep.search.margin: want a fraction from 0 to below 1, got 1.5"},
+		{"searched and swept", searchBudgets + "sweep:\n  parameters: {'load.stages[0].concurrency': [1, 2]}\n  search: {parameter: 'load.stages[0].concurrency', between: [1, 8]}\n", "sweep.parameters.load.stages[0].concurrency: is the searched parameter"},
+		{"search with sweep repeats", searchBudgets + "sweep:\n  repeats: 2\n  search: {parameter: 'load.stages[0].concurrency', between: [1, 8]}\n", "sweep.repeats: must be 1 with a search"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -348,4 +386,25 @@ func FuzzSweep(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSearchSet builds a search from the command line, as
+// `bench sweep --search PARAM --between LO,HI` does, on a scenario without
+// a sweep block.
+func TestSearchSet(t *testing.T) {
+	t.Parallel()
+	sc, err := Parse("sw.yaml", []byte(sweepBase+searchBudgets))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Override("sweep.search.parameter=load.stages[0].concurrency", "sweep.search.between=[1, 9]"); err != nil {
+		t.Fatal(err)
+	}
+	if s := sc.Sweep.Search; s == nil || s.Low() != 1 || s.High() != 9 || s.Resolution != 1 {
+		t.Errorf("search = %+v", s)
+	}
+	err = sc.Override("sweep.search.parameter=load.stages[0].rate", "sweep.search.between=[1, 9]")
+	if err == nil || !strings.Contains(err.Error(), "--set: sweep.search.parameter: load.stages[0] is a closed-loop stage") {
+		t.Errorf("err = %v", err)
+	}
 }

@@ -126,8 +126,13 @@ func (v *validator) url(field, raw string, sim, remote bool) {
 			v.add(field, "want http://HOST:PORT/PATH, got %q", raw)
 			return
 		}
-		if _, err := simurl.Parse(raw); err != nil {
+		su, err := simurl.Parse(raw)
+		if err != nil {
 			v.add(field, "%v", err)
+			return
+		}
+		if su.File != "" {
+			v.presetFile(field, su.In(v.dir(field)).File)
 		}
 	case "http", "https":
 		if u.Hostname() == "" {
@@ -237,6 +242,42 @@ func (v *validator) dataset(sc *Scenario) {
 	case fi.IsDir():
 		v.add("prompts.dataset.path", "%q is a directory", d.Path)
 	}
+}
+
+// presetFile checks that a sim:// target's preset file exists and is a
+// file; what it holds is checked when the simulator reads it.
+func (v *validator) presetFile(field, path string) {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		v.add(field, "preset file: %v", err)
+	case fi.IsDir():
+		v.add(field, "preset file %s is a directory", path)
+	}
+}
+
+// dir is the directory a relative path in field is resolved against: the
+// scenario file's, when the field was written in the file; the working
+// directory ("") when it came from the command line (--set, --target).
+func (v *validator) dir(field string) string {
+	if v.src.at(field).file == SetFile {
+		return ""
+	}
+	return v.src.dir
+}
+
+// SimTarget returns target.url with a relative preset file
+// (sim://./twin.yaml) resolved the way Validate resolved it: against the
+// scenario file's directory when target.url was written in the file, as
+// dataset paths are, and against the working directory when it came from
+// --target or --set. Other URLs are returned unchanged.
+func (sc *Scenario) SimTarget() string {
+	u, err := simurl.Parse(sc.Target.URL)
+	if err != nil || u.File == "" {
+		return sc.Target.URL
+	}
+	v := validator{src: &sc.src}
+	return u.In(v.dir("target.url")).String()
 }
 
 // DatasetPath is the dataset file's path, resolved against the scenario

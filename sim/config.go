@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"slices"
@@ -108,6 +109,31 @@ type Config struct {
 	LogStatsInterval time.Duration `yaml:"log_stats_interval"`
 	// EnablePromptTokensDetails adds usage.prompt_tokens_details.cached_tokens.
 	EnablePromptTokensDetails bool `yaml:"enable_prompt_tokens_details"`
+
+	// Calibration records how a fitted preset (a twin written by `bench
+	// calibrate`) was obtained. The engine ignores it; `bench predict`
+	// draws its bands from it. Nil for the embedded presets.
+	Calibration *Calibration `yaml:"calibration,omitempty"`
+}
+
+// Calibration is the provenance and uncertainty of a fitted preset.
+type Calibration struct {
+	// Sources are the results files the fit read.
+	Sources []string `yaml:"sources"`
+	// Segments is the number of timed step sequences the cost model was
+	// fitted on.
+	Segments int `yaml:"segments"`
+	// Coefficients names the settings Covariance's rows and columns are,
+	// in order (Config's YAML keys: step_overhead_us, per_seq_us, …).
+	Coefficients []string `yaml:"coefficients"`
+	// Covariance of the fitted settings, in their units squared. A
+	// setting that was not fitted has a zero row and column.
+	Covariance [][]float64 `yaml:"covariance"`
+	// StdErr is each fitted setting's standard error, in its unit,
+	// capacity settings included (num_gpu_blocks_override).
+	StdErr map[string]float64 `yaml:"stderr"`
+	// Notes say what the runs could not show and what was assumed.
+	Notes []string `yaml:"notes,omitempty"`
 }
 
 // Defaults is the configuration every preset and user file starts from:
@@ -143,14 +169,21 @@ func Defaults() Config {
 }
 
 // ConfigFromURL resolves a target URL of the form sim://PRESET?name=value&…
-// (package internal/simurl owns the form) into a configuration: the preset
-// with each setting applied.
+// or sim://./FILE.yaml?… (package internal/simurl owns the form) into a
+// configuration: the embedded preset, or the preset file read with
+// LoadConfig (a relative path is relative to the working directory), with
+// each setting applied and the result validated.
 func ConfigFromURL(raw string) (Config, error) {
 	u, err := simurl.Parse(raw)
 	if err != nil {
 		return Config{}, err
 	}
-	cfg, err := Preset(u.Preset)
+	var cfg Config
+	if u.File != "" {
+		cfg, err = LoadConfig(u.File)
+	} else {
+		cfg, err = Preset(u.Preset)
+	}
 	if err != nil {
 		return Config{}, err
 	}
@@ -331,6 +364,22 @@ func (c *Config) Validate() error {
 	}
 	if c.LogStatsInterval <= 0 {
 		bad("log_stats_interval", "must be positive")
+	}
+	if k := c.Calibration; k != nil {
+		if len(k.Covariance) != len(k.Coefficients) {
+			bad("calibration.covariance", "want %d rows (one per coefficient), got %d", len(k.Coefficients), len(k.Covariance))
+		}
+		for i, row := range k.Covariance {
+			if len(row) != len(k.Coefficients) {
+				bad("calibration.covariance", "row %d: want %d values, got %d", i, len(k.Coefficients), len(row))
+				break
+			}
+			for _, v := range row {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					bad("calibration.covariance", "row %d: not a finite number", i)
+				}
+			}
+		}
 	}
 	if len(errs) == 0 {
 		k, err := c.Capacity()

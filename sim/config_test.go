@@ -104,3 +104,26 @@ func TestLoadConfig(t *testing.T) {
 		t.Error("missing file loaded")
 	}
 }
+
+// TestConfigFromURLFile reads a preset file named by a sim:// URL, with
+// settings from the query applied and checked.
+func TestConfigFromURLFile(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "twin.yaml")
+	if err := os.WriteFile(p, []byte("base: tiny\nname: twin\nper_seq_us: 75\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ConfigFromURL("sim://" + p + "?max_num_seqs=4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Name != "twin" || c.PerSeqUS != 75 || c.MaxNumSeqs != 4 {
+		t.Errorf("config from file URL: %+v", c)
+	}
+	if _, err := ConfigFromURL("sim://" + p + "?max_num_seqs=0"); err == nil {
+		t.Error("a bad setting on a file preset was accepted")
+	}
+	if _, err := ConfigFromURL("sim://" + p + ".missing"); err == nil {
+		t.Error("a missing preset file was accepted")
+	}
+}

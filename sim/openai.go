@@ -73,7 +73,19 @@ func validateLengths(maxModelLen, prompt, maxTokens int) error {
 // piece, which is exact for the count and approximate only in where a
 // multi-token piece's IDs fall.
 func promptIDs(tok *tokenizer.Tokenizer, text string) []uint32 {
-	n := tok.Count(text)
+	return PromptIDs(tok, text, -1)
+}
+
+// PromptIDs returns the token IDs the server gives text (see promptIDs).
+// count is text's token count under tok when the caller knows it (a
+// synthetic prompt's drawn length), which saves counting it; a negative
+// count counts it. Virtual-time runs use it to submit to an Engine exactly
+// what an HTTP request with this text would have.
+func PromptIDs(tok *tokenizer.Tokenizer, text string, count int) []uint32 {
+	n := count
+	if n < 0 {
+		n = tok.Count(text)
+	}
 	pieces := splitPieces(text)
 	ids := make([]uint32, 0, n)
 	if len(pieces) == n {

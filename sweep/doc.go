@@ -16,8 +16,12 @@
 // does not start, exits, or serves no request is recorded as failed and
 // the sweep goes on. It produces one results directory per run, sweep.json
 // (Summary: every run, each value's mean figures, the recommendation),
-// sweep.csv (one row per run) and the trade-off plot sweep.png/sweep.svg
-// (TTFT and ITL p50/p99 against the value, throughput below).
+// sweep.csv (one row per run), the trade-off plot sweep.png/sweep.svg
+// (TTFT and ITL p50/p99 against the value, throughput below, the budgets
+// as lines and each value's verdict marked) and sweep.html, one
+// self-contained page with the answer in a sentence, the table, that plot,
+// the load curves and the Pareto plot of per-user against total output
+// throughput (page.go).
 //
 // # Recommendation
 //
@@ -29,4 +33,22 @@
 // (below capacity every value serves the offered load) and the lowest E2E
 // p50 breaks the tie. When no value qualifies, the recommendation is
 // empty and its reason lists why each value was excluded.
+//
+// # Search
+//
+// With a search block (scenario.SweepSearch) Execute answers the capacity
+// question instead, once per combination of the parameters: the highest
+// value of one stage's rate or concurrency whose budgets pass (search.go).
+// It probes the low end, which must pass, and the high end, which must
+// fail, then bisects on the grid low + k·resolution until the passing and
+// failing values are neighbours; each probe is a full run with its own
+// directory (launching the server, if any, for every probe). A probe near
+// the boundary (a deciding budget within the margin of its limit, or a
+// percentile judged on too few samples) runs again, up to the search's
+// repeats, and the majority decides (the simulator gets its next seed for
+// each repeat). An open-loop probe is watched while it runs and stopped
+// early when the server is plainly over-saturated (saturation.go). The
+// answer (SearchResult) names the bracket the capacity lies in and the
+// confidence it was decided with; sweep.json holds it under "search", with
+// every probe.
 package sweep

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/results"
 )
 
 // Schema is the version of the sweep.json contract. It changes only when a
@@ -24,6 +25,9 @@ const (
 	StatusFailed  = "failed"  // the server did not start, the run failed, or no request succeeded
 	StatusResumed = "resumed" // --resume: the directory already held a summary, which was read
 	StatusSkipped = "skipped" // the sweep was interrupted before this run
+	// StatusOverSaturated is a search probe stopped early because the
+	// server was plainly over-saturated: its budgets count as missed.
+	StatusOverSaturated = "over-saturated"
 )
 
 // Summary is the content of sweep.json: every run, every combination's
@@ -39,6 +43,14 @@ type Summary struct {
 	Points         []Point        `json:"points"`
 	Runs           []RunRecord    `json:"runs"`
 	Recommendation Recommendation `json:"recommendation"`
+	// Search holds the SLA searches, one per combination of the
+	// parameters (one without parameters), when the sweep has a search
+	// block; Parameters then ends with the searched parameter, Points
+	// has one point per probed value, and the recommendation is the
+	// combination with the highest capacity (basis "capacity").
+	Search []SearchResult `json:"search,omitempty"`
+	// Budgets are the scenario's budgets, which every run was judged by.
+	Budgets *results.Budgets `json:"budgets,omitempty"`
 }
 
 // Point is one combination of values, over its repeats.
@@ -79,6 +91,9 @@ type RunRecord struct {
 	// BudgetsPass is the run's budget verdict; nil without budgets.
 	BudgetsPass *bool    `json:"budgets_pass,omitempty"`
 	Missed      []string `json:"missed,omitempty"`
+	// Checks are the run's budget checks with their relative margins and
+	// sample counts: how near the boundary the run was.
+	Checks []CheckMargin `json:"checks,omitempty"`
 }
 
 // Metrics are the figures of one run (the overall row of its summary), or
@@ -166,6 +181,11 @@ func verdictOf(v *report.Verdict) (pass *bool, missed []string) {
 
 // summarise fills the points and the recommendation from the runs.
 func (s *Summary) summarise(plan *Plan) {
+	if plan.Search != nil {
+		s.Points = s.searchPoints()
+		s.Recommendation = searchRecommendation(s.Search)
+		return
+	}
 	s.Points = s.Points[:0]
 	byLabel := map[string][]*RunRecord{}
 	for i := range s.Runs {
@@ -342,9 +362,12 @@ func WriteCSV(w io.Writer, s *Summary) error {
 	return nil
 }
 
-// WriteText writes the terminal table: one row per combination, then the
-// recommendation.
+// WriteText writes the terminal table: one row per combination (per
+// probed value, for a search), then the recommendation or the capacity.
 func WriteText(w io.Writer, s *Summary) error {
+	if len(s.Search) > 0 {
+		return writeSearchText(w, s)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "sweep %q over %s (%d runs)\n", s.Scenario, strings.Join(s.Parameters, ", "), len(s.Runs))
 	rows := [][]string{{"value", "runs", "ok", "fail", "TTFT p50", "p99", "ITL p50", "p99", "out tok/s", "budgets"}}
@@ -365,23 +388,7 @@ func WriteText(w io.Writer, s *Summary) error {
 		}
 		rows = append(rows, row)
 	}
-	widths := make([]int, len(rows[0]))
-	for _, r := range rows {
-		for i, c := range r {
-			widths[i] = max(widths[i], len([]rune(c)))
-		}
-	}
-	for _, r := range rows {
-		for i, c := range r {
-			pad := strings.Repeat(" ", widths[i]-len([]rune(c)))
-			if i == 0 {
-				b.WriteString(c + pad)
-			} else {
-				b.WriteString("  " + pad + c)
-			}
-		}
-		b.WriteByte('\n')
-	}
+	writeTable(&b, rows)
 	b.WriteString("(latencies in ms, means over each value's runs)\n")
 	for _, r := range s.Runs {
 		if r.Status == StatusFailed {
@@ -411,3 +418,25 @@ func firstLine(s string) string {
 
 // writeFile writes path atomically (a temporary file renamed over it), so
 // a reader never sees half a sweep.json.
+
+// writeTable writes rows as columns: the first left-aligned, the others
+// right-aligned.
+func writeTable(b *strings.Builder, rows [][]string) {
+	widths := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], len([]rune(c)))
+		}
+	}
+	for _, r := range rows {
+		for i, c := range r {
+			pad := strings.Repeat(" ", widths[i]-len([]rune(c)))
+			if i == 0 {
+				b.WriteString(c + pad)
+			} else {
+				b.WriteString("  " + pad + c)
+			}
+		}
+		b.WriteByte('\n')
+	}
+}

@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/servebench/servebench/internal/loopback"
+	"github.com/servebench/servebench/internal/simurl"
+	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/run"
 	"github.com/servebench/servebench/scenario"
 	"github.com/servebench/servebench/sim"
@@ -52,6 +55,12 @@ type Plan struct {
 	// Policy is where a launched server's URLs may point (the scenario's
 	// target.allow_remote).
 	Policy loopback.Policy
+	// Budgets are the scenario's budgets (nil without).
+	Budgets *results.Budgets
+	// Search, when not nil, makes Execute search each combination's
+	// capacity instead of running Jobs: Jobs then holds one job per
+	// combination, whose scenario every probe derives from.
+	Search *scenario.SweepSearch
 }
 
 // NewPlan lays out the sweep of sc (which must have a sweep block). It
@@ -64,7 +73,7 @@ func NewPlan(sc *scenario.Scenario) (*Plan, error) {
 	if sw == nil {
 		return nil, fmt.Errorf("scenario %s has no sweep block", sc.Name)
 	}
-	p := &Plan{Name: sc.Name, Params: sw.Params(), Repeats: max(sw.Repeats, 1), Server: sw.Server, Policy: sc.Policy()}
+	p := &Plan{Name: sc.Name, Params: sw.Params(), Repeats: max(sw.Repeats, 1), Server: sw.Server, Policy: sc.Policy(), Search: sw.Search, Budgets: sc.Budgets}
 	p.Sim = sw.Server == nil && strings.HasPrefix(sc.Target.URL, "sim:")
 	p.Points = combinations(p.Params)
 	var errs []error
@@ -80,7 +89,7 @@ func NewPlan(sc *scenario.Scenario) (*Plan, error) {
 			}
 		}
 		if len(simSettings) > 0 {
-			u, err := simURL(sc.Target.URL, simSettings)
+			u, err := simURL(sc.SimTarget(), simSettings)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -99,6 +108,11 @@ func NewPlan(sc *scenario.Scenario) (*Plan, error) {
 				errs = append(errs, fmt.Errorf("sweep value %s: %w", label, err))
 				continue
 			}
+		}
+		if p.Search != nil {
+			job := derived
+			p.Jobs = append(p.Jobs, Job{Point: i, Values: vals, Repeat: 1, Label: label, Dir: dirName(label), Scenario: &job})
+			continue
 		}
 		for r := 1; r <= p.Repeats; r++ {
 			dir := dirName(label)
@@ -167,32 +181,23 @@ func combinations(params []scenario.SweepParam) [][]Value {
 	return out
 }
 
-// simURL adds settings to a sim://PRESET URL's query, checking each
-// against the preset.
+// simURL adds settings to a sim:// URL's query, checking each against the
+// preset (or preset file) it names.
 func simURL(raw string, settings []Value) (string, error) {
-	u, err := url.Parse(raw)
+	u, err := simurl.Parse(raw)
 	if err != nil {
 		return "", fmt.Errorf("target.url %q: %w", raw, err)
 	}
-	cfg, err := sim.Preset(u.Host + u.Path)
+	cfg, err := sim.ConfigFromURL(raw)
 	if err != nil {
 		return "", fmt.Errorf("target.url %s: %w", raw, err)
-	}
-	q := u.Query()
-	for k, vs := range q {
-		for _, v := range vs {
-			if err := cfg.Set(k, v); err != nil {
-				return "", fmt.Errorf("target.url %s: %w", raw, err)
-			}
-		}
 	}
 	for _, s := range settings {
 		if err := cfg.Set(s.Name, s.Value); err != nil {
 			return "", fmt.Errorf("sweep.parameters.%s: value %s: simulator %w", s.Name, s.Value, err)
 		}
-		q.Set(s.Name, s.Value)
+		u = u.With(s.Name, s.Value)
 	}
-	u.RawQuery = q.Encode()
 	return u.String(), nil
 }
 
@@ -250,15 +255,30 @@ func (p *Plan) DryRun(w io.Writer, dir string, resume bool) error {
 	for i, pa := range p.Params {
 		names[i] = pa.Name
 	}
-	fmt.Fprintf(&b, "sweep %q: %d runs over %s → %s\n", p.Name, len(p.Jobs), strings.Join(names, ", "), dir)
+	if sr := p.Search; sr != nil {
+		g := newGrid(sr)
+		fmt.Fprintf(&b, "search %q: the highest %s in [%s, %s] %s whose budgets pass, to %s (at most %d probes of up to %d runs each",
+			p.Name, sr.Parameter, fmtVal(sr.Low()), fmtVal(sr.High()), searchUnit(sr), fmtVal(sr.Resolution),
+			2+int(math.Ceil(math.Log2(float64(max(g.steps, 1))))), sr.Repeats)
+		if len(p.Params) > 0 {
+			fmt.Fprintf(&b, ", for each of %d combinations of %s", len(p.Points), strings.Join(names, ", "))
+		}
+		fmt.Fprintf(&b, ") → %s\n", dir)
+	} else {
+		fmt.Fprintf(&b, "sweep %q: %d runs over %s → %s\n", p.Name, len(p.Jobs), strings.Join(names, ", "), dir)
+	}
 	for i := range p.Jobs {
 		j := &p.Jobs[i]
 		rep := ""
 		if p.Repeats > 1 {
 			rep = fmt.Sprintf(" (repeat %d)", j.Repeat)
 		}
-		fmt.Fprintf(&b, "[%d/%d] %s%s → %s\n", i+1, len(p.Jobs), j.Label, rep, filepath.Join(dir, j.Dir))
-		if resume && j.Done(dir) {
+		if p.Search != nil {
+			fmt.Fprintf(&b, "[%d/%d] %s probes → %s\n", i+1, len(p.Jobs), orAll(j.Label), filepath.Join(dir, dirName(label(append(slices.Clone(j.Values), Value{p.Search.Parameter, "VALUE"})))))
+		} else {
+			fmt.Fprintf(&b, "[%d/%d] %s%s → %s\n", i+1, len(p.Jobs), j.Label, rep, filepath.Join(dir, j.Dir))
+		}
+		if resume && p.Search == nil && j.Done(dir) {
 			b.WriteString("      done already: skipped with --resume\n")
 			continue
 		}

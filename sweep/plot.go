@@ -7,6 +7,7 @@ import (
 
 	"github.com/servebench/servebench/internal/atomicfile"
 	"github.com/servebench/servebench/report/chart"
+	"github.com/servebench/servebench/results"
 )
 
 // Figure builds the trade-off plot of a sweep summary: one point per
@@ -18,9 +19,14 @@ func Figure(s *Summary) *chart.SweepPlot {
 		XLabel:      strings.Join(s.Parameters, ", "),
 		Recommended: -1,
 	}
+	sp.Budgets = plotBudgets(s.Budgets)
+	if len(s.Search) > 0 {
+		sp.RecommendedLabel = "capacity"
+		sp.Title = fmt.Sprintf("search %q: latency and throughput against %s", s.Scenario, strings.Join(s.Parameters, ", "))
+	}
 	var single []string
 	for i, p := range s.Points {
-		pt := chart.SweepPlotPoint{Label: p.Label, Missing: p.Metrics == nil}
+		pt := chart.SweepPlotPoint{Label: p.Label, Missing: p.Metrics == nil, Pass: p.BudgetsMet}
 		if len(s.Parameters) == 1 {
 			pt.Label = p.Values[s.Parameters[0]]
 			single = append(single, pt.Label)
@@ -32,6 +38,9 @@ func Figure(s *Summary) *chart.SweepPlot {
 		if s.Recommendation.Label != "" && p.Label == s.Recommendation.Label {
 			sp.Recommended = i
 		}
+		if a := answerLabel(s); a != "" && p.Label == a {
+			sp.Recommended = i
+		}
 		sp.Points = append(sp.Points, pt)
 	}
 	if xs, ok := chart.SweepX(single); ok && len(single) == len(sp.Points) {
@@ -41,6 +50,52 @@ func Figure(s *Summary) *chart.SweepPlot {
 		}
 	}
 	return sp
+}
+
+// answerLabel is the label of the point of the best capacity a search
+// found, or "".
+func answerLabel(s *Summary) string {
+	for _, r := range s.Search {
+		if r.Answer == nil || r.Label != s.Recommendation.Label {
+			continue
+		}
+		for _, pr := range r.Probes {
+			if pr.Value == *r.Answer {
+				return pr.Label
+			}
+		}
+	}
+	return ""
+}
+
+// plotBudgets are the overall budgets a sweep plot can draw: TTFT and ITL
+// percentiles, mean or max on their panels, and the minimum output
+// throughput.
+func plotBudgets(b *results.Budgets) []chart.SweepBudget {
+	if b == nil || b.Overall == nil {
+		return nil
+	}
+	var out []chart.SweepBudget
+	for _, f := range []struct {
+		metric, panel, name, unit string
+		limits                    *results.Limits
+	}{
+		{"ttft_ms", "ttft", "TTFT", "ms", b.Overall.TTFTMs},
+		{"itl_ms", "itl", "ITL", "ms", b.Overall.ITLMs},
+		{"output_tokens_per_s", "throughput", "output tokens/s", "", b.Overall.OutputTokensPerSec},
+	} {
+		for _, l := range f.limits.List() {
+			name := fmt.Sprintf("%s %s %s", f.name, l.Stat, l.String()[len(l.Stat)+1:])
+			if f.unit != "" {
+				name += " " + f.unit
+			}
+			if f.panel == "throughput" {
+				name = fmt.Sprintf("%s ≥ %g", f.name, l.Value)
+			}
+			out = append(out, chart.SweepBudget{Panel: f.panel, Name: name, Limit: l.Value})
+		}
+	}
+	return out
 }
 
 // plot writes sweep.png and sweep.svg; nothing when no run produced figures.
@@ -62,5 +117,5 @@ func (p *Plan) plot(dir string, s *Summary) error {
 	if err := atomicfile.WriteBytes(filepath.Join(dir, FileSVG), svg); err != nil {
 		return fmt.Errorf("sweep plot: %w", err)
 	}
-	return nil
+	return writePage(dir, s)
 }

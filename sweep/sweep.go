@@ -13,6 +13,7 @@ import (
 
 	"github.com/servebench/servebench/internal/atomicfile"
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/run"
 	"github.com/servebench/servebench/scenario"
 )
@@ -45,6 +46,14 @@ type Options struct {
 	// that a program aborting at once (a second Ctrl-C) can kill them with
 	// Servers.Kill before it exits, which Execute, abandoned, cannot do.
 	Servers *Servers
+	// Probe runs one probe of a search, handing its records to an
+	// over-saturation watch; nil uses Run (without the watch) when Run is
+	// set, else run.Run.
+	Probe ProbeFunc
+	// NoPlots skips sweep.png, sweep.svg and sweep.html (sweep.json and
+	// sweep.csv are still written): for sweeps whose summary is all that
+	// matters, such as the many runs of a prediction's band.
+	NoPlots bool
 }
 
 // Execute runs every job of the plan in order and writes sweep.json and
@@ -67,7 +76,7 @@ func (p *Plan) Execute(ctx context.Context, opts Options) (*Summary, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("sweep: %w", err)
 	}
-	s := &Summary{Schema: Schema, Tool: "servebench", Scenario: p.Name, Repeats: p.Repeats, Started: time.Now().UTC()}
+	s := &Summary{Schema: Schema, Tool: "servebench", Scenario: p.Name, Repeats: p.Repeats, Started: time.Now().UTC(), Budgets: p.Budgets}
 	for _, pa := range p.Params {
 		s.Parameters = append(s.Parameters, pa.Name)
 	}
@@ -77,6 +86,19 @@ func (p *Plan) Execute(ctx context.Context, opts Options) (*Summary, error) {
 		if err := p.save(opts.Dir, s); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if p.Search != nil {
+		s.Parameters = append(s.Parameters, p.Search.Parameter)
+		if opts.Probe == nil {
+			opts.Probe = defaultProbe(false)
+			if run := opts.Run; run != nil {
+				opts.Probe = func(ctx context.Context, sc *scenario.Scenario, dir string, _ func(results.Record, int)) (*report.Summary, error) {
+					return run(ctx, sc, dir)
+				}
+			}
+		}
+		p.executeSearch(ctx, opts, s, func(line string) { fmt.Fprintln(log, line) }, save)
+		return p.finish(ctx, opts, s, save, errs)
 	}
 	for i := range p.Jobs {
 		j := &p.Jobs[i]
@@ -107,10 +129,17 @@ func (p *Plan) Execute(ctx context.Context, opts Options) (*Summary, error) {
 		s.Runs = append(s.Runs, rec)
 		save()
 	}
+	return p.finish(ctx, opts, s, save, errs)
+}
+
+// finish writes the final sweep.json, sweep.csv and the plot.
+func (p *Plan) finish(ctx context.Context, opts Options, s *Summary, save func(), errs []error) (*Summary, error) {
 	s.Finished = time.Now().UTC()
 	save()
-	if err := p.plot(opts.Dir, s); err != nil {
-		errs = append(errs, err)
+	if !opts.NoPlots {
+		if err := p.plot(opts.Dir, s); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if ctx.Err() != nil {
 		errs = append(errs, ctx.Err())
@@ -254,6 +283,7 @@ func (p *Plan) runJob(ctx context.Context, opts Options, j *Job, logf func(strin
 func (p *Plan) takeSummary(sum *report.Summary, rec *RunRecord) {
 	rec.Metrics = metricsOf(sum)
 	rec.BudgetsPass, rec.Missed = verdictOf(sum.Verdict)
+	rec.Checks = checkMargins(sum.Verdict)
 	if sum.Overall.Requests.OK == 0 && rec.Status != StatusFailed {
 		rec.Status = StatusFailed
 		rec.Error = joinMsg(rec.Error, fmt.Sprintf("no request succeeded (%d failed, errors %v)", sum.Overall.Requests.Failed, sum.Overall.Errors))
@@ -276,6 +306,8 @@ func describe(r *RunRecord) string {
 	switch {
 	case r.Status == StatusFailed:
 		return "failed: " + r.Error
+	case r.Status == StatusOverSaturated:
+		return r.Error
 	case r.Metrics == nil:
 		return r.Status
 	}

@@ -316,6 +316,35 @@ func TestPlanChecksSimSettings(t *testing.T) {
 	}
 }
 
+// TestPlanPresetFile sweeps simulator settings over a preset file next to
+// the scenario: every run's target names the file by its resolved path.
+func TestPlanPresetFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "twin.yaml"), []byte("base: tiny\nname: twin\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Replace(simSweep, "sim://tiny?seed=3", "sim://./twin.yaml?seed=3", 1)
+	if err := os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scenario.Load(filepath.Join(dir, "s.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "sim://" + filepath.Join(dir, "twin.yaml") + "?max_num_batched_tokens=256&seed=3"
+	if got := p.Jobs[0].Scenario.Target.URL; got != want {
+		t.Errorf("target = %q, want %q", got, want)
+	}
+	if got := p.Jobs[0].Scenario.SimTarget(); got != want {
+		t.Errorf("SimTarget = %q, want %q", got, want)
+	}
+}
+
 func TestDirName(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{

@@ -120,6 +120,8 @@ func commands() []command {
 		{"check", "judge saved results against a scenario's budgets", checkCmd},
 		{"compare", "compare two runs, benchstat-style; gate on regressions", compareCmd},
 		{"logs", "explain vLLM server logs: settings, start-up, KV cache, decay", logsCmd},
+		{"calibrate", "fit the simulator to saved runs: a twin of the server", calibrateCmd},
+		{"predict", "run a scenario's sweep or search on a twin, with bands", predictCmd},
 		{"sim", "serve the built-in vLLM-like simulator", simCmd},
 		{"selftest", "measure this machine's ingest ceiling: servebench against a raw reader", selftestCmd},
 		{"version", "print the version", versionCmd},

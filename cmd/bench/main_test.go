@@ -253,3 +253,22 @@ func TestIssue11DatasetBeforeConnecting(t *testing.T) {
 	checkCLI(t, cliCase{"sweep", []string{"sweep", sweep, "--out", filepath.Join(dir, "sweep")}, exitUsage, want})
 	checkCLI(t, cliCase{"sweep dry run", []string{"sweep", sweep, "--dry-run"}, exitUsage, want})
 }
+
+// TestRunVirtual runs the quickstart in virtual time, and refuses
+// --virtual for a target that is not the simulator.
+func TestRunVirtual(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	e, out, errb := testEnv()
+	if err := bench(context.Background(), e, []string{"run", "../../scenarios/quickstart.yaml", "--virtual", "--out", dir, "--quiet"}); err != nil {
+		t.Fatalf("run --virtual: %v\n%s", err, errb)
+	}
+	if !strings.Contains(out.String(), "virtual time") {
+		t.Errorf("the summary does not say it was made in virtual time:\n%s", out)
+	}
+	if h, err := results.ReadHeader(filepath.Join(dir, "results.jsonl")); err != nil || !h.Virtual {
+		t.Errorf("header: %+v, %v", h, err)
+	}
+	checkCLI(t, cliCase{"virtual needs the simulator", []string{"run", "../../scenarios/quickstart.yaml", "--virtual",
+		"--target", "http://127.0.0.1:1", "--out", t.TempDir()}, exitUsage, "virtual time needs the simulator"})
+}

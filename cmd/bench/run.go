@@ -15,7 +15,7 @@ import (
 	"github.com/servebench/servebench/scenario"
 )
 
-const runUsage = `Usage: bench run SCENARIO [--target URL] [--out DIR [--force]] [--set path=value ...]
+const runUsage = `Usage: bench run SCENARIO [--target URL] [--out DIR [--force]] [--virtual] [--set path=value ...]
                  [--shard I/N [--start-at TIME] [--scrape-shard K]]
 
 Runs a scenario file: sends its load to the target, streams one record per
@@ -23,12 +23,22 @@ request (and per /metrics scrape) to DIR/results.jsonl as each finishes, then
 writes DIR/summary.json, the plots and DIR/report.html, and prints a summary
 table with the correlation findings.
 
-The target is target.url unless --target overrides it: sim://PRESET starts
-the built-in simulator in-process ('bench help sim' lists the presets);
-http://127.0.0.1:8000 is any OpenAI-compatible server (vLLM, SGLang, TGI,
-llama.cpp, …) on this machine. Load goes elsewhere only with --allow-remote
-(or target.allow_remote: true); the run then prints the host and the load
-before it starts.
+The target is target.url unless --target overrides it:
+  sim://PRESET            the built-in simulator, in-process ('bench help sim'
+                          lists the presets)
+  sim://./twin.yaml       the simulator with a preset file, such as the twin
+                          'bench calibrate' writes (relative to the scenario
+                          file when written in it, else to the working
+                          directory)
+  http://127.0.0.1:8000   any OpenAI-compatible server (vLLM, SGLang, TGI,
+                          llama.cpp, …) on this machine
+Load goes elsewhere only with --allow-remote (or target.allow_remote: true);
+the run then prints the host and the load before it starts.
+
+With --virtual a sim:// target runs in virtual time: the simulator's engine
+steps on a virtual clock with no HTTP and no client, so a ten-minute load
+takes seconds; the outputs are the same files, marked virtual, and the
+figures are the engine's own timings (no network or client overhead).
 
 With a budgets block the run is judged after the load: the verdict goes to
 stdout, summary.json, DIR/junit.xml and DIR/verdict.md, and a missed budget
@@ -54,6 +64,7 @@ Examples:
   bench run scenarios/release-gate.yaml --target http://127.0.0.1:8000   # exit 3 if a budget is missed
   bench run my.yaml --target http://10.0.0.7:8000 --allow-remote --header X-Tenant:bench
   bench run my.yaml --shard 0/4 --start-at 2026-11-22T03:00:00Z --scrape-shard 0 --out runs/big/shard-0
+  bench run my.yaml --target sim://./twin.yaml --virtual --set load.stages[0].duration=10m
 `
 
 func runCmd(ctx context.Context, e env, args []string) error {
@@ -65,6 +76,7 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	shard := fs.String("shard", "", "run shard `I/N` of N load generators sharing the load (I counts from 0)")
 	startAt := fs.String("start-at", "", "begin the load at this wall-clock `time` (RFC 3339, within an hour), so shards start together")
 	scrapeShard := fs.Int("scrape-shard", -1, "with --shard: only shard `K` scrapes the server's /metrics (default: every shard)")
+	virtual := fs.Bool("virtual", false, "run a sim:// target in virtual time (no HTTP; seconds for minutes of load)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -100,6 +112,7 @@ func runCmd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	opts.Shard, opts.StartAt = sh, start
+	opts.Virtual = *virtual
 	opts.NoScrape = *scrapeShard >= 0 && sh.Index != *scrapeShard
 	if *quiet && sc.Target.AllowRemote {
 		// Load leaving this machine is announced, quiet or not.
@@ -194,22 +207,13 @@ func runOptions(e env, sc *scenario.Scenario, dir string, quiet bool) (run.Optio
 // scenario file with them applied: --target first, then every override at
 // once, validated together, so overrides valid only together (a min and a
 // max) work in any order.
-func scenarioFlags(fs *flag.FlagSet) func(path string) (*scenario.Scenario, error) {
+func scenarioFlags(fs *flag.FlagSet) func(path string, extra ...string) (*scenario.Scenario, error) {
 	target := fs.String("target", "", "override target.url (http://HOST:PORT or sim://PRESET)")
 	allowRemote := fs.Bool("allow-remote", false, "allow a target that is not this machine (target.allow_remote)")
 	var sets, headers multiFlag
 	fs.Var(&headers, "header", "send a header with every request, `Name:value` (repeatable; target.headers)")
 	fs.Var(&sets, "set", "override a scenario field, `path=value` (repeatable), e.g. load.stages[0].rate=20")
-	return func(path string) (*scenario.Scenario, error) {
-		sc, err := scenario.Load(path)
-		if err != nil {
-			return nil, usageError{err}
-		}
-		if *target != "" {
-			if err := sc.Set("target.url", *target); err != nil {
-				return nil, usageError{fmt.Errorf("--target %s: %w", *target, err)}
-			}
-		}
+	return func(path string, extra ...string) (*scenario.Scenario, error) {
 		var all []string
 		if *allowRemote {
 			all = append(all, "target.allow_remote=true")
@@ -221,11 +225,26 @@ func scenarioFlags(fs *flag.FlagSet) func(path string) (*scenario.Scenario, erro
 			}
 			all = append(all, "target.headers."+strings.TrimSpace(name)+"="+strings.TrimSpace(value))
 		}
-		if err := sc.Override(append(all, sets...)...); err != nil {
-			return nil, usageError{err}
-		}
-		return sc, nil
+		return loadScenario(path, *target, append(append(all, extra...), sets...))
 	}
+}
+
+// loadScenario loads the scenario file at path, sets target.url to target
+// unless it is empty, then applies sets (path=value) in order.
+func loadScenario(path, target string, sets []string) (*scenario.Scenario, error) {
+	sc, err := scenario.Load(path)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if target != "" {
+		if err := sc.Set("target.url", target); err != nil {
+			return nil, usageError{fmt.Errorf("--target %s: %w", target, err)}
+		}
+	}
+	if err := sc.Override(sets...); err != nil {
+		return nil, usageError{err}
+	}
+	return sc, nil
 }
 
 func safeName(s string) string {

@@ -169,7 +169,37 @@ func TestSweepUsage(t *testing.T) {
 		{"dry run", []string{"sweep", "../../scenarios/mnbt-sweep.yaml", "--dry-run", "--out", "d"}, exitOK,
 			"[5/5] max_num_batched_tokens=16384 → d/max_num_batched_tokens=16384\n      target  sim://gpt-oss-20b-a100?max_num_batched_tokens=16384"},
 		{"help", []string{"help", "sweep"}, exitOK, "Examples:"},
+		{"between without search", []string{"sweep", "../../scenarios/mnbt-sweep.yaml", "--between", "1,2"}, exitUsage, "go with --search"},
+		{"search without between", []string{"sweep", "../../scenarios/release-gate.yaml", "--search", "load.stages[1].rate"}, exitUsage, "--search needs --between LO,HI"},
+		{"search of a missing stage", []string{"sweep", "../../scenarios/release-gate.yaml", "--search", "load.stages[5].rate", "--between", "1,2"}, exitUsage,
+			"--set: sweep.search.parameter: load.stages[5] does not exist (the scenario has 2 stages)"},
+		{"virtual with a server", []string{"sweep", "../../scenarios/mnbt-sweep.yaml", "--virtual", "--set", "sweep.server.command=x"}, exitUsage, "--virtual needs a sim:// target"},
+		{"search dry run", []string{"sweep", "../../scenarios/release-gate.yaml", "--search", "load.stages[1].rate", "--between", "5,80", "--dry-run", "--out", "d"}, exitOK,
+			"the highest load.stages[1].rate in [5, 80] requests/s whose budgets pass, to 2"},
+		{"search below the range", []string{"sweep", "../../scenarios/release-gate.yaml", "--search", "load.stages[1].rate", "--between", "60,80",
+			"--virtual", "--quiet", "--out", t.TempDir()}, exitBudget, "below the range: the run at 60 requests/s over-saturated"},
 	} {
 		checkCLI(t, tc)
+	}
+}
+
+// TestSweepSearchVirtual searches the release gate's open-loop rate on the
+// simulator in virtual time from the command line.
+func TestSweepSearchVirtual(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	e, out, errb := testEnv()
+	err := bench(context.Background(), e, []string{"sweep", "../../scenarios/release-gate.yaml", "--search", "load.stages[1].rate",
+		"--between", "9,41", "--resolution", "8", "--virtual", "--quiet", "--out", dir})
+	if err != nil {
+		t.Fatalf("search: %v\n%s", err, errb)
+	}
+	if !strings.Contains(out.String(), "search: capacity 17 requests/s") {
+		t.Errorf("no capacity answer in:\n%s", out)
+	}
+	for _, name := range []string{"sweep.json", "sweep.csv", "sweep.png", "sweep.html", "load.stages_1_.rate=17/results.jsonl"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("search output: %v", err)
+		}
 	}
 }

@@ -24,6 +24,13 @@ func TestParse(t *testing.T) {
 		{raw: "sim://tiny?seed=", wantErr: "no value"},
 		{raw: "sim://tiny?Seed=1", wantErr: "lower-case name"},
 		{raw: "sim://tiny?a=%zz", wantErr: "settings of"},
+		{raw: "sim://./twin.yaml", want: URL{File: "./twin.yaml"}},
+		{raw: "sim://../runs/twin.yaml?seed=3", want: URL{File: "../runs/twin.yaml", Settings: []Setting{{"seed", "3"}}}},
+		{raw: "sim:///tmp/my%20twin.yaml", want: URL{File: "/tmp/my twin.yaml"}},
+		{raw: "sim://twin.yaml", wantErr: "sim://./twin.yaml"},
+		{raw: "sim://./", wantErr: "directory"},
+		{raw: "sim://./x.yaml#frag", wantErr: "fragment"},
+		{raw: "sim://./x.yaml?seed=", wantErr: "no value"},
 	}
 	for _, tc := range tests {
 		got, err := Parse(tc.raw)
@@ -42,8 +49,40 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// TestFile covers preset files: In resolves a relative path against a
+// directory, String writes a form Parse reads back, With keeps the file.
+func TestFile(t *testing.T) {
+	t.Parallel()
+	u, err := Parse("sim://./twin.yaml?seed=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := u.In("/data/scenarios").File; got != "/data/scenarios/twin.yaml" {
+		t.Errorf("In(abs dir) = %q", got)
+	}
+	if got := u.In("scenarios").File; got != "./scenarios/twin.yaml" {
+		t.Errorf("In(rel dir) = %q", got)
+	}
+	if got := u.In("").File; got != "./twin.yaml" {
+		t.Errorf("In(\"\") = %q", got)
+	}
+	w := u.With("max_num_seqs", "4")
+	if got, want := w.String(), "sim://./twin.yaml?max_num_seqs=4&seed=1"; got != want {
+		t.Errorf("String = %q, want %q", got, want)
+	}
+	odd := URL{File: "/tmp/a b?#%.yaml"}
+	back, err := Parse(odd.String())
+	if err != nil || back.File != odd.File {
+		t.Errorf("%+v → %q → %+v, %v", odd, odd.String(), back, err)
+	}
+	if u.Name() != "./twin.yaml" || (URL{Preset: "tiny"}).Name() != "tiny" {
+		t.Error("Name disagrees")
+	}
+}
+
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"sim://tiny", "sim://tiny?seed=7&max_num_seqs=2", "sim:x", "sim://a?b=%20c"} {
+	for _, s := range []string{"sim://tiny", "sim://tiny?seed=7&max_num_seqs=2", "sim:x", "sim://a?b=%20c",
+		"sim://./twin.yaml?seed=1", "sim:///a%25b/c.yaml"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {

@@ -5,10 +5,15 @@
 // It consumes a report.Aggregate and its judged report.Summary (or a
 // sweep's points, or the start-up phases and stats lines package vllmlog
 // read from a server log) and produces PNG and SVG figures (timeline,
-// decay, latency, stages; sweep; startup and the log's decay) and
-// report.html, one page with the summary, the budget verdict, the
-// findings, the plots inline, the errors and the resolved scenario,
-// loading nothing from anywhere. The output is a pure function of the
-// records and the verdict, so `bench plot` redraws exactly what `bench
-// run` drew.
+// decay, latency, stages; startup and the log's decay) and report.html,
+// one page with the summary, the budget verdict, the findings, the plots
+// inline, the errors and the resolved scenario, loading nothing from
+// anywhere. The output is a pure function of the records and the verdict,
+// so `bench plot` redraws exactly what `bench run` drew.
+//
+// For a sweep or a search it draws the trade-off plot (SweepPlot, with the
+// budgets as lines and each value's verdict marked), latency and
+// throughput against load (LoadPlot), per-user against total output
+// throughput with its Pareto frontier (ParetoPlot), and sweep.html
+// (SweepPage), which package sweep fills from its summary.
 package chart

@@ -206,7 +206,7 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 </head>
 <body>
 <h1>servebench report: {{.S.Scenario}}</h1>
-<p class="meta">servebench {{.S.Version}} · target {{.S.Target}} · model {{.S.Model}} · started {{.S.Started.UTC.Format "2006-01-02 15:04:05 UTC"}}{{if gt .S.Files 1}} · {{.S.Files}} results files merged{{end}}</p>
+<p class="meta">servebench {{.S.Version}} · target {{.S.Target}} · model {{.S.Model}} · started {{.S.Started.UTC.Format "2006-01-02 15:04:05 UTC"}}{{if gt .S.Files 1}} · {{.S.Files}} results files merged{{end}}{{if .S.Virtual}} · <strong>virtual time</strong> (the simulator's engine on a virtual clock, no HTTP){{end}}</p>
 
 {{with .S.Harness}}{{if .Limited}}<p class="limited" id="limited"><strong>Limited by the client:</strong> {{.Reason}}. {{limitedAdvice}}.</p>{{end}}{{end}}
 <h2>Summary</h2>

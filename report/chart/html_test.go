@@ -68,35 +68,9 @@ func TestHTMLContent(t *testing.T) {
 // `apt-get install -y chromium`.
 func TestHTMLInChromium(t *testing.T) {
 	t.Parallel()
-	bin := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			bin = p
-			break
-		}
-	}
-	if bin == "" {
-		t.Skip("chromium not installed (apt-get install -y chromium)")
-	}
+	bin := chromiumBinary(t)
 	path, _ := fixtureHTML(t)
-	dir := t.TempDir()
-	chrome := func(args ...string) (stdout, stderr []byte) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-			"--disable-background-networking", "--disable-component-update", "--disable-sync",
-			"--user-data-dir=" + t.TempDir(), "--enable-logging=stderr", "--v=0", "--window-size=1200,6000"}
-		cmd := exec.CommandContext(ctx, bin, append(append(base, args...), "file://"+path)...)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("chromium %v: %v\n%s", args, err, errb.String())
-		}
-		return out.Bytes(), errb.Bytes()
-	}
-
-	dom, logs := chrome("--dump-dom")
+	dom, logs := runChromium(t, bin, path, "--dump-dom")
 	for _, line := range strings.Split(string(logs), "\n") {
 		if strings.Contains(line, ":CONSOLE") {
 			t.Errorf("console message: %s", line)
@@ -106,17 +80,7 @@ func TestHTMLInChromium(t *testing.T) {
 		t.Errorf("rendered DOM holds %d plots, want 4", n)
 	}
 
-	shot := filepath.Join(dir, "shot.png")
-	chrome("--screenshot=" + shot)
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := screenshot(t, bin, path)
 	// The timeline's client line and the bars are palette blue
 	// (0, 114, 178); text and tables never are.
 	n := countNear(img, 0, 114, 178)
@@ -126,13 +90,64 @@ func TestHTMLInChromium(t *testing.T) {
 	}
 }
 
-func countNear(img image.Image, r, g, b int) int {
+// chromiumBinary finds headless Chromium or skips the test politely.
+func chromiumBinary(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("chromium not installed (apt-get install -y chromium)")
+	return ""
+}
+
+// runChromium opens the page at path in headless Chromium with args
+// (--dump-dom, --screenshot=FILE) and returns what it printed.
+func runChromium(t *testing.T, bin, path string, args ...string) (stdout, stderr []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir=" + t.TempDir(), "--enable-logging=stderr", "--v=0", "--window-size=1200,6000"}
+	cmd := exec.CommandContext(ctx, bin, append(append(base, args...), "file://"+path)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium %v: %v\n%s", args, err, errb.String())
+	}
+	return out.Bytes(), errb.Bytes()
+}
+
+// screenshot opens the page and decodes Chromium's screenshot of it.
+func screenshot(t *testing.T, bin, path string) image.Image {
+	t.Helper()
+	shot := filepath.Join(t.TempDir(), "shot.png")
+	runChromium(t, bin, path, "--screenshot="+shot)
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+func countNear(img image.Image, r, g, b int) int { return countWithin(img, r, g, b, 24) }
+
+// countWithin counts the pixels whose every channel is within tol of
+// (r, g, b).
+func countWithin(img image.Image, r, g, b, tol int) int {
 	n := 0
 	bounds := img.Bounds()
 	for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
 		for x := bounds.Min.X; x < bounds.Max.X; x++ {
 			cr, cg, cb, _ := img.At(x, y).RGBA()
-			if iabs(int(cr>>8)-r) < 24 && iabs(int(cg>>8)-g) < 24 && iabs(int(cb>>8)-b) < 24 {
+			if iabs(int(cr>>8)-r) < tol && iabs(int(cg>>8)-g) < tol && iabs(int(cb>>8)-b) < tol {
 				n++
 			}
 		}

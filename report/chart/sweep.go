@@ -24,6 +24,19 @@ type SweepPlot struct {
 	Points  []SweepPlotPoint
 	// Recommended is the index of the recommended point, or -1.
 	Recommended int
+	// Budgets are the scenario's limits on the plotted figures, drawn as
+	// horizontal lines on their panels.
+	Budgets []SweepBudget
+	// RecommendedLabel names the vertical line at Recommended
+	// ("recommended", "capacity"); default "recommended".
+	RecommendedLabel string
+}
+
+// SweepBudget is one budget drawn on a sweep plot.
+type SweepBudget struct {
+	Panel string  // "ttft", "itl" or "throughput"
+	Name  string  // the legend entry: "TTFT p99 ≤ 200 ms"
+	Limit float64 // ms, or output tokens/s
 }
 
 // SweepPlotPoint is one value's figures; latencies in milliseconds.
@@ -31,6 +44,9 @@ type SweepPlotPoint struct {
 	Label   string
 	X       float64 // the value, when the plot is Numeric
 	Missing bool    // no figures (every run failed): shown as a gap
+	// Pass is whether the value met the budgets (nil: no verdict): a
+	// filled green or a red mark on the throughput panel.
+	Pass *bool
 
 	TTFTP50, TTFTP99   float64
 	ITLP50, ITLP99     float64
@@ -52,8 +68,8 @@ func (sp *SweepPlot) Render() (pngData, svgData []byte, err error) {
 	}
 	xs, ticks, logX := sp.axis()
 	panels := []*plot.Plot{
-		sp.panel("TTFT (ms)", xs, ticks, logX, func(p *SweepPlotPoint) [2]float64 { return [2]float64{p.TTFTP50, p.TTFTP99} }),
-		sp.panel("ITL (ms)", xs, ticks, logX, func(p *SweepPlotPoint) [2]float64 { return [2]float64{p.ITLP50, p.ITLP99} }),
+		sp.panel("ttft", "TTFT (ms)", xs, ticks, logX, func(p *SweepPlotPoint) [2]float64 { return [2]float64{p.TTFTP50, p.TTFTP99} }),
+		sp.panel("itl", "ITL (ms)", xs, ticks, logX, func(p *SweepPlotPoint) [2]float64 { return [2]float64{p.ITLP50, p.ITLP99} }),
 		sp.throughput(xs, ticks, logX),
 	}
 	panels[0].Title.Text = sp.Title
@@ -125,13 +141,14 @@ func (sp *SweepPlot) newPanel(yLabel, xLabel string, ticks []plot.Tick, logX boo
 }
 
 // panel draws the p50 (solid) and p99 (dashed) of one latency.
-func (sp *SweepPlot) panel(yLabel string, xs []float64, ticks []plot.Tick, logX bool, f func(*SweepPlotPoint) [2]float64) *plot.Plot {
+func (sp *SweepPlot) panel(name, yLabel string, xs []float64, ticks []plot.Tick, logX bool, f func(*SweepPlotPoint) [2]float64) *plot.Plot {
 	p := sp.newPanel(yLabel, sp.XLabel, ticks, logX)
 	p50 := sp.segments(xs, func(pt *SweepPlotPoint) float64 { return f(pt)[0] })
 	p99 := sp.segments(xs, func(pt *SweepPlotPoint) float64 { return f(pt)[1] })
 	sweepLine(p, "p50", p50, sweepBlue, false)
 	sweepLine(p, "p99", p99, sweepOrange, true)
-	sweepHeadroom(p, append(p50, p99...)...)
+	sweepHeadroom(p, append(append(p50, p99...), sp.budgetXYs(name, xs)...)...)
+	sp.markBudgets(p, name, xs)
 	sp.markMissing(p, xs)
 	sp.markRecommended(p, xs)
 	return p
@@ -141,10 +158,83 @@ func (sp *SweepPlot) throughput(xs []float64, ticks []plot.Tick, logX bool) *plo
 	p := sp.newPanel("output tokens/s", sp.XLabel, ticks, logX)
 	segs := sp.segments(xs, func(pt *SweepPlotPoint) float64 { return pt.OutputTokensPerSec })
 	sweepLine(p, "output tokens/s", segs, sweepGreen, false)
-	sweepHeadroom(p, segs...)
+	sweepHeadroom(p, append(segs, sp.budgetXYs("throughput", xs)...)...)
+	sp.markBudgets(p, "throughput", xs)
+	sp.markVerdicts(p, xs)
 	sp.markMissing(p, xs)
 	sp.markRecommended(p, xs)
 	return p
+}
+
+// budgetXYs are the budget lines of a panel as points, so the y axis
+// leaves room for them.
+func (sp *SweepPlot) budgetXYs(panel string, xs []float64) []plotter.XYs {
+	var out []plotter.XYs
+	for _, b := range sp.Budgets {
+		if b.Panel == panel {
+			out = append(out, plotter.XYs{{X: xs[0], Y: b.Limit}})
+		}
+	}
+	return out
+}
+
+// budgetDashes tell a panel's budget lines apart.
+var budgetDashes = [][]vg.Length{{vg.Points(8), vg.Points(3)}, {vg.Points(2), vg.Points(2)}, {vg.Points(8), vg.Points(2), vg.Points(2), vg.Points(2)}}
+
+// markBudgets draws each budget of the panel as a red horizontal line
+// across the plot.
+func (sp *SweepPlot) markBudgets(p *plot.Plot, panel string, xs []float64) {
+	i := 0
+	for _, b := range sp.Budgets {
+		if b.Panel != panel {
+			continue
+		}
+		l, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: b.Limit}, {X: p.X.Max, Y: b.Limit}})
+		if err != nil {
+			continue
+		}
+		l.Color = sweepRed
+		l.Width = vg.Points(1.4)
+		l.Dashes = budgetDashes[i%len(budgetDashes)]
+		i++
+		p.Add(l)
+		p.Legend.Add("budget: "+b.Name, l)
+	}
+}
+
+// markVerdicts rings each value that met the budgets in green and crosses
+// each that missed them in red, at its throughput.
+func (sp *SweepPlot) markVerdicts(p *plot.Plot, xs []float64) {
+	var pass, fail plotter.XYs
+	for i := range sp.Points {
+		pt := &sp.Points[i]
+		if pt.Pass == nil || pt.Missing {
+			continue
+		}
+		xy := plotter.XY{X: xs[i], Y: pt.OutputTokensPerSec}
+		if *pt.Pass {
+			pass = append(pass, xy)
+		} else {
+			fail = append(fail, xy)
+		}
+	}
+	for _, set := range []struct {
+		pts   plotter.XYs
+		shape draw.GlyphDrawer
+		c     color.Color
+		name  string
+	}{{pass, draw.RingGlyph{}, sweepGreen, "budgets met"}, {fail, draw.CrossGlyph{}, sweepRed, "budgets missed"}} {
+		if len(set.pts) == 0 {
+			continue
+		}
+		s, err := plotter.NewScatter(set.pts)
+		if err != nil {
+			continue
+		}
+		s.Shape, s.Color, s.Radius = set.shape, set.c, vg.Points(7)
+		p.Add(s)
+		p.Legend.Add(set.name, s)
+	}
 }
 
 // segments splits the series at missing points, so a failed value shows
@@ -204,7 +294,11 @@ func (sp *SweepPlot) markRecommended(p *plot.Plot, xs []float64) {
 	l.Color = sweepGrey
 	l.Dashes = []vg.Length{vg.Points(2), vg.Points(3)}
 	p.Add(l)
-	p.Legend.Add("recommended: "+sp.Points[i].Label, l)
+	name := sp.RecommendedLabel
+	if name == "" {
+		name = "recommended"
+	}
+	p.Legend.Add(name+": "+sp.Points[i].Label, l)
 }
 
 // sweepLine draws the segments of one series with point markers and one

@@ -1,0 +1,53 @@
+// Package twin builds a digital twin of a measured server: it fits the
+// built-in simulator's cost model and capacity to saved runs, so that the
+// simulator, run in virtual time, predicts settings and loads that were
+// never run.
+//
+// It consumes results files (results.OpenFiles: per-request chunk arrival
+// times and token counts, and the scraped /metrics samples) and produces a
+// simulator preset file (sim.Config with a Calibration block), which
+// `target.url: sim://./twin.yaml` runs like any preset, and predictions:
+// a scenario's sweep or search run on the twin in virtual time
+// (run.Simulate), with a band from the fit's uncertainty.
+//
+// # The fit
+//
+// vLLM emits one token per running request per engine step, so the
+// tokens of all streams arrive in bursts, one burst per step. Calibrate
+// clusters every chunk arrival of a run into steps (steps.go): a step
+// ends at its first arrival, and no request appears twice in one step.
+// For each step it knows which requests decoded and the context each read
+// (prompt + tokens so far), and which requests got their first token
+// (whose prompts were prefilled in it). A request whose prompt took more
+// than one step (chunked, or queued) makes the steps of its wait one
+// segment, whose prefill tokens are known in total but not per step.
+// Each segment's duration, from the end of the step before it (or from
+// the arrival that woke an idle engine), is then a linear function of the
+// simulator's four cost coefficients:
+//
+//	duration = step_overhead_us·steps + per_seq_us·Σ sequences
+//	         + per_kv_token_ns/1000·Σ context tokens + per_prefill_token_us·Σ prompt tokens
+//
+// fitted by weighted least squares (a segment of k steps weighs 1/k),
+// with outliers beyond four robust standard deviations trimmed and
+// heteroscedasticity-robust (HC1) standard errors (fit.go). Decode cost
+// comes from the decode-only steps at the batch sizes and contexts the
+// runs had; the per-sequence and fixed costs separate only when the runs
+// had several batch sizes (two concurrencies); prefill cost comes from
+// the steps that prefilled prompts, best at low load where a prompt is
+// prefilled in one step.
+//
+// Capacity comes from the scrapes (capacity.go): KV-cache blocks from
+// the usage gauge against the blocks the requests in flight held (context
+// over the block size), max_num_seqs from the running gauge while requests
+// waited. What the runs cannot show (a batch limit never reached, the
+// token budget when no prompt was chunked) is taken from the options or
+// from vLLM's defaults, and said so in the notes.
+//
+// # Trust
+//
+// A twin is as good as its runs: it interpolates between the batch sizes,
+// contexts and prompt lengths it saw and extrapolates with the
+// simulator's linear cost law; Holdout measures that by fitting on some
+// stages and predicting the others.
+package twin

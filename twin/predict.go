@@ -1,0 +1,479 @@
+package twin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/servebench/servebench/internal/simurl"
+	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/run"
+	"github.com/servebench/servebench/scenario"
+	"github.com/servebench/servebench/sim"
+	"github.com/servebench/servebench/sweep"
+)
+
+// bandZ is the half-width of a prediction's band in standard deviations
+// (a 95 % interval under a normal approximation).
+const bandZ = 1.96
+
+// Figures are predicted (or measured) figures of a run or a value;
+// latencies in milliseconds.
+type Figures struct {
+	TTFTP50            float64 `json:"ttft_p50_ms"`
+	TTFTP99            float64 `json:"ttft_p99_ms"`
+	ITLP50             float64 `json:"itl_p50_ms"`
+	ITLP99             float64 `json:"itl_p99_ms"`
+	TPOTP50            float64 `json:"tpot_p50_ms"`
+	E2EP50             float64 `json:"e2e_p50_ms"`
+	OutputTokensPerSec float64 `json:"output_tokens_per_s"`
+	RequestsPerSec     float64 `json:"requests_per_s"`
+}
+
+// figureNames are the figures in the order tables show them.
+var figureNames = []string{"ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms", "tpot_p50_ms", "e2e_p50_ms", "output_tokens_per_s", "requests_per_s"}
+
+func (f *Figures) fields() []*float64 {
+	return []*float64{&f.TTFTP50, &f.TTFTP99, &f.ITLP50, &f.ITLP99, &f.TPOTP50, &f.E2EP50, &f.OutputTokensPerSec, &f.RequestsPerSec}
+}
+
+func figuresOf(m *sweep.Metrics) Figures {
+	return Figures{TTFTP50: m.TTFTP50, TTFTP99: m.TTFTP99, ITLP50: m.ITLP50, ITLP99: m.ITLP99, TPOTP50: m.TPOTP50,
+		E2EP50: m.E2EP50, OutputTokensPerSec: m.OutputTokensPerSec, RequestsPerSec: m.RequestsPerSec}
+}
+
+func figuresOfStage(st *report.Stage) Figures {
+	return Figures{TTFTP50: st.TTFT.P50, TTFTP99: st.TTFT.P99, ITLP50: st.ITL.P50, ITLP99: st.ITL.P99, TPOTP50: st.TPOT.P50,
+		E2EP50: st.E2E.P50, OutputTokensPerSec: st.OutputTokensPerSec, RequestsPerSec: st.RequestsPerSec}
+}
+
+// PredictedPoint is one value of a predicted sweep (or search probe):
+// the central prediction and its band.
+type PredictedPoint struct {
+	Label     string            `json:"label"`
+	Values    map[string]string `json:"values,omitempty"`
+	Central   Figures           `json:"central"`
+	Low       Figures           `json:"low"`
+	High      Figures           `json:"high"`
+	Pass      *bool             `json:"budgets_met,omitempty"`
+	Missed    []string          `json:"missed,omitempty"`
+	BandRuns  int               `json:"band_runs"`  // sigma-point runs that had this value
+	BandFails int               `json:"band_fails"` // of which missed the budgets
+}
+
+// PredictedSearch is a search run on the twin, its answer with a band.
+type PredictedSearch struct {
+	sweep.SearchResult
+	// AnswerLow and AnswerHigh bound the answer over the fit's
+	// uncertainty (the sigma-point searches' spread).
+	AnswerLow  *float64 `json:"answer_low,omitempty"`
+	AnswerHigh *float64 `json:"answer_high,omitempty"`
+}
+
+// Prediction is a scenario's sweep or search run on a twin in virtual
+// time.
+type Prediction struct {
+	Scenario   string            `json:"scenario"`
+	Twin       string            `json:"twin"`
+	Parameters []string          `json:"parameters,omitempty"`
+	Points     []PredictedPoint  `json:"points"`
+	Searches   []PredictedSearch `json:"search,omitempty"`
+	// BandRuns is how many perturbed twins ran (two per fitted direction
+	// of the covariance); 0 without a band.
+	BandRuns int      `json:"band_runs"`
+	Notes    []string `json:"notes,omitempty"`
+	// Summary is the central sweep (sweep.json in the output directory).
+	Summary *sweep.Summary `json:"-"`
+}
+
+// PredictOptions configure Predict.
+type PredictOptions struct {
+	// Dir receives the central prediction: a run directory per value (or
+	// probe) and sweep.json, sweep.csv, sweep.png and sweep.html. It is
+	// created if needed.
+	Dir string
+	// NoBand skips the band (one sweep instead of 2k+1).
+	NoBand bool
+	// Log receives one line per run; nil discards.
+	Log io.Writer
+}
+
+// Predict runs the scenario's sweep or search (or the scenario once,
+// without a sweep block) on the twin in virtual time, then again on twins
+// perturbed along each principal direction of the fit's covariance by one
+// standard deviation either way, and gives every figure a band of ±1.96
+// standard deviations propagated from those runs (a linear approximation).
+// A launched server (sweep.server) is replaced by the twin: its
+// parameters must be simulator settings (vLLM's names).
+func Predict(ctx context.Context, sc *scenario.Scenario, twinPath string, opts PredictOptions) (*Prediction, error) {
+	abs, err := filepath.Abs(twinPath)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := sim.LoadConfig(abs)
+	if err != nil {
+		return nil, err
+	}
+	base := simurl.URL{File: abs}
+	pred := &Prediction{Scenario: sc.Name, Twin: twinPath}
+	sets := []string{"target.url=" + base.String()}
+	if sc.Sweep != nil && sc.Sweep.Server != nil {
+		sets = append(sets, "sweep.server=")
+		pred.Notes = append(pred.Notes, "the sweep's launched server is replaced by the twin; its parameters are the twin's settings")
+	}
+	if sc.Sweep == nil {
+		// One value: the scenario as it is.
+		sets = append(sets, "sweep.parameters.seed="+strconv.FormatUint(cfg.Seed, 10))
+	}
+	central := sc.Clone()
+	if err := central.Override(sets...); err != nil {
+		return nil, err
+	}
+	if central.Sweep.Search == nil {
+		central.Sweep.Repeats = 1
+	}
+	log := opts.Log
+	if log == nil {
+		log = io.Discard
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	s, err := predictSweep(ctx, central, opts.Dir, false, log)
+	if err != nil {
+		return nil, err
+	}
+	pred.Summary = s
+	pred.Parameters = s.Parameters
+	for _, p := range s.Points {
+		if p.Metrics == nil {
+			continue
+		}
+		f := figuresOf(p.Metrics)
+		pred.Points = append(pred.Points, PredictedPoint{Label: p.Label, Values: p.Values, Central: f, Low: f, High: f,
+			Pass: p.BudgetsMet, Missed: p.Missed})
+	}
+	for _, r := range s.Search {
+		pred.Searches = append(pred.Searches, PredictedSearch{SearchResult: r})
+	}
+	defer func() {
+		if sc.Sweep == nil {
+			// One value: named after the scenario, not the twin's seed
+			// the plan carried it by.
+			pred.Parameters = nil
+			for i := range pred.Points {
+				pred.Points[i].Label, pred.Points[i].Values = sc.Name, nil
+			}
+		}
+	}()
+	if opts.NoBand {
+		return pred, nil
+	}
+	dirs := sigmaPoints(cfg)
+	if len(dirs) == 0 {
+		pred.Notes = append(pred.Notes, "the twin has no covariance (no calibration block): no band")
+		return pred, nil
+	}
+	bandDir, err := os.MkdirTemp(opts.Dir, ".band-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(bandDir)
+	// Per figure and label: the half-differences along each direction.
+	type acc struct {
+		sq        [8]float64
+		runs, bad int
+	}
+	accs := map[string]*acc{}
+	answers := make([][]float64, len(pred.Searches))
+	for i, d := range dirs {
+		var sums [2]*sweep.Summary
+		for k, sign := range []float64{1, -1} {
+			u := base
+			for j, name := range Coefficients {
+				if d[j] != 0 {
+					u = u.With(name, strconv.FormatFloat(max(coefficient(cfg, name)+sign*d[j], 0), 'g', 8, 64))
+				}
+			}
+			pert := sc.Clone()
+			s2 := slices.Clone(sets)
+			s2[0] = "target.url=" + u.String()
+			if !needsScrapes(sc.Budgets) {
+				// The band compares figures the client measures: the
+				// virtual /metrics pages would only cost time.
+				s2 = append(s2, "scrape.enabled=false")
+			}
+			if err := pert.Override(s2...); err != nil {
+				return nil, fmt.Errorf("band: %w", err)
+			}
+			if pert.Sweep.Search == nil {
+				pert.Sweep.Repeats = 1
+			}
+			fmt.Fprintf(log, "band: twin %d of %d\n", 2*i+k+1, 2*len(dirs))
+			s, err := predictSweep(ctx, pert, filepath.Join(bandDir, fmt.Sprintf("%d-%d", i, k)), true, io.Discard)
+			if err != nil {
+				return nil, fmt.Errorf("band: %w", err)
+			}
+			sums[k] = s
+			for si, r := range s.Search {
+				if si < len(answers) && r.Answer != nil {
+					answers[si] = append(answers[si], *r.Answer)
+				}
+			}
+		}
+		pred.BandRuns += 2
+		plus, minus := pointsByLabel(sums[0]), pointsByLabel(sums[1])
+		for label, pp := range plus {
+			mp, ok := minus[label]
+			if !ok {
+				continue
+			}
+			a := accs[label]
+			if a == nil {
+				a = &acc{}
+				accs[label] = a
+			}
+			fp, fm := figuresOf(pp.Metrics), figuresOf(mp.Metrics)
+			for j, x := range fp.fields() {
+				h := (*x - *fm.fields()[j]) / 2
+				a.sq[j] += h * h
+			}
+			a.runs += 2
+			for _, p := range []sweep.Point{pp, mp} {
+				if p.BudgetsMet != nil && !*p.BudgetsMet {
+					a.bad++
+				}
+			}
+		}
+	}
+	for i := range pred.Points {
+		p := &pred.Points[i]
+		a := accs[p.Label]
+		if a == nil {
+			continue
+		}
+		p.BandRuns, p.BandFails = a.runs, a.bad
+		for j, c := range p.Central.fields() {
+			half := bandZ * math.Sqrt(a.sq[j])
+			*p.Low.fields()[j] = max(*c-half, 0)
+			*p.High.fields()[j] = *c + half
+		}
+	}
+	for i, as := range answers {
+		if len(as) == 0 || pred.Searches[i].Answer == nil {
+			continue
+		}
+		lo, hi := slices.Min(as), slices.Max(as)
+		c := *pred.Searches[i].Answer
+		lo, hi = min(lo, c), max(hi, c)
+		pred.Searches[i].AnswerLow, pred.Searches[i].AnswerHigh = &lo, &hi
+	}
+	return pred, nil
+}
+
+// needsScrapes reports whether budgets judge server metrics (preemptions,
+// KV-cache usage), which come from the scrapes.
+func needsScrapes(b *results.Budgets) bool {
+	if b == nil {
+		return false
+	}
+	sets := []*results.BudgetSet{b.Overall}
+	for _, s := range b.Stages {
+		sets = append(sets, s)
+	}
+	for _, s := range sets {
+		if s != nil && (s.Preemptions != nil || s.KVUsage != nil) {
+			return true
+		}
+	}
+	return false
+}
+
+func pointsByLabel(s *sweep.Summary) map[string]sweep.Point {
+	out := map[string]sweep.Point{}
+	for _, p := range s.Points {
+		if p.Metrics != nil {
+			out[p.Label] = p
+		}
+	}
+	return out
+}
+
+// coefficient reads a cost setting of cfg by name.
+func coefficient(cfg sim.Config, name string) float64 {
+	switch name {
+	case StepOverhead:
+		return cfg.StepOverheadUS
+	case PerSeq:
+		return cfg.PerSeqUS
+	case PerKVToken:
+		return cfg.PerKVTokenNS
+	case PerPrefill:
+		return cfg.PerPrefillTokenUS
+	}
+	return 0
+}
+
+// sigmaPoints are the directions to perturb the twin along: one standard
+// deviation along each principal axis of the calibration's covariance,
+// in Coefficients order.
+func sigmaPoints(cfg sim.Config) [][]float64 {
+	k := cfg.Calibration
+	if k == nil || len(k.Covariance) == 0 {
+		return nil
+	}
+	idx := make([]int, len(Coefficients))
+	for i, name := range Coefficients {
+		idx[i] = slices.Index(k.Coefficients, name)
+	}
+	cov := newMat(len(Coefficients))
+	for i := range cov {
+		for j := range cov {
+			if idx[i] >= 0 && idx[j] >= 0 && idx[i] < len(k.Covariance) && idx[j] < len(k.Covariance[idx[i]]) {
+				cov[i][j] = k.Covariance[idx[i]][idx[j]]
+			}
+		}
+	}
+	vals, vecs := eigenSym(cov)
+	var out [][]float64
+	for c, l := range vals {
+		if l <= 0 {
+			continue
+		}
+		d := make([]float64, len(vals))
+		for r := range d {
+			d[r] = math.Sqrt(l) * vecs[r][c]
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// predictSweep executes one sweep of the twin in virtual time into dir.
+// quiet runs (a band's) write each run's summary.json only; the central
+// one writes each run's results.jsonl and summary.json, and the sweep's
+// page (each run's plots are left out: `bench plot DIR` draws them).
+func predictSweep(ctx context.Context, sc *scenario.Scenario, dir string, quiet bool, log io.Writer) (*sweep.Summary, error) {
+	plan, err := sweep.NewPlan(sc)
+	if err != nil {
+		return nil, err
+	}
+	probe := func(ctx context.Context, sc *scenario.Scenario, dir string, observe func(results.Record, int)) (*report.Summary, error) {
+		if !quiet {
+			return run.Run(ctx, sc, run.Options{Dir: dir, Virtual: true, Observe: observe, Grace: -1, NoPlots: true})
+		}
+		cfg, err := sim.ConfigFromURL(sc.SimTarget())
+		if err != nil {
+			return nil, err
+		}
+		sum, err := run.Simulate(ctx, sc, cfg, observe)
+		if sum != nil {
+			err = errors.Join(err, run.WriteSummaryFiles(dir, sum))
+		}
+		return sum, err
+	}
+	one := func(ctx context.Context, sc *scenario.Scenario, dir string) (*report.Summary, error) {
+		return probe(ctx, sc, dir, nil)
+	}
+	s, err := plan.Execute(ctx, sweep.Options{Dir: dir, Run: one, Probe: probe, Log: log, NoPlots: quiet})
+	if s == nil {
+		return nil, err
+	}
+	return s, err
+}
+
+// WritePrediction writes the prediction for people: per value, each
+// figure with its band, then each search's answer.
+func WritePrediction(w io.Writer, p *Prediction) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "prediction of %q on the twin %s (virtual time", p.Scenario, p.Twin)
+	if p.BandRuns > 0 {
+		fmt.Fprintf(&b, "; bands: 95 %% over the fit's uncertainty, from %d perturbed twins", p.BandRuns)
+	}
+	b.WriteString(")\n")
+	band := func(c, lo, hi float64) string {
+		if hi-lo < 1e-9*math.Max(1, c) {
+			return fmtFig(c)
+		}
+		return fmt.Sprintf("%s [%s, %s]", fmtFig(c), fmtFig(lo), fmtFig(hi))
+	}
+	rows := [][]string{{"value", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "out tok/s", "budgets"}}
+	for _, pt := range p.Points {
+		c, lo, hi := pt.Central, pt.Low, pt.High
+		verdict := "-"
+		if pt.Pass != nil {
+			verdict = map[bool]string{true: "pass", false: "FAIL"}[*pt.Pass]
+			if pt.BandRuns > 0 && pt.BandFails > 0 && *pt.Pass {
+				verdict += fmt.Sprintf(" (fails in %d of %d)", pt.BandFails, pt.BandRuns)
+			} else if pt.BandRuns > 0 && pt.BandFails < pt.BandRuns && !*pt.Pass {
+				verdict += fmt.Sprintf(" (passes in %d of %d)", pt.BandRuns-pt.BandFails, pt.BandRuns)
+			}
+		}
+		rows = append(rows, []string{pt.Label, band(c.TTFTP50, lo.TTFTP50, hi.TTFTP50), band(c.TTFTP99, lo.TTFTP99, hi.TTFTP99),
+			band(c.ITLP50, lo.ITLP50, hi.ITLP50), band(c.ITLP99, lo.ITLP99, hi.ITLP99),
+			band(c.OutputTokensPerSec, lo.OutputTokensPerSec, hi.OutputTokensPerSec), verdict})
+	}
+	var bb strings.Builder
+	writeRowsTo(&bb, rows)
+	b.WriteString(bb.String())
+	b.WriteString("(latencies in ms)\n")
+	for _, s := range p.Searches {
+		name := s.Label
+		if name == "" {
+			name = "search"
+		}
+		fmt.Fprintf(&b, "%s: %s\n", name, s.Reason)
+		switch {
+		case s.AnswerLow == nil:
+		case *s.AnswerLow == *s.AnswerHigh:
+			fmt.Fprintf(&b, "  every perturbed twin found the same capacity (the fit's uncertainty is below the resolution)\n")
+		default:
+			fmt.Fprintf(&b, "  over the fit's uncertainty the capacity ranges %s to %s %s\n", fmtFig(*s.AnswerLow), fmtFig(*s.AnswerHigh), s.Unit)
+		}
+	}
+	for _, n := range p.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func fmtFig(x float64) string {
+	switch {
+	case x >= 100:
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	case x >= 10:
+		return strconv.FormatFloat(x, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(x, 'f', 2, 64)
+}
+
+// writeRowsTo is writeRows for a strings.Builder, every column after the
+// first right-aligned.
+func writeRowsTo(b *strings.Builder, rows [][]string) {
+	widths := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], len([]rune(c)))
+		}
+	}
+	for _, r := range rows {
+		for i, c := range r {
+			pad := strings.Repeat(" ", widths[i]-len([]rune(c)))
+			if i == 0 {
+				b.WriteString(c + pad)
+			} else {
+				b.WriteString("  " + pad + c)
+			}
+		}
+		b.WriteByte('\n')
+	}
+}
