@@ -37,6 +37,10 @@ type Options struct {
 	Holdout []string
 	// Name is the twin's preset name (default "twin").
 	Name string
+	// Origins says where a setting given above came from, by simulator
+	// setting name (FromLog fills it); a setting without one was given
+	// explicitly.
+	Origins map[string]string
 }
 
 // Defaults for what the runs cannot show (vLLM's where it has one).
@@ -210,11 +214,11 @@ func Calibrate(paths []string, opts Options) (*Result, error) {
 		bs, bsSource = DefaultBlockSize, "assumed"
 	}
 	res.Estimates = append(res.Estimates, Estimate{Name: "block_size", Value: float64(bs), Unit: "tokens", Source: bsSource,
-		Note: map[string]string{"given": "given", "assumed": "vLLM's CUDA default (set --block-size)"}[bsSource]})
+		Note: map[string]string{"given": opts.given("block_size"), "assumed": "vLLM's CUDA default (set --block-size)"}[bsSource]})
 	cfg.BlockSize = bs
 
 	limit, reached, seen := batchLimit(runs)
-	e := Estimate{Name: "max_num_seqs", Unit: "requests", Value: float64(opts.MaxNumSeqs), Source: "given", Note: "given"}
+	e := Estimate{Name: "max_num_seqs", Unit: "requests", Value: float64(opts.MaxNumSeqs), Source: "given", Note: opts.given("max_num_seqs")}
 	switch {
 	case opts.MaxNumSeqs > 0:
 	case reached:
@@ -230,7 +234,7 @@ func Calibrate(paths []string, opts Options) (*Result, error) {
 	res.Estimates = append(res.Estimates, e)
 	cfg.MaxNumSeqs = int(e.Value)
 
-	e = Estimate{Name: "max_num_batched_tokens", Unit: "tokens per step", Value: float64(budget), Source: "given", Note: "given"}
+	e = Estimate{Name: "max_num_batched_tokens", Unit: "tokens per step", Value: float64(budget), Source: "given", Note: opts.given("max_num_batched_tokens")}
 	if budget == 0 {
 		e.Value, e.Source = float64(max(DefaultBudget, maxTok)), "assumed"
 		e.Note = fmt.Sprintf("the largest step seen computed %d tokens; vLLM's default on most GPUs", maxTok)
@@ -249,7 +253,7 @@ func Calibrate(paths []string, opts Options) (*Result, error) {
 	peak := peakContext(runs)
 	switch {
 	case opts.KVBlocks > 0:
-		e.Value, e.Source, e.Note = float64(opts.KVBlocks+1), "given", "given"
+		e.Value, e.Source, e.Note = float64(opts.KVBlocks+1), "given", opts.given("num_gpu_blocks_override")
 	case kvOK:
 		e.Value, e.StdErr, e.Source = math.Round(usable)+1, usableErr, "measured"
 		if usableErr < 1e-6*usable {
@@ -275,7 +279,7 @@ func Calibrate(paths []string, opts Options) (*Result, error) {
 	cfg.MaxModelLen = mml
 	res.Estimates = append(res.Estimates, Estimate{Name: "max_model_len", Value: float64(mml), Unit: "tokens",
 		Source: map[bool]string{true: "given", false: "assumed"}[opts.MaxModelLen > 0],
-		Note:   map[bool]string{true: "given", false: "the KV capacity (at most 131,072)"}[opts.MaxModelLen > 0]})
+		Note:   map[bool]string{true: opts.given("max_model_len"), false: "the KV capacity (at most 131,072)"}[opts.MaxModelLen > 0]})
 	if hdr := runs[0].header; hdr != nil && hdr.Model != "" {
 		cfg.ServedModelName, cfg.Model = hdr.Model, hdr.Model
 	}

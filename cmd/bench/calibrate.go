@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/servebench/servebench/internal/atomicfile"
 	"github.com/servebench/servebench/twin"
+	"github.com/servebench/servebench/vllmlog"
 )
 
 const calibrateUsage = `Usage: bench calibrate RESULTS... --out twin.yaml [--force] [capacity flags] [--server-log FILE]
@@ -42,8 +44,9 @@ give it with the flags below.
 the twin, printing measured against predicted figures and the error of
 each: how far to trust the twin on loads it has not seen.
 
---server-log is accepted for the capacity a vLLM log states, but this build
-reads no server log yet: the note says so; give the capacity with flags.
+--server-log FILE takes the capacity a vLLM server log states (its last
+server start): max_num_seqs, max_num_batched_tokens, max_model_len, the
+block size and the KV cache's size in tokens. Flags given explicitly win.
 
 Exit codes: 0 done, 1 the runs cannot be fitted, 2 bad flags.
 
@@ -57,7 +60,7 @@ func calibrateCmd(ctx context.Context, e env, args []string) error {
 	fset := newFlagSet(e, "calibrate", calibrateUsage)
 	out := fset.String("out", "", "write the twin (a simulator preset file) to `FILE`")
 	force := fset.Bool("force", false, "replace an existing --out file")
-	serverLog := fset.String("server-log", "", "the server's log `FILE` (accepted; not read by this build)")
+	serverLog := fset.String("server-log", "", "take the capacity from the vLLM server log `FILE`")
 	var opts twin.Options
 	fset.IntVar(&opts.BlockSize, "block-size", 0, "KV-cache block size in tokens (default 16)")
 	fset.IntVar(&opts.KVBlocks, "kv-blocks", 0, "usable KV-cache blocks (default: from scraped KV-cache usage)")
@@ -92,7 +95,17 @@ func calibrateCmd(ctx context.Context, e env, args []string) error {
 		}
 	}
 	if *serverLog != "" {
-		fmt.Fprintf(e.stderr, "note: --server-log %s is not read: this build has no vLLM log parser; give the capacity with --kv-blocks, --max-num-seqs and --max-num-batched-tokens\n", *serverLog)
+		rep, err := vllmlog.ParseFiles(ctx, []string{*serverLog}, vllmlog.Options{})
+		if err != nil {
+			return usageError{fmt.Errorf("calibrate: --server-log: %w", err)}
+		}
+		taken, err := opts.FromLog(rep)
+		if err != nil {
+			return usageError{fmt.Errorf("calibrate: --server-log %s: %w", *serverLog, err)}
+		}
+		for _, t := range taken {
+			fmt.Fprintf(e.stderr, "from %s: %s\n", *serverLog, t)
+		}
 	}
 	var res *twin.Result
 	if len(opts.Holdout) > 0 {
@@ -125,7 +138,11 @@ func calibrateCmd(ctx context.Context, e env, args []string) error {
 	if err := atomicfile.WriteBytes(*out, b.Bytes()); err != nil {
 		return fmt.Errorf("calibrate: %w", err)
 	}
-	fmt.Fprintf(e.stdout, "twin: %s (run it with target.url: sim://./%s, or bench predict SCENARIO --twin %s)\n", *out, strings.TrimPrefix(*out, "./"), *out)
+	url := "sim://" + *out
+	if !filepath.IsAbs(*out) {
+		url = "sim://./" + strings.TrimPrefix(*out, "./")
+	}
+	fmt.Fprintf(e.stdout, "twin: %s (run it with target.url: %s, or bench predict SCENARIO --twin %s)\n", *out, url, *out)
 	return nil
 }
 
