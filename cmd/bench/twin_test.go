@@ -34,7 +34,7 @@ load:
 	}
 	twinFile := filepath.Join(dir, "twin.yaml")
 	e, out, errb := testEnv()
-	if err := bench(context.Background(), e, []string{"calibrate", runDir, "--out", twinFile, "--max-num-batched-tokens", "256", "--server-log", "vllm.log"}); err != nil {
+	if err := bench(context.Background(), e, []string{"calibrate", runDir, "--out", twinFile, "--max-num-batched-tokens", "256", "--max-num-seqs", "64", "--server-log", "../../vllmlog/testdata/gpt-oss-120b.log"}); err != nil {
 		t.Fatalf("calibrate: %v\n%s", err, errb)
 	}
 	for _, want := range []string{"per_seq_us", "fitted", "twin: " + twinFile} {
@@ -42,8 +42,9 @@ load:
 			t.Errorf("calibrate output lacks %q:\n%s", want, out)
 		}
 	}
-	if !strings.Contains(errb.String(), "--server-log vllm.log is not read") {
-		t.Errorf("no note about the server log: %s", errb)
+	// The log's settings fill what the flags leave unknown; flags win.
+	if got := errb.String(); !strings.Contains(got, "gpt-oss-120b.log: max_model_len = 98304") || strings.Contains(got, "max_num_seqs") || strings.Contains(got, "max_num_batched_tokens") {
+		t.Errorf("settings taken from the server log:\n%s", got)
 	}
 
 	whatIf := filepath.Join(dir, "what-if.yaml")
