@@ -301,6 +301,15 @@ func roundS(d time.Duration) float64 {
 	return float64(d.Round(time.Millisecond)) / float64(time.Second)
 }
 
+// shortMs is a latency for a log line: three significant digits, whole
+// milliseconds from 100 ms.
+func shortMs(x float64) string {
+	if x >= 100 {
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
+}
+
 // describe is the one-line result of a run, for the log.
 func describe(r *RunRecord) string {
 	switch {
@@ -313,7 +322,7 @@ func describe(r *RunRecord) string {
 	}
 	m := r.Metrics
 	s := fmt.Sprintf("%s: %g ok, %g failed; TTFT p50 %s p99 %s ms; ITL p50 %s p99 %s ms; %.1f output tokens/s",
-		r.Status, m.OK, m.Failed, fmtMs(m.TTFTP50), fmtMs(m.TTFTP99), fmtMs(m.ITLP50), fmtMs(m.ITLP99), m.OutputTokensPerSec)
+		r.Status, m.OK, m.Failed, shortMs(m.TTFTP50), shortMs(m.TTFTP99), shortMs(m.ITLP50), shortMs(m.ITLP99), m.OutputTokensPerSec)
 	if r.BudgetsPass != nil {
 		if *r.BudgetsPass {
 			s += "; budgets met"

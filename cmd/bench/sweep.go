@@ -176,7 +176,7 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 	}
 	// Name only what was written: an interrupted sweep may have no plot.
 	var written []string
-	for _, name := range []string{sweep.FileJSON, sweep.FileCSV, sweep.FilePNG} {
+	for _, name := range []string{sweep.FileJSON, sweep.FileCSV, sweep.FilePNG, sweep.FileHTML} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
 			written = append(written, filepath.Join(dir, name))
 		}

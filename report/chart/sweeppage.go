@@ -411,8 +411,8 @@ thead th { background: #f4f4f4; }
 tr.marked td { font-weight: 600; background: #eef6f1; }
 td.pass { color: #00734d; }
 td.fail { color: #b3261e; font-weight: 600; }
-td.note, th.note { text-align: left; color: #555; white-space: normal; min-width: 14rem; }
-table { max-width: 100%; }
+td.note, th.note { text-align: left; color: #555; white-space: normal; min-width: 10rem; }
+table { display: block; max-width: 100%; overflow-x: auto; }
 figure { margin: 1.5rem 0; }
 figcaption { color: #555; font-size: 0.95rem; }
 svg.plot { width: 100%; height: auto; display: block; }
