@@ -124,7 +124,8 @@ func commands() []command {
 		{"predict", "run a scenario's sweep or search on a twin, with bands", predictCmd},
 		{"sim", "serve the built-in vLLM-like simulator", simCmd},
 		{"selftest", "measure this machine's ingest ceiling: servebench against a raw reader", selftestCmd},
-		{"version", "print the version", versionCmd},
+		{"completion", "print a shell completion script (bash, zsh, fish)", completionCmd},
+		{"version", "print the version (also --version, -v)", versionCmd},
 		{"help", "explain a command", nil},
 	}
 }
@@ -143,14 +144,22 @@ Examples:
   bench merge runs/big/shard-0 runs/big/shard-1 --out runs/big/merged   # shards of one run
   bench sim --preset gpt-oss-120b-h100        # serve the simulator for another client
 
+Environment: SERVEBENCH_TARGET, SERVEBENCH_ALLOW_REMOTE and SERVEBENCH_QUIET stand
+in for --target, --allow-remote and --quiet where a command has them. Precedence:
+the scenario file < the environment < flags < --set.
+
 Exit codes: 0 ok, 1 run failed, 2 usage or scenario error, 3 budget missed, 130 interrupted.
-Run 'bench help <command>' for a command's flags and examples.
+Run 'bench help <command>' (or 'bench <command> --help') for its flags and examples.
 `
 
 func printMainUsage(w io.Writer) {
 	var b strings.Builder
+	width := 0
 	for _, c := range commands() {
-		fmt.Fprintf(&b, "  %-9s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
+	}
+	for _, c := range commands() {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprintf(w, mainUsage, b.String())
 }
@@ -167,6 +176,8 @@ func bench(ctx context.Context, e env, args []string) error {
 	case "-h", "-help", "--help":
 		printMainUsage(e.stdout)
 		return nil
+	case "-v", "-version", "--version":
+		name = "version"
 	case "help":
 		if len(rest) == 0 {
 			printMainUsage(e.stdout)
@@ -182,42 +193,6 @@ func bench(ctx context.Context, e env, args []string) error {
 	}
 	printMainUsage(e.stderr)
 	return usagef("unknown command %q", name)
-}
-
-// newFlagSet returns a flag set whose -h prints usage (the teaching text)
-// followed by the flags.
-func newFlagSet(e env, name, usage string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usage)
-		fmt.Fprintln(fs.Output(), "\nFlags:")
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parseFlags parses args, allowing flags after positional arguments
-// ("bench run x.yaml --out d"), and maps parse errors to usage errors.
-func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, reported{usageError{err}}
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
 }
 
 // multiFlag collects a repeatable string flag.
