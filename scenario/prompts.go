@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -299,4 +300,18 @@ func (d *Dist) draw(r *rand.Rand) int {
 	default:
 		return max(d.Value, 1)
 	}
+}
+
+// String describes the distribution in a few words: "128",
+// "uniform 128–384", "normal mean 512 sd 64 in 256–704".
+func (d *Dist) String() string {
+	switch {
+	case d == nil:
+		return "none"
+	case d.Dist == DistUniform:
+		return fmt.Sprintf("uniform %d–%d", d.Min, d.Max)
+	case d.Dist == DistNormal:
+		return fmt.Sprintf("normal mean %g sd %g in %d–%d", d.Mean, d.Stddev, d.Min, d.Max)
+	}
+	return strconv.Itoa(d.Value)
 }
