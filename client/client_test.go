@@ -200,9 +200,10 @@ func TestNonStreaming(t *testing.T) {
 		output    int
 		estimated bool
 		finish    string
+		diff      int // PromptTokensDiff: usage's 3 minus InputTokens and PromptOverhead; 0 when estimated
 	}{
-		{"chat", Request{API: results.APIChat, Prompt: "x"}, 5, false, "stop"},
-		{"completions_estimated", Request{API: results.APICompletions, Prompt: "x"}, 2, true, "length"},
+		{"chat", Request{API: results.APIChat, Prompt: "x", InputTokens: 1, PromptOverhead: 1}, 5, false, "stop", 1},
+		{"completions_estimated", Request{API: results.APICompletions, Prompt: "x", InputTokens: 1}, 2, true, "length", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -212,6 +213,9 @@ func TestNonStreaming(t *testing.T) {
 			}
 			if res.OutputTokens != tc.output || res.Estimated != tc.estimated || res.FinishReason != tc.finish {
 				t.Errorf("output %d estimated %v finish %q", res.OutputTokens, res.Estimated, res.FinishReason)
+			}
+			if res.PromptTokensDiff != tc.diff {
+				t.Errorf("prompt tokens diff %d, want %d (prompt tokens %d, input tokens %d)", res.PromptTokensDiff, tc.diff, res.PromptTokens, res.InputTokens)
 			}
 			if _, ok := res.E2E(); !ok {
 				t.Error("E2E undefined")

@@ -48,6 +48,9 @@ func (c *Client) Do(ctx context.Context, r *Request) (res results.Result) {
 			res.Outcome, res.ErrorClass = results.Failed, results.ErrMalformedChunk
 			res.Error = fmt.Sprintf("client bug: panic: %v", p)
 		}
+		if res.PromptTokens > 0 && res.InputTokens > 0 && !res.Estimated {
+			res.PromptTokensDiff = res.PromptTokens - res.InputTokens - r.PromptOverhead
+		}
 	}()
 	url := c.chatURL
 	if r.API == results.APICompletions {

@@ -11,10 +11,15 @@ type Request struct {
 	Prompt string // the user message (chat) or the prompt (completions)
 
 	InputTokens int // intended prompt length in tokens, recorded in the Result
-	MaxTokens   int // max_tokens; 0 leaves it to the server
-	MinTokens   int // vLLM min_tokens; 0 omits it
-	IgnoreEOS   bool
-	Temperature *float64 // nil omits it; a pointer to 0 sends "temperature": 0
+	// PromptOverhead is what the server is expected to count beyond
+	// InputTokens (a system message, a chat template, special tokens),
+	// as far as known: Result.PromptTokensDiff is the server's count minus
+	// their sum.
+	PromptOverhead int
+	MaxTokens      int // max_tokens; 0 leaves it to the server
+	MinTokens      int // vLLM min_tokens; 0 omits it
+	IgnoreEOS      bool
+	Temperature    *float64 // nil omits it; a pointer to 0 sends "temperature": 0
 
 	Stream          bool // stream with SSE (the default in scenarios)
 	IncludeUsage    bool // stream_options.include_usage

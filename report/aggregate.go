@@ -277,6 +277,13 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 		if r.Estimated {
 			s.tokens.EstimatedRequests++
 		}
+		if want, got, ok := r.PromptCounts(); ok {
+			s.tokens.PromptCompared++
+			s.tokens.PromptDiff += int64(got - want)
+			if math.Abs(float64(got-want)) > PromptTolerance*float64(want) {
+				s.tokens.PromptMismatched++
+			}
+		}
 	}
 	// Every latency metric defines itself for ok requests only, except the
 	// schedule lag, which every sent request has.
@@ -317,6 +324,9 @@ func (s *stageAgg) merge(o *stageAgg) {
 	s.tokens.Prompt += o.tokens.Prompt
 	s.tokens.Output += o.tokens.Output
 	s.tokens.EstimatedRequests += o.tokens.EstimatedRequests
+	s.tokens.PromptCompared += o.tokens.PromptCompared
+	s.tokens.PromptMismatched += o.tokens.PromptMismatched
+	s.tokens.PromptDiff += o.tokens.PromptDiff
 	if o.haveRange {
 		if !s.haveRange || o.first < s.first {
 			s.first = o.first
@@ -395,7 +405,34 @@ func (a *Aggregate) Summary() *Summary {
 		out.Warnings = append(out.Warnings, fmt.Sprintf(
 			"%d requests had no usage from the server: their token counts are local estimates", n))
 	}
+	if w := a.promptWarning(&overall.tokens); w != "" {
+		out.Warnings = append(out.Warnings, w)
+	}
 	return &out
+}
+
+// promptWarning says, when more than PromptMismatchShare of the compared
+// requests had a prompt the server counted more than PromptTolerance away
+// from the intended length, by how much and what to do; "" otherwise.
+func (a *Aggregate) promptWarning(t *Tokens) string {
+	if t.PromptCompared == 0 || float64(t.PromptMismatched) <= PromptMismatchShare*float64(t.PromptCompared) {
+		return ""
+	}
+	tok := ""
+	if a.spec != nil {
+		tok = a.spec.Prompts.Tokenizer
+	}
+	msg := fmt.Sprintf("prompt lengths: the server's usage.prompt_tokens differs from the intended count by more than %g %% for %d of %d requests "+
+		"(%+.1f tokens per request on average): ", 100*PromptTolerance, t.PromptMismatched, t.PromptCompared, float64(t.PromptDiff)/float64(t.PromptCompared))
+	switch {
+	case tok == "server":
+		return msg + "the server counts generation requests otherwise than its /tokenize endpoint (a chat template applied differently?)"
+	case strings.HasSuffix(strings.ToLower(tok), ".json"):
+		return msg + "the server counts otherwise than " + tok + " (another model's tokenizer, or a chat template the run cannot see); prompts.tokenizer: server measures it"
+	case tok != "":
+		return msg + "the prompts were counted with " + tok + ", not the model's tokenizer: name the model's tokenizer.json in prompts.tokenizer, or write server"
+	}
+	return msg + "the prompts were not counted with the model's tokenizer"
 }
 
 // LimitedAdvice is what a run limited by its client should do next.

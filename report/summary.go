@@ -167,7 +167,26 @@ type Tokens struct {
 	// incomparable with the first's (see prompts.salt).
 	Cached            int64 `json:"cached,omitempty"`
 	EstimatedRequests int64 `json:"estimated_requests"` // requests whose counts are local estimates (no server usage)
+	// PromptCompared counts the requests whose prompt length both the run
+	// (InputTokens plus the known overhead) and the server
+	// (usage.prompt_tokens) counted; PromptMismatched those of them where
+	// the two differ by more than PromptTolerance of the run's count, and
+	// PromptDiff sums the server's count minus the run's over them all. A
+	// share mismatched above PromptMismatchShare is warned about: the
+	// prompts were not counted with the model's tokenizer.
+	PromptCompared   int64 `json:"prompt_compared,omitempty"`
+	PromptMismatched int64 `json:"prompt_mismatched,omitempty"`
+	PromptDiff       int64 `json:"prompt_diff,omitempty"`
 }
+
+// The prompt-length check: a request's prompt mismatches when the
+// server's count differs from the intended one by more than
+// PromptTolerance of it; the summary warns when more than
+// PromptMismatchShare of the compared requests mismatch.
+const (
+	PromptTolerance     = 0.02
+	PromptMismatchShare = 0.05
+)
 
 // Dist is a latency distribution in milliseconds.
 type Dist struct {

@@ -313,11 +313,25 @@ func TestReadOldFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	counts := map[Kind]int{}
+	compared := 0
 	for rec, err := range f.All() {
 		if err != nil {
 			t.Fatal(err)
 		}
 		counts[rec.Kind]++
+		// No prompt_tokens_diff then: the server's count is taken as the
+		// expected one.
+		if r := rec.Result; r != nil {
+			if want, server, ok := r.PromptCounts(); ok {
+				compared++
+				if want != server || r.PromptTokensDiff != 0 {
+					t.Fatalf("old record: expected %d, server %d, diff %d", want, server, r.PromptTokensDiff)
+				}
+			}
+		}
+	}
+	if compared == 0 {
+		t.Error("no old record has both prompt counts")
 	}
 	if counts[KindHeader] != 1 || counts[KindRequest] == 0 || counts[KindScrape] == 0 {
 		t.Errorf("records by kind = %v", counts)

@@ -155,3 +155,14 @@ func (r *Result) AppendChunkITLs(dst []time.Duration) []time.Duration {
 func (r *Result) streamed() bool {
 	return r.Outcome == OK && r.FirstToken != 0 && r.Sent != 0
 }
+
+// PromptCounts returns, for an ok request whose prompt both the run and the
+// server counted, the count the run expected (InputTokens plus the known
+// overhead, that is PromptTokens − PromptTokensDiff) and the server's
+// (PromptTokens); ok is false for any other record.
+func (r *Result) PromptCounts() (expected, server int, ok bool) {
+	if r.Outcome != OK || r.Estimated || r.PromptTokens <= 0 || r.InputTokens <= 0 {
+		return 0, 0, false
+	}
+	return r.PromptTokens - r.PromptTokensDiff, r.PromptTokens, true
+}

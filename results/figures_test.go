@@ -146,3 +146,30 @@ func TestAppendITLsNoAlloc(t *testing.T) {
 		t.Errorf("%d latencies", len(dst))
 	}
 }
+
+// TestPromptCounts checks the prompt-count comparison a record carries:
+// the expected count is the server's minus the recorded difference, and
+// records without both counts (failed, estimated) have none.
+func TestPromptCounts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name             string
+		r                Result
+		expected, server int
+		ok               bool
+	}{
+		{"agree", Result{Outcome: OK, InputTokens: 100, PromptTokens: 108, PromptTokensDiff: 0}, 108, 108, true},
+		{"server counts more", Result{Outcome: OK, InputTokens: 100, PromptTokens: 131, PromptTokensDiff: 23}, 108, 131, true},
+		{"server counts fewer", Result{Outcome: OK, InputTokens: 100, PromptTokens: 90, PromptTokensDiff: -18}, 108, 90, true},
+		{"estimated", Result{Outcome: OK, InputTokens: 100, PromptTokens: 100, Estimated: true}, 0, 0, false},
+		{"failed", Result{Outcome: Failed, InputTokens: 100}, 0, 0, false},
+		{"no intended length", Result{Outcome: OK, PromptTokens: 100}, 0, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, s, ok := tc.r.PromptCounts()
+			if e != tc.expected || s != tc.server || ok != tc.ok {
+				t.Errorf("PromptCounts() = %d, %d, %v; want %d, %d, %v", e, s, ok, tc.expected, tc.server, tc.ok)
+			}
+		})
+	}
+}

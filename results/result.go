@@ -167,14 +167,22 @@ type Result struct {
 	ChunkTimes  []time.Duration `json:"chunk_ns,omitempty"`
 	ChunkTokens []int32         `json:"chunk_tokens,omitempty"`
 
-	InputTokens     int    `json:"input_tokens,omitempty"`  // prompt length the scenario intended
-	MaxTokens       int    `json:"max_tokens,omitempty"`    // output length asked for
-	PromptTokens    int    `json:"prompt_tokens,omitempty"` // from the server's usage
-	OutputTokens    int    `json:"output_tokens,omitempty"` // from the server's usage, or counted locally
-	ReasoningTokens int    `json:"reasoning_tokens,omitempty"`
-	CachedTokens    int    `json:"cached_tokens,omitempty"`    // prompt tokens served from the prefix cache, when reported
-	Estimated       bool   `json:"tokens_estimated,omitempty"` // no usage from the server: counts are local estimates
-	FinishReason    string `json:"finish_reason,omitempty"`
+	InputTokens  int `json:"input_tokens,omitempty"`  // prompt length the scenario intended
+	MaxTokens    int `json:"max_tokens,omitempty"`    // output length asked for
+	PromptTokens int `json:"prompt_tokens,omitempty"` // from the server's usage
+	// PromptTokensDiff is PromptTokens minus the count the run expected
+	// the server to give: InputTokens plus what the server adds around a
+	// prompt as far as the run knows it (the system message; with the
+	// server's tokenizer, the measured chat template and special tokens).
+	// A tokenizer that is not the model's shows here. Meaningful only when
+	// PromptTokens and InputTokens are both set (see PromptCounts); files
+	// written before it existed read 0.
+	PromptTokensDiff int    `json:"prompt_tokens_diff,omitempty"`
+	OutputTokens     int    `json:"output_tokens,omitempty"` // from the server's usage, or counted locally
+	ReasoningTokens  int    `json:"reasoning_tokens,omitempty"`
+	CachedTokens     int    `json:"cached_tokens,omitempty"`    // prompt tokens served from the prefix cache, when reported
+	Estimated        bool   `json:"tokens_estimated,omitempty"` // no usage from the server: counts are local estimates
+	FinishReason     string `json:"finish_reason,omitempty"`
 
 	// Retries is how many times the request was sent again on a fresh
 	// connection because the pooled connection it first got had been closed

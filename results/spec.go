@@ -14,6 +14,7 @@ import (
 type Spec struct {
 	Name    string      `json:"name"`
 	Request SpecRequest `json:"request"`
+	Prompts SpecPrompts `json:"prompts"`
 	Scrape  SpecScrape  `json:"scrape"`
 	Load    SpecLoad    `json:"load"`
 	SLO     *SLO        `json:"slo,omitempty"`
@@ -25,6 +26,13 @@ type SpecRequest struct {
 	// IgnoreEOS is vLLM's ignore_eos: every ok response should be exactly
 	// max_tokens long (nil when the scenario does not say).
 	IgnoreEOS *bool `json:"ignore_eos"`
+}
+
+// SpecPrompts holds the prompt options that matter to reports.
+type SpecPrompts struct {
+	// Tokenizer is what the run counted prompt lengths with (an encoding,
+	// a tokenizer.json path, or "server"); empty when unknown.
+	Tokenizer string `json:"tokenizer,omitempty"`
 }
 
 // SpecScrape holds the scrape options that matter to reports.

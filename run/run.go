@@ -26,6 +26,7 @@ import (
 	"github.com/servebench/servebench/internal/loopback"
 	"github.com/servebench/servebench/internal/openfiles"
 	"github.com/servebench/servebench/internal/simurl"
+	"github.com/servebench/servebench/internal/tokenizer"
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/report/chart"
 	"github.com/servebench/servebench/results"
@@ -242,9 +243,13 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 	// The prompts (a dataset file read and checked) before anything
 	// touches the network: a bad dataset is the scenario's fault, said as
 	// such, even when the target is down.
-	prompts, err := scenario.NewPrompts(sc)
-	if err != nil {
-		return nil, &ConfigError{err}
+	// With prompts.tokenizer: server they are calibrated on the target,
+	// once it is up and before the load.
+	var prompts *scenario.Prompts
+	if sc.Prompts.Tokenizer != tokenizer.Server {
+		if prompts, err = scenario.NewPrompts(sc); err != nil {
+			return nil, &ConfigError{err}
+		}
 	}
 
 	// One socket per stream (two with the simulator in this process): a
@@ -289,6 +294,11 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 	defer cl.Close()
 	if sc.Target.Model == "" {
 		if err := detectModel(ctx, cl, sc, baseURL); err != nil {
+			return nil, err
+		}
+	}
+	if prompts == nil {
+		if prompts, err = serverPrompts(ctx, cl, sc, opts.Shard, opts.Progress); err != nil {
 			return nil, err
 		}
 	}

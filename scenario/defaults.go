@@ -178,7 +178,7 @@ func (v *validator) zeros(sc *Scenario) {
 	}
 
 	p := &raw.Prompts
-	z("prompts.tokenizer", p.Tokenizer == "", "is empty: write one of "+strings.Join(knownTokenizers, ", ")+orDefault(tokenizer.Default))
+	z("prompts.tokenizer", p.Tokenizer == "", "is empty: write "+tokenizerChoices+orDefault(tokenizer.Default))
 	z("prompts.dataset.format", p.Dataset.Path != "" && p.Dataset.Format == "",
 		"is empty: write "+FormatShareGPT+" or "+FormatJSONL+", or remove the key to follow the file's extension (.jsonl: jsonl, else sharegpt)")
 	for _, d := range []struct {

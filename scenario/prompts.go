@@ -1,22 +1,25 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/servebench/servebench/internal/tokenizer"
+	"github.com/servebench/servebench/results"
 )
 
 // Prompt is the content of one request.
 type Prompt struct {
 	Text         string // the user message (chat) or the prompt (completions)
-	InputTokens  int    // tokens in Text under the scenario's tokenizer
+	InputTokens  int    // tokens in Text under the scenario's tokenizer (or the server's)
 	OutputTokens int    // the max_tokens to ask for
 }
 
@@ -25,8 +28,10 @@ type Prompt struct {
 // of a scenario send the same prompts.
 //
 // Synthetic prompts have exactly their drawn token length under the
-// scenario's tokenizer: they are runs of words that are one token each,
-// taken from a corpus generated once from the seed. The first
+// scenario's tokenizer (with prompts.tokenizer: server, under the
+// server's, whose words were calibrated through its /tokenize): they are
+// runs of words that are one token each, taken from a corpus generated
+// once from the seed. The first
 // shared_prefix_tokens of every prompt are the same text. Distinct sequence
 // numbers start at distinct corpus positions, so prompts do not share a
 // prefix beyond the intended one (for the first 65,536 requests; then the
@@ -40,10 +45,12 @@ type Prompt struct {
 // At is cheap (no allocation for synthetic prompts without a shared prefix)
 // and Prompts is safe for concurrent use.
 type Prompts struct {
-	tok  *tokenizer.Tokenizer
-	seed uint64
-	in   *Dist // nil for a dataset
-	out  *Dist // nil: the dataset's output lengths
+	tok      *tokenizer.Tokenizer // counts dataset prompts; nil with the server's tokenizer
+	words    *tokenizer.Words     // synthetic prompts' single-token words
+	overhead int
+	seed     uint64
+	in       *Dist // nil for a dataset
+	out      *Dist // nil: the dataset's output lengths
 
 	// Synthetic prompts.
 	prefix       string
@@ -73,6 +80,11 @@ type entry struct {
 	counted atomic.Int32
 }
 
+// ErrServerTokenizer is NewShardPrompts' refusal of a scenario whose
+// prompts.tokenizer is server: its words come from the target (see
+// NewServerPrompts).
+var ErrServerTokenizer = errors.New("prompts.tokenizer server: the words come from the target's /tokenize (calibrate, then NewServerPrompts)")
+
 // NewPrompts builds the prompts of a scenario whose defaults are applied:
 // it loads the tokenizer and generates the synthetic corpus (a few
 // milliseconds) or reads the dataset file.
@@ -84,13 +96,40 @@ func NewPrompts(sc *Scenario) (*Prompts, error) { return NewShardPrompts(sc, Sha
 // prompts. A dataset is partitioned: the shard keeps the usable entries at
 // positions i with i mod Count = Index and cycles through them alone; a
 // dataset with fewer usable entries than shards is an error.
+//
+// A scenario whose prompts.tokenizer is server gets ErrServerTokenizer.
 func NewShardPrompts(sc *Scenario, sh Shard) (*Prompts, error) {
-	spec := &sc.Prompts
-	tok, err := tokenizer.Load(spec.Tokenizer)
+	if sc.Prompts.Tokenizer == tokenizer.Server {
+		return nil, ErrServerTokenizer
+	}
+	tok, err := tokenizer.Load(sc.TokenizerPath())
 	if err != nil {
 		return nil, fmt.Errorf("prompts: %w", err)
 	}
-	p := &Prompts{tok: tok, seed: spec.Seed, in: spec.InputTokens, out: spec.OutputTokens, shards: uint64(sh.n())}
+	overhead := 0
+	if sc.Target.API == results.APIChat && sc.Request.System != "" {
+		overhead = tok.Count(sc.Request.System)
+	}
+	return newPrompts(sc, sh, tok, tok.Words(), overhead)
+}
+
+// NewServerPrompts builds the synthetic prompts of a scenario whose
+// prompts.tokenizer is server, from the words calibrated on the target
+// (tokenizer.Calibrate with the server's /tokenize): each prompt has
+// exactly its drawn length under the server's tokenizer. overhead is what
+// the server was measured to count beyond a prompt's own tokens (its
+// special tokens, chat template and system message); see Overhead.
+func NewServerPrompts(sc *Scenario, sh Shard, words *tokenizer.Words, overhead int) (*Prompts, error) {
+	if sc.Prompts.Dataset.Path != "" {
+		return nil, fmt.Errorf("prompts: %w", ErrServerTokenizer)
+	}
+	return newPrompts(sc, sh, nil, words, overhead)
+}
+
+func newPrompts(sc *Scenario, sh Shard, tok *tokenizer.Tokenizer, words *tokenizer.Words, overhead int) (*Prompts, error) {
+	spec := &sc.Prompts
+	var err error
+	p := &Prompts{tok: tok, words: words, overhead: overhead, seed: spec.Seed, in: spec.InputTokens, out: spec.OutputTokens, shards: uint64(sh.n())}
 	if spec.Dataset.Path != "" {
 		p.in = nil
 		p.entries, err = readDataset(sc.DatasetPath(), spec.Dataset.Format)
@@ -133,17 +172,17 @@ func NewShardPrompts(sc *Scenario, sh Shard) (*Prompts, error) {
 	}
 	r := rand.New(rand.NewPCG(textSeed, 0xc0de_c0de))
 	p.prefixTokens = spec.SharedPrefixTokens
-	p.prefix = tok.Text(p.prefixTokens, r.IntN)
+	p.prefix = words.Text(p.prefixTokens, r.IntN)
 
-	words := corpusStarts - 1 + p.in.highest() - p.prefixTokens
+	n := corpusStarts - 1 + p.in.highest() - p.prefixTokens
 	var b strings.Builder
-	b.Grow(words * 8)
-	p.offs = make([]int32, words+1)
-	for i := range words {
+	b.Grow(n * 8)
+	p.offs = make([]int32, n+1)
+	for i := range n {
 		p.offs[i] = int32(b.Len())
-		b.WriteString(tok.Word(r.IntN(tok.NumWords())))
+		b.WriteString(words.Word(r.IntN(words.Len())))
 	}
-	p.offs[words] = int32(b.Len())
+	p.offs[n] = int32(b.Len())
 	p.corpus = b.String()
 	p.starts = corpusStarts
 	p.stride, p.shift = permutation(p.starts, textSeed)
@@ -238,8 +277,17 @@ func (p *Prompts) countAll() {
 // the number of usable dataset entries, or of synthetic start positions.
 func (p *Prompts) Len() int { return int(p.starts) }
 
-// Tokenizer returns the tokenizer prompts are counted with.
+// Tokenizer returns the tokenizer prompts are counted with; nil when the
+// words were calibrated on the server (NewServerPrompts).
 func (p *Prompts) Tokenizer() *tokenizer.Tokenizer { return p.tok }
+
+// Overhead is the number of tokens a server is expected to count beyond a
+// prompt's InputTokens: the system message (chat) under the scenario's
+// tokenizer, or, with the server's tokenizer, what the server was
+// measured to add (special tokens, the chat template, the system message).
+// A local tokenizer knows nothing of a real server's template, so a
+// difference of a few tokens per request remains against such a server.
+func (p *Prompts) Overhead() int { return p.overhead }
 
 // draw returns a length from d: rounded, clamped to d's bounds and ≥ 1.
 func (d *Dist) draw(r *rand.Rand) int {
@@ -252,4 +300,18 @@ func (d *Dist) draw(r *rand.Rand) int {
 	default:
 		return max(d.Value, 1)
 	}
+}
+
+// String describes the distribution in a few words: "128",
+// "uniform 128–384", "normal mean 512 sd 64 in 256–704".
+func (d *Dist) String() string {
+	switch {
+	case d == nil:
+		return "none"
+	case d.Dist == DistUniform:
+		return fmt.Sprintf("uniform %d–%d", d.Min, d.Max)
+	case d.Dist == DistNormal:
+		return fmt.Sprintf("normal mean %g sd %g in %d–%d", d.Mean, d.Stddev, d.Min, d.Max)
+	}
+	return strconv.Itoa(d.Value)
 }

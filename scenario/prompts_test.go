@@ -2,11 +2,14 @@ package scenario
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/servebench/servebench/internal/tokenizer"
 )
 
 func mustPrompts(t testing.TB, yaml string) *Prompts {
@@ -24,6 +27,69 @@ func mustPrompts(t testing.TB, yaml string) *Prompts {
 
 const stages = "load: {stages: [{concurrency: 1, requests: 1}]}\n"
 
+// The tokenizer.json fixtures, relative to this package (and so to a
+// scenario parsed as "p.yaml").
+const (
+	fixtureBPE       = "../internal/tokenizer/testdata/tiny-bpe.json"
+	fixtureWordLevel = "../internal/tokenizer/testdata/tiny-wordlevel.json"
+)
+
+// TestServerPrompts builds synthetic prompts from words calibrated on a
+// counter (here the BPE fixture, as a server's /tokenize would count): they
+// have exactly their lengths under it. Without such words the scenario's
+// prompts cannot be built.
+func TestServerPrompts(t *testing.T) {
+	t.Parallel()
+	sc, err := Parse("p.yaml", []byte("name: p\nrequest: {system: be brief}\nprompts: {tokenizer: server, input_tokens: {dist: uniform, min: 1, max: 900}, shared_prefix_tokens: 1}\n"+stages))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewPrompts(sc); !errors.Is(err, ErrServerTokenizer) {
+		t.Fatalf("NewPrompts with the server's tokenizer: %v", err)
+	}
+	tok, err := tokenizer.Load(fixtureBPE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	words, err := tokenizer.Calibrate(context.Background(), "server", func(_ context.Context, s string) (int, error) { return tok.Count(s), nil }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewServerPrompts(sc, Shard{}, words, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Overhead() != 7 || p.Tokenizer() != nil {
+		t.Fatalf("overhead %d, tokenizer %v", p.Overhead(), p.Tokenizer())
+	}
+	for seq := range uint64(200) {
+		pr := p.At(seq)
+		if got := tok.Count(pr.Text); got != pr.InputTokens {
+			t.Fatalf("seq %d: %d tokens under the server's tokenizer, intended %d", seq, got, pr.InputTokens)
+		}
+	}
+}
+
+// TestOverheadCountsSystem: the system message is part of what a server
+// counts for a chat request, under the scenario's tokenizer; a completions
+// request has none.
+func TestOverheadCountsSystem(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		api, system string
+		want        int
+	}{{"chat", "", 0}, {"chat", " be brief", 2}, {"completions", "", 0}} {
+		sys := ""
+		if tc.system != "" {
+			sys = "request: {system: '" + tc.system + "'}\n"
+		}
+		p := mustPrompts(t, "name: p\ntarget: {api: "+tc.api+"}\n"+sys+stages)
+		if p.Overhead() != tc.want {
+			t.Errorf("%s, system %q: overhead %d, want %d", tc.api, tc.system, p.Overhead(), tc.want)
+		}
+	}
+}
+
 // TestSyntheticPromptsExact checks that every synthetic prompt has exactly
 // its intended token count, including the shared prefix plus its suffix,
 // that the prefix is the same text in every prompt, and that lengths stay
@@ -39,6 +105,8 @@ func TestSyntheticPromptsExact(t *testing.T) {
 		{"normal", "{seed: 4, input_tokens: {dist: normal, mean: 200, stddev: 50}, output_tokens: {dist: normal, mean: 20, stddev: 30, min: 2, max: 40}}", 0},
 		{"prefix is the whole prompt", "{input_tokens: 16, shared_prefix_tokens: 16}", 16},
 		{"cl100k", "{tokenizer: cl100k_base, input_tokens: {dist: uniform, min: 1, max: 64}, shared_prefix_tokens: 1}", 1},
+		{"tokenizer.json BPE", "{tokenizer: " + fixtureBPE + ", input_tokens: {dist: uniform, min: 1, max: 600}, shared_prefix_tokens: 1}", 1},
+		{"tokenizer.json WordLevel", "{tokenizer: " + fixtureWordLevel + ", input_tokens: {dist: normal, mean: 300, stddev: 80, min: 20}, shared_prefix_tokens: 20}", 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

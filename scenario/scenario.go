@@ -151,8 +151,12 @@ type RequestSpec struct {
 // PromptSpec describes the prompts: synthetic ones of drawn token lengths,
 // or a dataset file.
 type PromptSpec struct {
-	// Tokenizer is the encoding synthetic prompts are exact under
-	// (o200k_base or cl100k_base; default o200k_base).
+	// Tokenizer is what prompt lengths are counted with: an embedded
+	// encoding (o200k_base, the default, or cl100k_base), the path of the
+	// model's Hugging Face tokenizer.json (relative to the scenario file),
+	// or "server": synthetic prompts are calibrated through the target's
+	// /tokenize endpoint (vLLM, SGLang, the simulator), so their lengths are
+	// exact under the server's own tokenizer (synthetic prompts only).
 	Tokenizer string `yaml:"tokenizer" json:"tokenizer"`
 	// Seed makes prompts and lengths reproducible: the prompt of a request
 	// is a pure function of (Seed, sequence number).

@@ -38,11 +38,7 @@ func (sc *Scenario) Set(path, value string) error {
 // Set; use Set for it too (for example target.model after auto-detection),
 // which also keeps it in the resolved scenario.
 func (sc *Scenario) Override(assignments ...string) error {
-	base := sc.raw
-	if base == nil {
-		base = sc
-	}
-	next := clone(base)
+	items := make([]assignment, 0, len(assignments))
 	var errs []error
 	for _, a := range assignments {
 		path, value, ok := strings.Cut(a, "=")
@@ -50,7 +46,27 @@ func (sc *Scenario) Override(assignments ...string) error {
 			errs = append(errs, &FieldError{File: SetFile, Msg: fmt.Sprintf("want path=value, got %q", a)})
 			continue
 		}
-		errs = append(errs, next.set(strings.TrimSpace(path), value)...)
+		items = append(items, assignment{from: SetFile, path: strings.TrimSpace(path), value: value})
+	}
+	return sc.override(items, errs...)
+}
+
+// assignment is one override: the field path, its value (as Set takes
+// it), and where it came from ("--set", or the flag that made it), which
+// the errors about it name.
+type assignment struct{ from, path, value string }
+
+// override applies assignments in order (a later one wins), then
+// Defaults, and validates the result; on error (or with errs, problems
+// found before) sc is unchanged.
+func (sc *Scenario) override(items []assignment, errs ...error) error {
+	base := sc.raw
+	if base == nil {
+		base = sc
+	}
+	next := clone(base)
+	for _, a := range items {
+		errs = append(errs, next.set(a.from, a.path, a.value)...)
 	}
 	if len(errs) > 0 {
 		return joinSorted(errs)
@@ -65,10 +81,11 @@ func (sc *Scenario) Override(assignments ...string) error {
 	return nil
 }
 
-// set applies one override to sc (the scenario as written).
-func (sc *Scenario) set(path, value string) []error {
+// set applies one override to sc (the scenario as written); from names
+// its origin in errors and positions.
+func (sc *Scenario) set(from, path, value string) []error {
 	fail := func(format string, args ...any) []error {
-		return []error{&FieldError{File: SetFile, Field: path, Msg: fmt.Sprintf(format, args...)}}
+		return []error{&FieldError{File: from, Field: path, Msg: fmt.Sprintf(format, args...)}}
 	}
 	segs, err := splitPath(path)
 	if err != nil {
@@ -99,7 +116,7 @@ func (sc *Scenario) set(path, value string) []error {
 			if i != len(segs)-1 {
 				return fail("only one key below %s can be set", joinPath(segs[:i]))
 			}
-			return sc.setMapKey(v, seg.name, path, value)
+			return sc.setMapKey(from, v, seg.name, path, value)
 		case v.Kind() == reflect.Struct:
 			f, ok := fieldByTag(v.Type(), seg.name)
 			if !ok {
@@ -123,7 +140,7 @@ func (sc *Scenario) set(path, value string) []error {
 	if sc.src.pos == nil {
 		sc.src.pos = map[string]position{}
 	}
-	sc.src.pos[path] = position{file: SetFile, null: value == ""}
+	sc.src.pos[path] = position{file: from, null: value == ""}
 
 	if value == "" {
 		v.Set(reflect.Zero(v.Type()))
@@ -138,7 +155,7 @@ func (sc *Scenario) set(path, value string) []error {
 		_, msg := yamlErrorLine(fmt.Sprint(err))
 		return fail("value %q is not YAML: %s", value, msg)
 	}
-	w := walker{src: &sc.src, file: SetFile}
+	w := walker{src: &sc.src, file: from}
 	w.walk(n.Content[0], v.Type(), path, 0)
 	if len(w.errs) > 0 {
 		return w.errs
@@ -153,7 +170,7 @@ func (sc *Scenario) set(path, value string) []error {
 }
 
 // setMapKey sets one key of a free-form map (request.extra).
-func (sc *Scenario) setMapKey(m reflect.Value, key, path, value string) []error {
+func (sc *Scenario) setMapKey(from string, m reflect.Value, key, path, value string) []error {
 	if m.IsNil() {
 		m.Set(reflect.MakeMap(m.Type()))
 	}
@@ -164,10 +181,10 @@ func (sc *Scenario) setMapKey(m reflect.Value, key, path, value string) []error 
 	var n yaml.Node
 	if err := yaml.Unmarshal([]byte(value), &n); err != nil || len(n.Content) != 1 {
 		_, msg := yamlErrorLine(fmt.Sprint(err))
-		return []error{&FieldError{File: SetFile, Field: path, Msg: fmt.Sprintf("value %q is not YAML: %s", value, msg)}}
+		return []error{&FieldError{File: from, Field: path, Msg: fmt.Sprintf("value %q is not YAML: %s", value, msg)}}
 	}
 	// The value is checked (and its expansion bounded) as in a file.
-	w := walker{src: &sc.src, file: SetFile}
+	w := walker{src: &sc.src, file: from}
 	w.walk(n.Content[0], m.Type().Elem(), path, 0)
 	if len(w.errs) > 0 {
 		return w.errs
@@ -175,13 +192,13 @@ func (sc *Scenario) setMapKey(m reflect.Value, key, path, value string) []error 
 	x := reflect.New(m.Type().Elem()) // any for request.extra, string for sweep.server.env
 	if err := n.Content[0].Decode(x.Interface()); err != nil {
 		_, msg := yamlErrorLine(err.Error())
-		return []error{&FieldError{File: SetFile, Field: path, Msg: msg}}
+		return []error{&FieldError{File: from, Field: path, Msg: msg}}
 	}
 	m.SetMapIndex(reflect.ValueOf(key), x.Elem())
 	if sc.src.pos == nil {
 		sc.src.pos = map[string]position{}
 	}
-	sc.src.pos[path] = position{file: SetFile}
+	sc.src.pos[path] = position{file: from}
 	return nil
 }
 

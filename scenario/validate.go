@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/servebench/servebench/internal/loopback"
 	"github.com/servebench/servebench/internal/simurl"
+	"github.com/servebench/servebench/internal/tokenizer"
 	"github.com/servebench/servebench/results"
 )
 
@@ -27,8 +29,12 @@ const (
 )
 
 // knownTokenizers are the encodings internal/tokenizer embeds (checked here
-// by name, since loading one takes a third of a second).
-var knownTokenizers = []string{"o200k_base", "cl100k_base"}
+// by name, since loading one takes a third of a second) and the server's
+// own counting; a tokenizer.json path is the other choice.
+var knownTokenizers = []string{tokenizer.O200kBase, tokenizer.Cl100kBase, tokenizer.Server}
+
+// tokenizerChoices says what prompts.tokenizer accepts.
+var tokenizerChoices = strings.Join(knownTokenizers, ", ") + " or the path of the model's tokenizer.json"
 
 var (
 	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -39,7 +45,7 @@ var (
 // with its position, joined with errors.Join in file order. It reads the
 // scenario only (it never fills in or corrects a value) and expects
 // Defaults to have been applied. The only I/O is a stat of the dataset
-// file.
+// and tokenizer files.
 func (sc *Scenario) Validate() error {
 	v := validator{src: &sc.src}
 	if strings.TrimSpace(sc.Name) == "" {
@@ -193,12 +199,21 @@ func (v *validator) request(sc *Scenario) {
 
 func (v *validator) prompts(sc *Scenario) {
 	p := &sc.Prompts
-	known := false
-	for _, k := range knownTokenizers {
-		known = known || p.Tokenizer == k
-	}
-	if !known {
-		v.add("prompts.tokenizer", "want one of %s, got %q", strings.Join(knownTokenizers, ", "), p.Tokenizer)
+	switch {
+	case tokenizer.IsFile(p.Tokenizer):
+		fi, err := os.Stat(sc.TokenizerPath())
+		switch {
+		case err != nil:
+			v.add("prompts.tokenizer", "cannot read %q: %s", sc.TokenizerPath(), errorOr(err, ""))
+		case fi.IsDir():
+			v.add("prompts.tokenizer", "%q is a directory: name its tokenizer.json", p.Tokenizer)
+		}
+	case p.Tokenizer == tokenizer.Server:
+		if p.Dataset.Path != "" {
+			v.add("prompts.tokenizer", "server calibrates synthetic prompts only; a dataset's lengths are counted here: name the model's tokenizer.json (the server's own counts are recorded either way)")
+		}
+	case !slices.Contains(knownTokenizers, p.Tokenizer):
+		v.add("prompts.tokenizer", "want %s, got %q", tokenizerChoices, p.Tokenizer)
 	}
 	if p.SharedPrefixTokens < 0 {
 		v.add("prompts.shared_prefix_tokens", "must be ≥ 0, got %d", p.SharedPrefixTokens)
@@ -278,6 +293,16 @@ func (sc *Scenario) SimTarget() string {
 	}
 	v := validator{src: &sc.src}
 	return u.In(v.dir("target.url")).String()
+}
+
+// TokenizerPath is the tokenizer.json's path, resolved against the
+// scenario file's directory when relative; prompts.tokenizer as it is when
+// it names an encoding or the server.
+func (sc *Scenario) TokenizerPath() string {
+	if !tokenizer.IsFile(sc.Prompts.Tokenizer) {
+		return sc.Prompts.Tokenizer
+	}
+	return sc.Path(sc.Prompts.Tokenizer)
 }
 
 // DatasetPath is the dataset file's path, resolved against the scenario

@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/servebench/servebench/internal/simurl"
+	"github.com/servebench/servebench/internal/tokenizer"
 	"github.com/servebench/servebench/internal/yamlmsg"
 )
 
@@ -109,6 +110,13 @@ type Config struct {
 	LogStatsInterval time.Duration `yaml:"log_stats_interval"`
 	// EnablePromptTokensDetails adds usage.prompt_tokens_details.cached_tokens.
 	EnablePromptTokensDetails bool `yaml:"enable_prompt_tokens_details"`
+	// Tokenizer is what the simulator counts prompts with (usage and
+	// /tokenize): o200k_base (the default when empty), cl100k_base, or the
+	// path of a Hugging Face tokenizer.json, as a scenario's
+	// prompts.tokenizer. A simulator counting with another tokenizer than
+	// the scenario's stands for a model whose tokenizer the scenario did not
+	// name.
+	Tokenizer string `yaml:"tokenizer,omitempty"`
 
 	// Calibration records how a fitted preset (a twin written by `bench
 	// calibrate`) was obtained. The engine ignores it; `bench predict`
@@ -364,6 +372,13 @@ func (c *Config) Validate() error {
 	}
 	if c.LogStatsInterval <= 0 {
 		bad("log_stats_interval", "must be positive")
+	}
+	switch c.Tokenizer {
+	case "", tokenizer.O200kBase, tokenizer.Cl100kBase:
+	default:
+		if !tokenizer.IsFile(c.Tokenizer) {
+			bad("tokenizer", "want o200k_base, cl100k_base or the path of a tokenizer.json, got %q", c.Tokenizer)
+		}
 	}
 	if k := c.Calibration; k != nil {
 		if len(k.Covariance) != len(k.Coefficients) {

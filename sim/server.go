@@ -60,7 +60,7 @@ func Listen(ctx context.Context, addr string, cfg Config, logs io.Writer) (*Serv
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("sim config: %w", err)
 	}
-	tok, err := tokenizer.Load("")
+	tok, err := tokenizer.Load(cfg.Tokenizer)
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
@@ -280,6 +280,12 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	}}})
 }
 
+// tokenize serves POST /tokenize in vLLM's shape: {"prompt": …} or
+// {"messages": [...]} (add_special_tokens and add_generation_prompt are
+// accepted; the simulator has no special tokens and no chat template, so
+// they change nothing) → {"count", "max_model_len", "tokens",
+// "token_strs"}. It counts with the simulator's tokenizer, exactly as the
+// usage of a generation request does.
 func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 	var req genRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxBodyBytes)).Decode(&req); err != nil {

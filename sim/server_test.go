@@ -436,3 +436,67 @@ func TestLogs(t *testing.T) {
 		t.Errorf("no stats line shows the running request:\n%s", out)
 	}
 }
+
+// TestTokenize checks /tokenize against the simulator's tokenizer, the
+// default one and a tokenizer.json: a prompt counts as the tokenizer counts
+// it, chat messages as the sum of their texts, and a generation request's
+// usage agrees with /tokenize.
+func TestTokenize(t *testing.T) {
+	t.Parallel()
+	const fixture = "../internal/tokenizer/testdata/tiny-bpe.json"
+	cfg := Defaults()
+	if err := cfg.Set("tokenizer", "gpt2"); err == nil || !strings.Contains(err.Error(), "want o200k_base, cl100k_base or the path of a tokenizer.json") {
+		t.Fatalf("tokenizer=gpt2: %v", err)
+	}
+	for _, tc := range []struct{ name, tokenizer string }{{"default", ""}, {"tokenizer.json", fixture}} {
+		name := tc.tokenizer
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := startTiny(t, "tokenizer="+name)
+			tok, err := tokenizer.Load(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			count := func(body any) int {
+				t.Helper()
+				resp := post(t, ctx, s.URL()+"/tokenize", body)
+				defer resp.Body.Close()
+				var out struct {
+					Count       int      `json:"count"`
+					MaxModelLen int      `json:"max_model_len"`
+					Tokens      []uint32 `json:"tokens"`
+				}
+				if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK {
+					t.Fatalf("/tokenize: %d %v", resp.StatusCode, err)
+				}
+				if len(out.Tokens) != out.Count || out.MaxModelLen != s.Config().MaxModelLen {
+					t.Fatalf("/tokenize: %d tokens for count %d, max_model_len %d", len(out.Tokens), out.Count, out.MaxModelLen)
+				}
+				return out.Count
+			}
+			text := "The server's queue held 1024 requests; development information."
+			if got, want := count(map[string]any{"model": "tiny", "prompt": text, "add_special_tokens": false}), tok.Count(text); got != want {
+				t.Errorf("prompt: count %d, the tokenizer counts %d", got, want)
+			}
+			msgs := []map[string]string{{"role": "system", "content": "be brief"}, {"role": "user", "content": text}}
+			chat := count(map[string]any{"messages": msgs, "add_generation_prompt": true})
+			if want := tok.Count("be brief") + tok.Count(text); chat != want {
+				t.Errorf("chat: count %d, want %d", chat, want)
+			}
+			resp := post(t, ctx, s.URL()+"/v1/chat/completions", map[string]any{"messages": msgs, "max_tokens": 2})
+			defer resp.Body.Close()
+			var gen struct {
+				Usage struct {
+					PromptTokens int `json:"prompt_tokens"`
+				} `json:"usage"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&gen); err != nil {
+				t.Fatal(err)
+			}
+			if gen.Usage.PromptTokens != chat {
+				t.Errorf("usage.prompt_tokens %d, /tokenize counts %d", gen.Usage.PromptTokens, chat)
+			}
+		})
+	}
+}

@@ -144,7 +144,7 @@ func TestExitCodes(t *testing.T) {
 		{"unknown command", []string{"frobnicate"}, exitUsage, "unknown command"},
 		{"help", []string{"help", "run"}, exitOK, ""},
 		{"version", []string{"version"}, exitOK, ""},
-		{"run without scenario", []string{"run"}, exitUsage, "exactly one scenario"},
+		{"run without scenario", []string{"run"}, exitUsage, "a run without a scenario file needs --target URL"},
 		{"bad flag", []string{"run", "--nope", "x.yaml"}, exitUsage, "nope"},
 		{"scenario with a typo", []string{"run", bad}, exitUsage, "bad.yaml:5"},
 		{"bad --set", []string{"run", "../../scenarios/quickstart.yaml", "--set", "load.nope=1"}, exitUsage, "load.nope"},
@@ -220,7 +220,7 @@ func TestSetAppliedTogether(t *testing.T) {
 			t.Errorf("%v: %v\n%s%s", order, err, out, errb)
 		}
 	}
-	checkCLI(t, cliCase{"bad target", []string{"run", file, "--target", "ftp://127.0.0.1:1"}, exitUsage, "--target ftp://127.0.0.1:1:"})
+	checkCLI(t, cliCase{"bad target", []string{"run", file, "--target", "ftp://127.0.0.1:1"}, exitUsage, `--target: target.url: want http(s)://HOST:PORT[/v1] or sim://PRESET, got "ftp://127.0.0.1:1"`})
 }
 
 // TestIssue11DatasetBeforeConnecting (issue 11, item 16): a dataset was

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,13 +16,24 @@ import (
 	"github.com/servebench/servebench/scenario"
 )
 
-const runUsage = `Usage: bench run SCENARIO [--target URL] [--out DIR [--force]] [--virtual] [--set path=value ...]
+const runUsage = `Usage: bench run SCENARIO [--target URL] [--out DIR [--force]] [--virtual] [--set path=value ...] [--dry-run]
                  [--shard I/N [--start-at TIME] [--scrape-shard K]]
+       bench run --target URL [--model M] --concurrency N | --rate R [--arrival poisson]
+                 --requests N | --duration D --input-tokens N --output-tokens N [--dataset F]
 
 Runs a scenario file: sends its load to the target, streams one record per
 request (and per /metrics scrape) to DIR/results.jsonl as each finishes, then
 writes DIR/summary.json, the plots and DIR/report.html, and prints a summary
 table with the correlation findings.
+
+Without a file, the flags are the scenario: one stage, a closed loop of
+--concurrency workers or an open loop of --rate arrivals per second, bounded
+by --requests and/or --duration, with prompts of --input-tokens tokens
+asking for --output-tokens (or taken from --dataset). With a file, the same
+flags change its stage (a one-stage file) and its prompts. The file comes
+first, then the flags, then --set. Either way the results header records
+the resolved scenario. --dry-run validates, prints the resolved scenario and
+the plan, and sends nothing.
 
 The target is target.url unless --target overrides it:
   sim://PRESET            the built-in simulator, in-process ('bench help sim'
@@ -58,6 +70,9 @@ DIR' rebuilds the summary from them.
 
 Examples:
   bench run scenarios/quickstart.yaml
+  bench run --target sim://tiny --concurrency 4 --requests 20 --input-tokens 128 --output-tokens 32
+  bench run --target http://127.0.0.1:8000 --rate 5 --duration 1m --input-tokens 1024 --output-tokens 256
+  bench run scenarios/quickstart.yaml --dry-run
   bench run scenarios/quickstart.yaml --out runs/try1
   bench run my.yaml --target http://127.0.0.1:8000 --set load.stages[0].concurrency=64
   bench run my.yaml --set prompts.input_tokens.value=4096 --set request.max_tokens=256
@@ -69,7 +84,10 @@ Examples:
 
 func runCmd(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "run", runUsage)
-	load := scenarioFlags(fs)
+	var flags scenario.Flags
+	load := scenarioFlagsInto(fs, &flags)
+	runLoadFlags(fs, &flags)
+	dryRun := fs.Bool("dry-run", false, "validate, print the resolved scenario and the plan, and send nothing")
 	outDir := fs.String("out", "", "output directory (default runs/NAME-YYYYMMDD-HHMMSS)")
 	quiet := fs.Bool("quiet", false, "no progress output")
 	force := fs.Bool("force", false, "write into an --out directory that already holds a run, replacing its files")
@@ -81,11 +99,15 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
+	if len(pos) > 1 {
 		fs.Usage()
-		return usagef("run: want exactly one scenario file, got %d", len(pos))
+		return usagef("run: want one scenario file (or none, with the flags of a run), got %d", len(pos))
 	}
-	sc, err := load(pos[0])
+	file := ""
+	if len(pos) == 1 {
+		file = pos[0]
+	}
+	sc, err := load(file)
 	if err != nil {
 		return err
 	}
@@ -93,8 +115,14 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *dryRun {
+		if err := run.DryRun(e.stdout, sc, sh); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
 	if sc.Sweep != nil {
-		fmt.Fprintf(e.stderr, "note: %s has a sweep: block; 'bench run' makes one run with the scenario's own settings (use 'bench sweep' to run every value)\n", pos[0])
+		fmt.Fprintf(e.stderr, "note: %s has a sweep: block; 'bench run' makes one run with the scenario's own settings (use 'bench sweep' to run every value)\n", file)
 	}
 	dir := *outDir
 	if dir == "" {
@@ -204,29 +232,55 @@ func runOptions(e env, sc *scenario.Scenario, dir string, quiet bool) (run.Optio
 
 // scenarioFlags registers the flags that change the scenario (--target,
 // --allow-remote, --header, --set) and returns the function that loads a
-// scenario file with them applied: --target first, then every override at
+// scenario file with them applied (scenario.ApplyFlags): every override at
 // once, validated together, so overrides valid only together (a min and a
 // max) work in any order.
 func scenarioFlags(fs *flag.FlagSet) func(path string, extra ...string) (*scenario.Scenario, error) {
-	target := fs.String("target", "", "override target.url (http://HOST:PORT or sim://PRESET)")
-	allowRemote := fs.Bool("allow-remote", false, "allow a target that is not this machine (target.allow_remote)")
+	return scenarioFlagsInto(fs, &scenario.Flags{})
+}
+
+// scenarioFlagsInto is scenarioFlags with the flags' values kept in f,
+// where a command may register more of them (runLoadFlags). The loader
+// builds the scenario from f alone when path is empty (scenario.FromFlags).
+func scenarioFlagsInto(fs *flag.FlagSet, f *scenario.Flags) func(path string, extra ...string) (*scenario.Scenario, error) {
+	fs.StringVar(&f.Target, "target", "", "override target.url (http://HOST:PORT or sim://PRESET)")
+	fs.BoolVar(&f.AllowRemote, "allow-remote", false, "allow a target that is not this machine (target.allow_remote)")
 	var sets, headers multiFlag
 	fs.Var(&headers, "header", "send a header with every request, `Name:value` (repeatable; target.headers)")
 	fs.Var(&sets, "set", "override a scenario field, `path=value` (repeatable), e.g. load.stages[0].rate=20")
 	return func(path string, extra ...string) (*scenario.Scenario, error) {
-		var all []string
-		if *allowRemote {
-			all = append(all, "target.allow_remote=true")
-		}
-		for _, h := range headers {
-			name, value, ok := strings.Cut(h, ":")
-			if !ok || strings.TrimSpace(name) == "" {
-				return nil, usagef("--header %q: want Name:value", h)
+		f.Headers = headers
+		all := append(slices.Clone(extra), sets...)
+		if path == "" {
+			sc, err := scenario.FromFlags(*f, all...)
+			if err != nil {
+				return nil, usageError{err}
 			}
-			all = append(all, "target.headers."+strings.TrimSpace(name)+"="+strings.TrimSpace(value))
+			return sc, nil
 		}
-		return loadScenario(path, *target, append(append(all, extra...), sets...))
+		sc, err := scenario.Load(path)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		if err := sc.ApplyFlags(*f, all...); err != nil {
+			return nil, usageError{err}
+		}
+		return sc, nil
 	}
+}
+
+// runLoadFlags registers the flags that describe a run without a
+// scenario file (or change a one-stage file's stage) into f.
+func runLoadFlags(fs *flag.FlagSet, f *scenario.Flags) {
+	fs.StringVar(&f.Model, "model", "", "the model `name` (target.model; default: the first of GET /v1/models)")
+	fs.IntVar(&f.Concurrency, "concurrency", 0, "a closed loop of `N` workers")
+	fs.Float64Var(&f.Rate, "rate", 0, "an open loop of `R` arrivals per second")
+	fs.StringVar(&f.Arrival, "arrival", "", "the open loop's arrival `process`: poisson (default), constant or gamma")
+	fs.IntVar(&f.Requests, "requests", 0, "stop the stage after `N` requests")
+	fs.DurationVar(&f.Duration, "duration", 0, "stop the stage after `D` (30s, 5m)")
+	fs.IntVar(&f.InputTokens, "input-tokens", 0, "prompts of `N` tokens")
+	fs.IntVar(&f.OutputTokens, "output-tokens", 0, "ask for `N` output tokens (max_tokens)")
+	fs.StringVar(&f.Dataset, "dataset", "", "take the prompts from `FILE` (ShareGPT JSON, or JSONL)")
 }
 
 // loadScenario loads the scenario file at path, sets target.url to target
