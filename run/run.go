@@ -247,7 +247,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 	// once it is up and before the load.
 	var prompts *scenario.Prompts
 	if sc.Prompts.Tokenizer != tokenizer.Server {
-		if prompts, err = scenario.NewPrompts(sc); err != nil {
+		if prompts, err = scenario.NewShardPrompts(sc, opts.Shard); err != nil {
 			return nil, &ConfigError{err}
 		}
 	}

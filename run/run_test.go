@@ -335,3 +335,28 @@ func TestRunPresetFile(t *testing.T) {
 		t.Errorf("model %q, requests %+v: the preset file was not run", sum.Model, sum.Overall.Requests)
 	}
 }
+
+// TestShardDataset: a shard of a run takes its share of a dataset. A
+// dataset with one entry cannot be shared by two shards, and the run says
+// so before any load (Run used to build the whole dataset's prompts for
+// every shard).
+func TestShardDataset(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "one.jsonl"), []byte(`{"prompt": "hello there", "output_tokens": 4}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := "name: ds\ntarget: {url: sim://tiny}\nprompts: {dataset: {path: one.jsonl}}\nload: {stages: [{concurrency: 2, requests: 4}]}\n"
+	if err := os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scenario.Load(filepath.Join(dir, "s.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), sc, Options{Dir: t.TempDir(), Shard: scenario.Shard{Index: 1, Count: 2}})
+	var cfg *ConfigError
+	if !errors.As(err, &cfg) || !strings.Contains(err.Error(), "shard") {
+		t.Errorf("a one-entry dataset over two shards: %v", err)
+	}
+}
