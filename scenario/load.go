@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	suggestpkg "github.com/servebench/servebench/internal/suggest"
+
 	"go.yaml.in/yaml/v3"
 
 	"github.com/servebench/servebench/internal/yamlmsg"
@@ -574,37 +576,10 @@ func suggest(t reflect.Type, name string) string {
 			known = append(known, n)
 		}
 	}
-	best, bestD := "", 3
-	for _, k := range known {
-		if d := editDistance(strings.ToLower(name), k); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	if best != "" {
+	if best, ok := suggestpkg.Closest(name, known); ok {
 		return fmt.Sprintf(" (did you mean %s?)", best)
 	}
 	return " (known: " + strings.Join(known, ", ") + ")"
-}
-
-// editDistance is the Levenshtein distance between a and b (bytes).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // joinSorted joins errors ordered by file, line and field, so messages

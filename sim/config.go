@@ -288,6 +288,9 @@ func (c *Config) Set(key, value string) error {
 	if key == "" || key == "base" {
 		return fmt.Errorf("set %q: not a settable key", key)
 	}
+	if all, err := Settings(); err == nil && !slices.ContainsFunc(all, func(s Setting) bool { return s.Name == key }) {
+		return fmt.Errorf("set %s=%s: %s", key, value, unknownSetting(key))
+	}
 	node := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
 		{Kind: yaml.ScalarNode, Value: key},
 		{Kind: yaml.ScalarNode, Value: value},

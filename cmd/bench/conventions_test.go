@@ -172,3 +172,18 @@ for w in "$@"; do read -ra COMP_WORDS <<<"$w"; COMP_CWORD=$((${#COMP_WORDS[@]}-1
 		}
 	}
 }
+
+// TestSimListSettings: bench sim --list-settings prints every setting with
+// the chosen preset's value and meaning (golden), after --set.
+func TestSimListSettings(t *testing.T) {
+	t.Parallel()
+	e, out, errb := testEnv()
+	if err := bench(context.Background(), e, []string{"sim", "--list-settings", "--set", "max_num_seqs=7"}); err != nil {
+		t.Fatalf("%v\n%s", err, errb)
+	}
+	if !strings.Contains(out.String(), "max_num_seqs = 7  (integer)\n    caps the running requests.") {
+		t.Errorf("max_num_seqs not listed with its --set value:\n%s", out)
+	}
+	golden.Check(t, filepath.Join("testdata", "sim-list-settings.golden"), out.Bytes(), *update)
+	checkCLI(t, cliCase{"unknown sim setting", []string{"sim", "--set", "max_num_seq=3"}, exitUsage, "unknown setting max_num_seq (did you mean max_num_seqs?)"})
+}
