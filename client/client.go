@@ -111,6 +111,7 @@ type Client struct {
 	streams     sync.Pool // *stream
 	loadCounter func() (*tokenizer.Tokenizer, error)
 	chunks      atomic.Int64 // token-bearing chunks received, all requests
+	firsts      firstTokens  // first tokens received, all requests
 	requests    atomic.Uint64
 	headers     map[string]string
 	redact      *redact.Redactor // the key and header values, out of every message
@@ -126,6 +127,26 @@ func (c *Client) requestKey() string {
 // requests, for live progress displays (records carry the exact figures).
 // It is safe for concurrent use.
 func (c *Client) Chunks() int64 { return c.chunks.Load() }
+
+// firstTokens counts first tokens as they arrive, and sums their times to
+// first token, for a live TTFT that includes requests still streaming.
+type firstTokens struct {
+	n, sumNS atomic.Int64
+}
+
+func (f *firstTokens) add(ttft time.Duration) {
+	f.n.Add(1)
+	f.sumNS.Add(int64(ttft))
+}
+
+// FirstTokens returns how many requests have received their first token so
+// far and the sum of their times to first token, for live progress
+// displays: the difference between two calls gives the mean TTFT of the
+// first tokens in between, streams still running included. It is safe for
+// concurrent use.
+func (c *Client) FirstTokens() (n int64, sum time.Duration) {
+	return c.firsts.n.Load(), time.Duration(c.firsts.sumNS.Load())
+}
 
 // New validates cfg and builds a Client with a transport tuned for many
 // concurrent streams: an idle pool of MaxConns connections to the one host,

@@ -491,3 +491,36 @@ func TestConnectionReuse(t *testing.T) {
 		t.Errorf("the server saw %d connections, want %d", opened, conns)
 	}
 }
+
+// TestFirstTokens: the live first-token counter counts each request once,
+// when its first token arrives, and sums exactly the TTFTs its records
+// carry; a request that gets no token adds nothing.
+func TestFirstTokens(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(&recorder{})
+	defer srv.Close()
+	c := newTestClient(t, srv.URL, Config{MaxConns: 4})
+	var sum time.Duration
+	for range 5 {
+		res := c.Do(context.Background(), &Request{API: results.APIChat, Prompt: "x", Stream: true, IncludeUsage: true})
+		ttft, ok := res.TTFT()
+		if res.Outcome != results.OK || !ok {
+			t.Fatalf("%s %s", res.Outcome, res.Error)
+		}
+		sum += ttft
+	}
+	n, got := c.FirstTokens()
+	if n != 5 || got != sum {
+		t.Errorf("FirstTokens = %d, %v; want 5, %v", n, got, sum)
+	}
+	empty := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	}))
+	defer empty.Close()
+	c2 := newTestClient(t, empty.URL, Config{})
+	_ = c2.Do(context.Background(), &Request{API: results.APIChat, Prompt: "x", Stream: true})
+	if n, _ := c2.FirstTokens(); n != 0 {
+		t.Errorf("a stream without tokens counted %d first tokens", n)
+	}
+}

@@ -76,6 +76,7 @@ type stream struct {
 
 	res       *results.Result
 	live      *atomic.Int64 // the client's count of token-bearing chunks, for progress displays
+	firsts    *firstTokens  // the client's first-token counter, for progress displays
 	epoch     time.Time
 	sentAt    time.Time // wall+monotonic time of Sent, for ChunkTimes offsets
 	errEvent  bool      // the current SSE event is "event: error"
@@ -222,6 +223,9 @@ func (s *stream) handleData(v []byte, now time.Time) *failure {
 	at := now.Sub(s.epoch)
 	if res.FirstToken == 0 {
 		res.FirstToken = at
+		if s.firsts != nil {
+			s.firsts.add(at - res.Sent)
+		}
 	}
 	if content && res.FirstContent == 0 {
 		res.FirstContent = at

@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scenario"
 )
 
 // progress tracks a run for the live status line. It is fed by the results
@@ -18,20 +22,30 @@ import (
 type progress struct {
 	mu        sync.Mutex
 	start     time.Time
+	stages    []scenario.Stage // this process's share of each stage
 	done      int64
 	failed    int64
+	errors    map[string]int64 // failed requests by error class
 	dropped   int64
 	outTokens int64
-	ttft      *hdrhistogram.Histogram // µs, since the start
-	inFlight  func() int64
-	chunks    func() int64 // token-bearing chunks received so far (live, before requests finish)
-	lastAt    time.Time    // the previous line's time and chunk count, for the current rate
+	ttft      *hdrhistogram.Histogram // µs, finished requests since the start
+	live      liveSource
+	lastAt    time.Time // the previous line's time and live counts, for the current rates
 	lastN     int64
+	lastFirst int64
+	lastSum   time.Duration
 }
 
-func newProgress(start time.Time, inFlight, chunks func() int64) *progress {
-	return &progress{start: start, ttft: hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 2),
-		inFlight: inFlight, chunks: chunks, lastAt: start}
+// liveSource is what the status line reads while requests stream.
+type liveSource struct {
+	counters func() counters                     // the scheduler's
+	chunks   func() int64                        // token-bearing chunks received so far
+	firsts   func() (n int64, sum time.Duration) // first tokens received so far, and their TTFT sum
+}
+
+func newProgress(start time.Time, stages []scenario.Stage, live liveSource) *progress {
+	return &progress{start: start, stages: stages, errors: map[string]int64{},
+		ttft: hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 2), live: live, lastAt: start}
 }
 
 func (p *progress) add(r *results.Result) {
@@ -41,6 +55,7 @@ func (p *progress) add(r *results.Result) {
 	switch r.Outcome {
 	case results.Failed:
 		p.failed++
+		p.errors[string(r.ErrorClass)]++
 	case results.Dropped:
 		p.dropped++
 	case results.OK:
@@ -51,36 +66,90 @@ func (p *progress) add(r *results.Result) {
 	}
 }
 
+// stageDone is how far the running stage is, from 0 to 1, by whichever of
+// its bounds (requests, duration) ends it first, and the time left at the
+// current pace; ok is false when the stage is unbounded or not running.
+func (p *progress) stageDone(c counters) (frac float64, left time.Duration, ok bool) {
+	if c.Stage < 0 || c.Stage >= len(p.stages) {
+		return 0, 0, false
+	}
+	st := &p.stages[c.Stage]
+	in := c.Elapsed - c.StageStarted
+	if st.Duration > 0 {
+		frac = float64(in) / float64(st.Duration.D())
+		ok = true
+	}
+	if st.Requests > 0 {
+		frac = max(frac, float64(c.Scheduled-c.StageBefore)/float64(st.Requests))
+		ok = true
+	}
+	if !ok || frac <= 0 {
+		return 0, 0, ok
+	}
+	frac = min(frac, 1)
+	return frac, time.Duration(float64(in) * (1 - frac) / frac), true
+}
+
 func (p *progress) line(now time.Time) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	el := now.Sub(p.start)
 	secs := max(el.Seconds(), 1e-3)
-	ttft := "-"
-	if p.ttft.TotalCount() > 0 {
-		ttft = fmt.Sprintf("%.0fms", float64(p.ttft.ValueAtQuantile(50))/1000)
-	}
-	var inflight int64
-	if p.inFlight != nil {
-		inflight = p.inFlight()
+	var b strings.Builder
+	b.WriteString(el.Truncate(time.Second).String())
+	var c counters
+	if p.live.counters != nil {
+		c = p.live.counters()
+		if c.Stage >= 0 && c.Stage < len(p.stages) {
+			fmt.Fprintf(&b, "  stage %d/%d %q", c.Stage+1, len(p.stages), p.stages[c.Stage].Name)
+			if frac, left, ok := p.stageDone(c); ok {
+				fmt.Fprintf(&b, " %.0f%%", 100*frac)
+				if frac > 0 {
+					fmt.Fprintf(&b, " ETA %s", left.Round(time.Second))
+				}
+			}
+		}
 	}
 	// The token rate is the live chunk rate since the previous line (one
 	// token per chunk on most servers), so long streams show progress
 	// before they finish; records carry the exact counts.
 	rate := float64(p.outTokens) / secs
-	if p.chunks != nil {
-		n := p.chunks()
+	if p.live.chunks != nil {
+		n := p.live.chunks()
 		if dt := now.Sub(p.lastAt).Seconds(); dt > 0 {
 			rate = float64(n-p.lastN) / dt
 		}
-		p.lastAt, p.lastN = now, n
+		p.lastN = n
 	}
-	s := fmt.Sprintf("%s  done %d  in-flight %d  %.1f req/s  %.0f tok/s  TTFT p50 %s  errors %d",
-		el.Truncate(time.Second), p.done, inflight, float64(p.done)/secs, rate, ttft, p.failed)
+	// The live TTFT is the mean over the first tokens that arrived since
+	// the previous line, streams still running included: it moves when
+	// the server starts queueing, before those requests finish.
+	now1 := "-"
+	if p.live.firsts != nil {
+		n, sum := p.live.firsts()
+		if dn := n - p.lastFirst; dn > 0 {
+			now1 = fmt.Sprintf("%.0fms", float64(sum-p.lastSum)/float64(dn)/1e6)
+		}
+		p.lastFirst, p.lastSum = n, sum
+	}
+	p.lastAt = now
+	ttft := "-"
+	if p.ttft.TotalCount() > 0 {
+		ttft = fmt.Sprintf("%.0fms", float64(p.ttft.ValueAtQuantile(50))/1000)
+	}
+	fmt.Fprintf(&b, "  done %d  in-flight %d  %.1f req/s  %.0f tok/s  TTFT now %s, p50 %s  errors %d",
+		p.done, c.InFlight, float64(p.done)/secs, rate, now1, ttft, p.failed)
+	if p.failed > 0 {
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(p.errors)) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, p.errors[k]))
+		}
+		fmt.Fprintf(&b, " (%s)", strings.Join(parts, ", "))
+	}
 	if p.dropped > 0 {
-		s += fmt.Sprintf("  dropped %d", p.dropped)
+		fmt.Fprintf(&b, "  dropped %d", p.dropped)
 	}
-	return s
+	return b.String()
 }
 
 // draw writes the status line until ctx ends: redrawn in place on a

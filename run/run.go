@@ -394,7 +394,11 @@ func load(ctx context.Context, sc *scenario.Scenario, opts Options, w *results.W
 	}
 	agg.AddHeader(hdr)
 
-	prog := newProgress(epoch, func() int64 { return sched.counters().InFlight }, cl.Chunks)
+	shares := make([]scenario.Stage, len(sc.Load.Stages))
+	for i := range sc.Load.Stages {
+		shares[i] = opts.Shard.Stage(&sc.Load.Stages[i])
+	}
+	prog := newProgress(epoch, shares, liveSource{counters: sched.counters, chunks: cl.Chunks, firsts: cl.FirstTokens})
 	health := startHealth(epoch, simurl.Is(sc.Target.URL))
 	records := make(chan results.Record, 4096)
 	// runCtx ends the load when the user interrupts or when the results

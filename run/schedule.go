@@ -90,6 +90,8 @@ type scheduler struct {
 	trip     context.CancelCauseFunc
 
 	stage                                  atomic.Int64
+	stageAt                                atomic.Int64  // the running stage's start, ns since the epoch
+	stageSched                             atomic.Uint64 // requests scheduled before the running stage
 	scheduled, done                        atomic.Uint64
 	ok, failed, canceled, dropped, outToks atomic.Uint64
 	inFlight                               atomic.Int64
@@ -98,6 +100,8 @@ type scheduler struct {
 // counters is a snapshot of a run's live counters.
 type counters struct {
 	Stage        int           // index of the running stage: -1 before Run, the number of stages once it ended
+	StageStarted time.Duration // the running stage's start, since the epoch
+	StageBefore  uint64        // requests scheduled before the running stage
 	Elapsed      time.Duration // since the epoch
 	Scheduled    uint64        // requests scheduled so far, dropped arrivals included
 	InFlight     int64         // requests handed to the Doer whose record is not yet emitted
@@ -160,6 +164,8 @@ func newScheduler(sc *scenario.Scenario, d Doer, opts ...option) (*scheduler, er
 func (r *scheduler) counters() counters {
 	return counters{
 		Stage:        int(r.stage.Load()),
+		StageStarted: time.Duration(r.stageAt.Load()),
+		StageBefore:  r.stageSched.Load(),
 		Elapsed:      time.Since(r.epoch),
 		Scheduled:    r.scheduled.Load(),
 		InFlight:     r.inFlight.Load(),
@@ -224,6 +230,8 @@ func (r *scheduler) Run(ctx context.Context, emit func(results.Result)) error {
 			completed = false
 			break
 		}
+		r.stageAt.Store(int64(time.Since(r.epoch)))
+		r.stageSched.Store(r.scheduled.Load())
 		r.stage.Store(int64(i))
 		st := &r.sc.Load.Stages[i]
 		if st.Open() {
