@@ -1,49 +1,13 @@
-// Command bench is servebench's command-line interface: it runs scenario
-// files against OpenAI-compatible servers (or the built-in simulator),
-// rebuilds reports from saved results, and serves the simulator.
-//
-// main is the only place that touches process state: it turns signals into
-// context cancellation (the first Ctrl-C stops the run gracefully, the
-// second aborts at once, after the abort hooks subcommands registered) and
-// an error into an exit code.
+// Command bench is servebench's command-line interface, under its short
+// name (the same program as cmd/servebench). 'go install
+// github.com/servebench/servebench/cmd/bench@latest' installs it; 'bench
+// help' lists its commands (see package internal/cli).
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
-	"golang.org/x/term"
+	"github.com/servebench/servebench/internal/cli"
 )
 
-func main() {
-	ctx, cancel := context.WithCancel(context.Background())
-	aborts := &abortHooks{}
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-sigs
-		fmt.Fprintln(os.Stderr, "\ninterrupt: stopping new requests, finishing in-flight ones (Ctrl-C again to abort)")
-		cancel()
-		<-sigs
-		// What must not outlive the process (a sweep's servers) is ended
-		// before it exits: os.Exit runs no deferred call.
-		aborts.run()
-		fmt.Fprintln(os.Stderr, "aborted")
-		os.Exit(exitInterrupted)
-	}()
-	e := env{
-		stdout:     os.Stdout,
-		stderr:     os.Stderr,
-		getenv:     os.Getenv,
-		isTerminal: term.IsTerminal(int(os.Stderr.Fd())),
-		aborts:     aborts,
-	}
-	err := bench(ctx, e, os.Args[1:])
-	if err != nil && !isReported(err) {
-		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
-	}
-	os.Exit(exitCode(err))
-}
+func main() { os.Exit(cli.Main("bench")) }

@@ -1,7 +1,0 @@
-//go:build !race
-
-package main
-
-// sweepRace reports whether the tests run under the race detector, which
-// slows the simulator's prompt handling more than the timing compared.
-const sweepRace = false

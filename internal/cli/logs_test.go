@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const testLog = "../../vllmlog/testdata/gpt-oss-120b.log"
+
+// TestLogs explains the gpt-oss-120b test log in each format and writes
+// the plots and logs.json with --out.
+func TestLogs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	e, out, errb := testEnv()
+	if err := bench(context.Background(), e, []string{"logs", testLog, "--out", dir}); err != nil {
+		t.Fatalf("logs: %v\nstderr: %s", err, errb)
+	}
+	for _, want := range []string{"GPU KV cache size          130,960 tokens", "2.46× at 98,304 tokens per request", "agrees (gpt-oss-120b", "544.8 → 348.6 tokens/s (−36 %)", "4.3 % → 59.3 %"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+	for _, name := range []string{"logs.json", "startup.png", "startup.svg", "decay.png", "decay.svg"} {
+		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	e, out, _ = testEnv()
+	if err := bench(context.Background(), e, []string{"logs", "--format", "json", testLog}); err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Schema int
+		Runs   []struct {
+			KVCache struct{ Tokens int } `json:"kv_cache"`
+		}
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Schema != 1 || len(rep.Runs) != 1 || rep.Runs[0].KVCache.Tokens != 130960 {
+		t.Errorf("JSON report: %+v, %v", rep, err)
+	}
+}
+
+// TestLogsFollowStops: --follow prints what the log holds and returns
+// when its context ends (Ctrl-C), with exit code 0.
+func TestLogsFollowStops(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	e, out, errb := testEnv()
+	if err := bench(ctx, e, []string{"logs", "--follow", testLog}); err != nil {
+		t.Fatalf("logs --follow: %v\nstderr: %s", err, errb)
+	}
+	if !strings.Contains(out.String(), "following "+testLog) || !strings.Contains(out.String(), "generation 348.6 tok/s") {
+		t.Errorf("output: %s", out)
+	}
+}
+
+func TestLogsUsage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []cliCase{
+		{"no file", []string{"logs"}, exitUsage, "want log files"},
+		{"bad format", []string{"logs", testLog, "--format", "yaml"}, exitUsage, "--format text, json or markdown"},
+		{"follow two files", []string{"logs", "--follow", testLog, testLog}, exitUsage, "one with --follow"},
+		{"missing file", []string{"logs", "no/such.log"}, exitFailed, "no such file"},
+		{"missing model config", []string{"logs", testLog, "--model-config", "no/config.json"}, exitFailed, "model config"},
+		{"help", []string{"logs", "--help"}, exitOK, "Examples"},
+	} {
+		checkCLI(t, tc)
+	}
+}
