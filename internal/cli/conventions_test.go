@@ -210,3 +210,30 @@ func TestProgramName(t *testing.T) {
 		t.Errorf("completion as servebench:\n%s", out)
 	}
 }
+
+// TestTerminalGolden: the terminal summary of saved results (bench report)
+// and the budget table of bench check --format text, stdout and stderr
+// each against its own golden file, with the exit codes.
+func TestTerminalGolden(t *testing.T) {
+	t.Parallel()
+	const results = "../../report/testdata/preempt.jsonl.gz"
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"report", []string{"report", results}, exitOK},
+		{"check", []string{"check", results, "--budgets", "../../scenarios/release-gate.yaml", "--format", "text"}, exitBudget},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e, out, errb := testEnv()
+			err := bench(context.Background(), e, tc.args)
+			if code := exitCode(err); code != tc.code {
+				t.Fatalf("exit code %d (%v), want %d", code, err, tc.code)
+			}
+			golden.Check(t, filepath.Join("testdata", "terminal", tc.name+".stdout.golden"), out.Bytes(), *update)
+			golden.Check(t, filepath.Join("testdata", "terminal", tc.name+".stderr.golden"), errb.Bytes(), *update)
+		})
+	}
+}
