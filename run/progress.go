@@ -29,6 +29,7 @@ type progress struct {
 	dropped   int64
 	outTokens int64
 	ttft      *hdrhistogram.Histogram // µs, finished requests since the start
+	ttftSum   time.Duration           // their sum
 	live      liveSource
 	lastAt    time.Time // the previous line's time and live counts, for the current rates
 	lastN     int64
@@ -62,6 +63,7 @@ func (p *progress) add(r *results.Result) {
 		p.outTokens += int64(r.OutputTokens)
 		if d, ok := r.TTFT(); ok {
 			_ = p.ttft.RecordValue(max(1, d.Microseconds()))
+			p.ttftSum += d
 		}
 	}
 }

@@ -155,6 +155,12 @@ type Options struct {
 	// quickly: the run's writer waits for it. A search watches a probe's
 	// records with it to stop an over-saturated one early.
 	Observe func(rec results.Record, inFlight int)
+	// MetricsAddr, when not empty, serves the run's client-side figures
+	// live at http://MetricsAddr/metrics in the Prometheus text format
+	// while the load runs (see deploy/grafana). A loopback address unless
+	// target.allow_remote.
+	MetricsAddr string
+	metrics     net.Listener // MetricsAddr's, opened before the load
 	// NoPlots skips the plots and report.html (results.jsonl, summary.json
 	// and the verdict files are still written): for the many runs of a
 	// search or a prediction, whose page is the sweep's.
@@ -261,6 +267,14 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 	}
 	if err := openfiles.Check(need, what); err != nil {
 		return nil, &ConfigError{err}
+	}
+	if opts.MetricsAddr != "" {
+		l, err := listenMetrics(opts.MetricsAddr, sc.Target.AllowRemote)
+		if err != nil {
+			return nil, &ConfigError{err}
+		}
+		opts.metrics = l
+		defer l.Close()
 	}
 
 	baseURL, stopTarget, err := startTarget(ctx, sc, opts.Dir)
@@ -399,6 +413,17 @@ func load(ctx context.Context, sc *scenario.Scenario, opts Options, w *results.W
 		shares[i] = opts.Shard.Stage(&sc.Load.Stages[i])
 	}
 	prog := newProgress(epoch, shares, liveSource{counters: sched.counters, chunks: cl.Chunks, firsts: cl.FirstTokens})
+	if opts.metrics != nil {
+		info := metricsInfo{scenario: sc.Name, target: baseURL, model: sc.Target.Model}
+		for i := range shares {
+			info.stages = append(info.stages, shares[i].Name)
+		}
+		m := serveLiveMetrics(opts.metrics, prog, info)
+		defer m.stop()
+		if opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, "live metrics: http://%s/metrics\n", m.addr)
+		}
+	}
 	health := startHealth(epoch, simurl.Is(sc.Target.URL))
 	records := make(chan results.Record, 4096)
 	// runCtx ends the load when the user interrupts or when the results

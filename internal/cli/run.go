@@ -90,6 +90,7 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	dryRun := fs.Bool("dry-run", false, "validate, print the resolved scenario and the plan, and send nothing")
 	outDir := fs.String("out", "", "output directory (default runs/NAME-YYYYMMDD-HHMMSS)")
 	quiet := fs.Bool("quiet", false, "no progress output")
+	metricsAddr := fs.String("metrics-addr", "", "serve the run's client-side figures live at http://`ADDR`/metrics (Prometheus text format; loopback, e.g. 127.0.0.1:9464)")
 	force := fs.Bool("force", false, "write into an --out directory that already holds a run, replacing its files")
 	shard := fs.String("shard", "", "run shard `I/N` of N load generators sharing the load (I counts from 0)")
 	startAt := fs.String("start-at", "", "begin the load at this wall-clock `time` (RFC 3339, within an hour), so shards start together")
@@ -140,7 +141,7 @@ func runCmd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	opts.Shard, opts.StartAt = sh, start
-	opts.Virtual = *virtual
+	opts.Virtual, opts.MetricsAddr = *virtual, *metricsAddr
 	opts.NoScrape = *scrapeShard >= 0 && sh.Index != *scrapeShard
 	if *quiet && sc.Target.AllowRemote {
 		// Load leaving this machine is announced, quiet or not.
