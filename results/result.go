@@ -26,6 +26,7 @@ const (
 const (
 	APIChat        = "chat"        // POST /v1/chat/completions
 	APICompletions = "completions" // POST /v1/completions
+	APIEmbeddings  = "embeddings"  // POST /v1/embeddings
 )
 
 // Warning is a non-fatal problem met during a run (a server without
@@ -144,7 +145,7 @@ type Result struct {
 	Stage   int     `json:"stage"`
 	Warmup  bool    `json:"warmup,omitempty"` // excluded from statistics
 	Outcome Outcome `json:"outcome"`
-	API     string  `json:"api"` // "chat" or "completions"
+	API     string  `json:"api"` // "chat", "completions" or "embeddings"
 	Stream  bool    `json:"stream"`
 
 	Scheduled    time.Duration `json:"scheduled_ns"`               // when the load model wanted it sent
@@ -163,7 +164,8 @@ type Result struct {
 	ChunkTimes  []time.Duration `json:"chunk_ns,omitempty"`
 	ChunkTokens []int32         `json:"chunk_tokens,omitempty"`
 
-	InputTokens     int    `json:"input_tokens,omitempty"`  // prompt length the scenario intended
+	InputTokens     int    `json:"input_tokens,omitempty"`  // prompt length the scenario intended (all inputs of an embeddings request)
+	Inputs          int    `json:"inputs,omitempty"`        // texts embedded by an embeddings request; 0 for other APIs
 	MaxTokens       int    `json:"max_tokens,omitempty"`    // output length asked for
 	PromptTokens    int    `json:"prompt_tokens,omitempty"` // from the server's usage
 	OutputTokens    int    `json:"output_tokens,omitempty"` // from the server's usage, or counted locally

@@ -148,6 +148,7 @@ func newScheduler(sc *scenario.Scenario, d Doer, opts ...option) (*scheduler, er
 		IncludeUsage:    stream && *q.IncludeUsage,
 		ContinuousUsage: stream && q.ContinuousUsage,
 		Extra:           q.Extra,
+		Tools:           q.Tools,
 	}
 	r.stage.Store(-1)
 	return r, nil

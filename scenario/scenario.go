@@ -146,6 +146,11 @@ type RequestSpec struct {
 	// Extra holds arbitrary top-level body fields (for example top_k or
 	// chat_template_kwargs); they override fields the client sets itself.
 	Extra map[string]any `yaml:"extra" json:"extra,omitempty"`
+	// Tools are tool definitions sent as every chat request's "tools", as
+	// written (OpenAI's {type: function, function: {name, description,
+	// parameters}}). Whether the model must call one is the request's
+	// tool_choice, set in Extra ("required", or a named function).
+	Tools []any `yaml:"tools" json:"tools,omitempty"`
 }
 
 // PromptSpec describes the prompts: synthetic ones of drawn token lengths,

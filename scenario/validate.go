@@ -184,6 +184,24 @@ func (v *validator) request(sc *Scenario) {
 			v.add("request.extra", "cannot be sent as JSON: %s", plainJSON(err))
 		}
 	}
+	if len(r.Tools) > 0 && sc.Target.API != results.APIChat {
+		v.add("request.tools", "applies to the chat API only (target.api is %s)", sc.Target.API)
+	}
+	for i, t := range r.Tools {
+		f := fmt.Sprintf("request.tools[%d]", i)
+		tool, ok := t.(map[string]any)
+		if !ok {
+			v.add(f, "want a mapping {type: function, function: {name: …, parameters: …}}")
+			continue
+		}
+		fn, _ := tool["function"].(map[string]any)
+		if name, _ := fn["name"].(string); name == "" {
+			v.add(f+".function.name", "is required: every tool needs a function with a name")
+		}
+		if _, err := json.Marshal(tool); err != nil {
+			v.add(f, "cannot be sent as JSON: %s", plainJSON(err))
+		}
+	}
 }
 
 func (v *validator) prompts(sc *Scenario) {

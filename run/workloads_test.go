@@ -1,0 +1,106 @@
+package run
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scenario"
+	"github.com/servebench/servebench/sim"
+)
+
+// runSim parses doc and runs it with Run into a temporary directory,
+// returning the summary and the request records.
+func runSim(t *testing.T, doc string) (*report.Summary, []results.Result) {
+	t.Helper()
+	sc, err := scenario.Parse("workload.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sum, err := Run(context.Background(), sc, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := results.Open(filepath.Join(dir, FileResults))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var recs []results.Result
+	for r.Scan() {
+		if res := r.Record().Result; res != nil {
+			recs = append(recs, *res)
+		}
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return sum, recs
+}
+
+// TestReasoningPreset checks that the deepseek-r1-32b preset thinks before
+// it answers: its chat responses stream reasoning first, so the time to
+// first token (reasoning) and the time to first content differ by about
+// reasoning_tokens steps. The step overhead is lowered to keep the test
+// short; the preset's own reasoning_tokens is kept.
+func TestReasoningPreset(t *testing.T) {
+	t.Parallel()
+	cfg, err := sim.Preset("deepseek-r1-32b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ReasoningTokens < 16 {
+		t.Fatalf("deepseek-r1-32b reasons for %d tokens: want a visible reasoning phase", cfg.ReasoningTokens)
+	}
+	sum, recs := runSim(t, `name: reasoning
+target: {url: "sim://deepseek-r1-32b?step_overhead_us=2000"}
+scrape: {enabled: false}
+prompts: {input_tokens: 64, output_tokens: 80}
+load: {stages: [{concurrency: 2, requests: 4}]}
+`)
+	o := sum.Overall
+	if o.Requests.OK != 4 {
+		t.Fatalf("requests %+v", o.Requests)
+	}
+	// Each reasoning token is one engine step of at least the overhead.
+	minGap := float64(cfg.ReasoningTokens) * 2.0 // ms
+	t.Logf("TTFT p50 %.1f ms, TTFC p50 %.1f ms", o.TTFT.P50, o.TTFC.P50)
+	if o.TTFC.P50-o.TTFT.P50 < minGap {
+		t.Errorf("TTFT p50 %.1f ms, TTFC p50 %.1f ms: want TTFC later by at least %.0f ms (%d reasoning steps)",
+			o.TTFT.P50, o.TTFC.P50, minGap, cfg.ReasoningTokens)
+	}
+	for _, r := range recs {
+		if r.FirstContent <= r.FirstToken {
+			t.Errorf("request %d: first content %v not after first token %v", r.Seq, r.FirstContent, r.FirstToken)
+		}
+	}
+}
+
+// TestToolCallsOnSim sends chat requests carrying tools with tool_choice
+// required to the simulator, which answers each with a streamed tool call:
+// every request has its TTFT (the call's first delta), its ITL (the
+// argument pieces) and finish_reason tool_calls.
+func TestToolCallsOnSim(t *testing.T) {
+	t.Parallel()
+	sum, recs := runSim(t, `name: tools
+target: {url: "sim://tiny"}
+scrape: {enabled: false}
+request:
+  extra: {tool_choice: required}
+  tools: [{type: function, function: {name: get_weather, parameters: {type: object}}}]
+prompts: {input_tokens: 32, output_tokens: 12}
+load: {stages: [{concurrency: 2, requests: 6}]}
+`)
+	if sum.Overall.Requests.OK != 6 || sum.Overall.TTFT.Count != 6 || sum.Overall.ITL.Count != 6*11 {
+		t.Fatalf("requests %+v, TTFT count %d, ITL count %d: want 6 requests with a TTFT and 11 ITLs each",
+			sum.Overall.Requests, sum.Overall.TTFT.Count, sum.Overall.ITL.Count)
+	}
+	for _, r := range recs {
+		if r.FinishReason != "tool_calls" || len(r.ChunkTimes) != 12 {
+			t.Errorf("request %d: finish %q, %d token chunks", r.Seq, r.FinishReason, len(r.ChunkTimes))
+		}
+	}
+}
