@@ -193,6 +193,7 @@ type stageAgg struct {
 	// window's rates.
 	recvOutput, recvPrompt float64
 	warmEnds               []time.Duration // ends of the warmup requests that completed ok
+	warmInputs             []int32         // and the texts each embedded (embeddings), alike
 }
 
 func newStageAgg(metrics int) *stageAgg {
@@ -233,6 +234,7 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 		s.req.Warmup++
 		if r.Outcome == results.OK {
 			s.warmEnds = append(s.warmEnds, r.End)
+			s.warmInputs = append(s.warmInputs, int32(r.Inputs))
 		}
 		return buf
 	}
@@ -241,6 +243,7 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 	switch r.Outcome {
 	case results.OK:
 		s.req.OK++
+		s.req.Inputs += int64(r.Inputs)
 	case results.Failed:
 		s.req.Failed++
 		s.errors[string(r.ErrorClass)]++
@@ -297,6 +300,7 @@ func (s *stageAgg) merge(o *stageAgg) {
 	s.req.Dropped += o.req.Dropped
 	s.req.Warmup += o.req.Warmup
 	s.req.Retried += o.req.Retried
+	s.req.Inputs += o.req.Inputs
 	for k, v := range o.errors {
 		s.errors[k] += v
 	}
@@ -312,6 +316,7 @@ func (s *stageAgg) merge(o *stageAgg) {
 	s.recvOutput += o.recvOutput
 	s.recvPrompt += o.recvPrompt
 	s.warmEnds = append(s.warmEnds, o.warmEnds...)
+	s.warmInputs = append(s.warmInputs, o.warmInputs...)
 	s.tokens.Cached += o.tokens.Cached
 	s.tokens.Prompt += o.tokens.Prompt
 	s.tokens.Output += o.tokens.Output
@@ -374,9 +379,13 @@ func (a *Aggregate) Summary() *Summary {
 				"stage %s: requests left up to %.1f ms (p99) after their scheduled time: the load generator fell behind its schedule",
 				st.Name, lag.P99))
 		} else if lag := st.WireLag; lag.Count > 0 && lag.P99 > scheduleLagWarnMS {
+			from := "TTFT" // E2E for embeddings, which have no first token
+			if st.Requests.Inputs > 0 {
+				from = "E2E"
+			}
 			out.Warnings = append(out.Warnings, fmt.Sprintf(
-				"stage %s: requests reached the wire up to %.1f ms (p99) after their scheduled time (waiting for a connection or the CPU): TTFT from the schedule includes it",
-				st.Name, lag.P99))
+				"stage %s: requests reached the wire up to %.1f ms (p99) after their scheduled time (waiting for a connection or the CPU): %s from the schedule includes it",
+				st.Name, lag.P99, from))
 		}
 	}
 	if n := overall.req.Truncated; n > 0 {
@@ -475,12 +484,14 @@ func (a *Aggregate) stageSummary(s *stageAgg, index int, name string) Stage {
 	}
 	if st.Duration > 0 {
 		warmOut, warmPrompt := a.corr.WarmupReceived(index, s.first, s.last)
-		completed := s.req.OK
-		for _, end := range s.warmEnds {
+		completed, inputs := s.req.OK, s.req.Inputs
+		for i, end := range s.warmEnds {
 			if end > s.first && end <= s.last {
 				completed++
+				inputs += int64(s.warmInputs[i])
 			}
 		}
+		st.InputsPerSec = round(float64(inputs)/st.Duration, 3)
 		out := s.recvOutput + warmOut
 		st.OutputTokensPerSec = round(out/st.Duration, 3)
 		st.TotalTokensPerSec = round((out+s.recvPrompt+warmPrompt)/st.Duration, 3)

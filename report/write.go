@@ -31,8 +31,21 @@ func WriteText(w io.Writer, s *Summary) error {
 		fmt.Fprintf(&b, "LIMITED BY THE CLIENT: %s\n  %s\n", h.Reason, LimitedAdvice)
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "stage\tok\tfail\tdrop\tcancel\treq/s\tout tok/s\tTTFT p50\tp99\tITL p50\tp99\tTPOT p50\tE2E p50\tp99\t")
+	embeddings := s.Overall.Requests.Inputs > 0
+	if embeddings {
+		// Whole responses without output tokens: latency is E2E only.
+		fmt.Fprintln(tw, "stage\tok\tfail\tdrop\tcancel\treq/s\tinputs/s\ttok/s\tE2E p50\tp90\tp99\tmax\t")
+	} else {
+		fmt.Fprintln(tw, "stage\tok\tfail\tdrop\tcancel\treq/s\tout tok/s\tTTFT p50\tp99\tITL p50\tp99\tTPOT p50\tE2E p50\tp99\t")
+	}
 	row := func(st Stage) {
+		if embeddings {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.2f\t%.1f\t%.0f\t%s\t%s\t%s\t%s\t\n",
+				st.Name, st.Requests.OK, st.Requests.Failed, st.Requests.Dropped, st.Requests.Canceled,
+				st.RequestsPerSec, st.InputsPerSec, st.TotalTokensPerSec,
+				ms(st.E2E.P50, st.E2E.Count), ms(st.E2E.P90, st.E2E.Count), ms(st.E2E.P99, st.E2E.Count), ms(st.E2E.Max, st.E2E.Count))
+			return
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.2f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
 			st.Name, st.Requests.OK, st.Requests.Failed, st.Requests.Dropped, st.Requests.Canceled,
 			st.RequestsPerSec, st.OutputTokensPerSec,
@@ -49,10 +62,18 @@ func WriteText(w io.Writer, s *Summary) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	b.WriteString("(latencies in ms; TTFT from send; warmup requests excluded)\n")
+	if embeddings {
+		b.WriteString("(embeddings: latencies in ms from send; tok/s counts the inputs' tokens; warmup requests excluded)\n")
+	} else {
+		b.WriteString("(latencies in ms; TTFT from send; warmup requests excluded)\n")
+	}
 	if lag := s.Overall.ScheduleLag; lag.Count > 0 && lag.P99 >= 1 {
-		fmt.Fprintf(&b, "schedule lag p50 %s ms, p99 %s ms (TTFT from schedule p50 %s ms, p99 %s ms)\n",
-			ms(lag.P50, 1), ms(lag.P99, 1), ms(s.Overall.TTFTFromSchedule.P50, 1), ms(s.Overall.TTFTFromSchedule.P99, 1))
+		name, from := "TTFT", s.Overall.TTFTFromSchedule
+		if embeddings {
+			name, from = "E2E", s.Overall.E2EFromSchedule
+		}
+		fmt.Fprintf(&b, "schedule lag p50 %s ms, p99 %s ms (%s from schedule p50 %s ms, p99 %s ms)\n",
+			ms(lag.P50, 1), ms(lag.P99, 1), name, ms(from.P50, 1), ms(from.P99, 1))
 	}
 	if len(s.Overall.Errors) > 0 {
 		b.WriteString("errors:")

@@ -22,7 +22,9 @@ type progress struct {
 	failed    int64
 	dropped   int64
 	outTokens int64
-	ttft      *hdrhistogram.Histogram // µs, since the start
+	inputs    int64                   // texts embedded (embeddings)
+	embed     bool                    // an embeddings run: inputs/s and E2E rather than tok/s and TTFT
+	ttft      *hdrhistogram.Histogram // µs, since the start (E2E for embeddings)
 	inFlight  func() int64
 	chunks    func() int64 // token-bearing chunks received so far (live, before requests finish)
 	lastAt    time.Time    // the previous line's time and chunk count, for the current rate
@@ -44,6 +46,14 @@ func (p *progress) add(r *results.Result) {
 	case results.Dropped:
 		p.dropped++
 	case results.OK:
+		if r.API == results.APIEmbeddings {
+			p.embed = true
+			p.inputs += int64(r.Inputs)
+			if d, ok := r.E2E(); ok {
+				_ = p.ttft.RecordValue(max(1, d.Microseconds()))
+			}
+			return
+		}
 		p.outTokens += int64(r.OutputTokens)
 		if d, ok := r.TTFT(); ok {
 			_ = p.ttft.RecordValue(max(1, d.Microseconds()))
@@ -75,8 +85,14 @@ func (p *progress) line(now time.Time) string {
 		}
 		p.lastAt, p.lastN = now, n
 	}
-	s := fmt.Sprintf("%s  done %d  in-flight %d  %.1f req/s  %.0f tok/s  TTFT p50 %s  errors %d",
-		el.Truncate(time.Second), p.done, inflight, float64(p.done)/secs, rate, ttft, p.failed)
+	var s string
+	if p.embed {
+		s = fmt.Sprintf("%s  done %d  in-flight %d  %.1f req/s  %.0f inputs/s  E2E p50 %s  errors %d",
+			el.Truncate(time.Second), p.done, inflight, float64(p.done)/secs, float64(p.inputs)/secs, ttft, p.failed)
+	} else {
+		s = fmt.Sprintf("%s  done %d  in-flight %d  %.1f req/s  %.0f tok/s  TTFT p50 %s  errors %d",
+			el.Truncate(time.Second), p.done, inflight, float64(p.done)/secs, rate, ttft, p.failed)
+	}
 	if p.dropped > 0 {
 		s += fmt.Sprintf("  dropped %d", p.dropped)
 	}

@@ -343,11 +343,33 @@ func (r *scheduler) open(stop, reqCtx context.Context, idx int, st *scenario.Sta
 	}
 }
 
-// request builds the request of seq.
+// request builds the request of seq. An embeddings request of batch b
+// embeds the prompts of b keys of its own, so that no two requests share
+// a text: for the shard's own request number k (seq = Index + k·Count),
+// the keys (k·b + j)·Count + Index, j < b, which keep the shard's residue
+// (a shard's dataset part is the entries of its residue). An embeddings
+// request asks for no output, whatever a dataset says.
 func (r *scheduler) request(seq uint64) client.Request {
-	p := r.prompts.At(seq)
 	req := r.tmpl
-	req.Prompt, req.InputTokens, req.MaxTokens = p.Text, p.InputTokens, p.OutputTokens
+	if r.tmpl.API != results.APIEmbeddings {
+		p := r.prompts.At(seq)
+		req.Prompt, req.InputTokens, req.MaxTokens = p.Text, p.InputTokens, p.OutputTokens
+		return req
+	}
+	b := uint64(max(r.sc.Request.Batch, 1))
+	if b == 1 {
+		p := r.prompts.At(seq)
+		req.Prompt, req.InputTokens = p.Text, p.InputTokens
+		return req
+	}
+	index := uint64(r.shard.Index)
+	own := (seq - index) / r.step
+	req.Inputs = make([]string, b)
+	for j := range b {
+		p := r.prompts.At((own*b+j)*r.step + index)
+		req.Inputs[j] = p.Text
+		req.InputTokens += p.InputTokens
+	}
 	return req
 }
 

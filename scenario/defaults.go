@@ -41,6 +41,11 @@ func (sc *Scenario) Defaults() {
 	if t.API == "" {
 		t.API = results.APIChat
 	}
+	embed := t.API == results.APIEmbeddings
+	if embed && t.Stream == nil {
+		f := false
+		t.Stream = &f
+	}
 	t.Stream = orTrue(t.Stream)
 	setDuration(&t.Timeouts.Connect, DefaultConnectTimeout)
 	setDuration(&t.Timeouts.FirstByte, DefaultFirstByteTimeout)
@@ -50,6 +55,9 @@ func (sc *Scenario) Defaults() {
 	r := &sc.Request
 	r.IgnoreEOS = orTrue(r.IgnoreEOS)
 	r.IncludeUsage = orTrue(r.IncludeUsage)
+	if embed && r.Batch == 0 {
+		r.Batch = 1
+	}
 
 	p := &sc.Prompts
 	if p.Tokenizer == "" {
@@ -59,7 +67,7 @@ func (sc *Scenario) Defaults() {
 		if p.InputTokens == nil {
 			p.InputTokens = &Dist{Dist: DistFixed, Value: DefaultInputTokens}
 		}
-		if p.OutputTokens == nil {
+		if p.OutputTokens == nil && !embed {
 			p.OutputTokens = &Dist{Dist: DistFixed, Value: DefaultOutputTokens}
 		}
 	} else if p.Dataset.Format == "" {
@@ -163,7 +171,9 @@ func (v *validator) zeros(sc *Scenario) {
 
 	t := &raw.Target
 	z("target.url", t.URL == "", "is empty: write the server's base URL (like http://127.0.0.1:8000/v1)"+orDefault(DefaultURL+", the built-in simulator"))
-	z("target.api", t.API == "", fmt.Sprintf("is empty: write %s or %s", results.APIChat, results.APICompletions)+orDefault(results.APIChat))
+	z("target.api", t.API == "", fmt.Sprintf("is empty: write %s, %s or %s", results.APIChat, results.APICompletions, results.APIEmbeddings)+orDefault(results.APIChat))
+	z("request.batch", raw.Request.Batch == 0 && sc.Target.API == results.APIEmbeddings,
+		fmt.Sprintf("0 would embed nothing: write the texts per request, 1 to %d", maxBatch)+orDefault(1))
 	for _, d := range []struct {
 		field string
 		d     Duration

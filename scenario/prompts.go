@@ -116,7 +116,7 @@ func NewShardPrompts(sc *Scenario, sh Shard) (*Prompts, error) {
 		p.countAll()
 		return p, nil
 	}
-	if p.in == nil || p.out == nil || !p.in.valid() || !p.out.valid() {
+	if p.in == nil || !p.in.valid() || (p.out != nil && !p.out.valid()) {
 		return nil, fmt.Errorf("prompts: input_tokens and output_tokens must be valid distributions (apply Defaults and Validate first)")
 	}
 	if spec.SharedPrefixTokens > p.in.lowest() {
@@ -187,7 +187,10 @@ func (p *Prompts) At(seq uint64) Prompt {
 	}
 	pos := (p.stride*(seq%p.starts) + p.shift) % p.starts
 	n := p.in.draw(r)
-	out := p.out.draw(r)
+	out := 0 // embeddings: no output
+	if p.out != nil {
+		out = p.out.draw(r)
+	}
 	text := p.corpus[p.offs[pos]:p.offs[pos+uint64(n-p.prefixTokens)]]
 	if p.prefixTokens > 0 {
 		text = p.prefix + text

@@ -73,7 +73,9 @@ type Target struct {
 	// Model is the model name sent in requests; empty means auto-detect from
 	// GET /v1/models (done by the caller before the run).
 	Model string `yaml:"model" json:"model"`
-	// API is APIChat ("chat") or APICompletions ("completions").
+	// API is APIChat ("chat"), APICompletions ("completions") or
+	// APIEmbeddings ("embeddings": /v1/embeddings, whole responses, no
+	// output tokens).
 	API string `yaml:"api" json:"api"`
 	// APIKeyEnv names the environment variable that holds the API key. The
 	// key itself is never stored in a Scenario.
@@ -88,7 +90,8 @@ type Target struct {
 	Headers Headers `yaml:"headers" json:"headers,omitempty"`
 	// TLS configures https targets.
 	TLS TLS `yaml:"tls" json:"tls,omitzero"`
-	// Stream asks for SSE streaming (default true).
+	// Stream asks for SSE streaming (default true; false for embeddings,
+	// which are never streamed).
 	Stream *bool `yaml:"stream" json:"stream"`
 	// Timeouts bound each request.
 	Timeouts Timeouts `yaml:"timeouts" json:"timeouts"`
@@ -151,6 +154,9 @@ type RequestSpec struct {
 	// parameters}}). Whether the model must call one is the request's
 	// tool_choice, set in Extra ("required", or a named function).
 	Tools []any `yaml:"tools" json:"tools,omitempty"`
+	// Batch is the number of texts an embeddings request embeds at once
+	// (its "input" is then a list); default 1. Embeddings only.
+	Batch int `yaml:"batch" json:"batch,omitempty"`
 }
 
 // PromptSpec describes the prompts: synthetic ones of drawn token lengths,

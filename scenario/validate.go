@@ -88,8 +88,14 @@ func (v *validator) target(sc *Scenario) {
 	if (t.TLS.CAFile != "" || t.TLS.InsecureSkipVerify) && !strings.HasPrefix(t.URL, "https:") {
 		v.add("target.tls", "applies to https targets only")
 	}
-	if t.API != results.APIChat && t.API != results.APICompletions {
-		v.add("target.api", "want %s or %s, got %q", results.APIChat, results.APICompletions, t.API)
+	switch t.API {
+	case results.APIChat, results.APICompletions:
+	case results.APIEmbeddings:
+		if t.Stream != nil && *t.Stream {
+			v.add("target.stream", "embeddings are not streamed: remove the key or write false")
+		}
+	default:
+		v.add("target.api", "want %s, %s or %s, got %q", results.APIChat, results.APICompletions, results.APIEmbeddings, t.API)
 	}
 	if t.APIKeyEnv != "" && !envNameRE.MatchString(t.APIKeyEnv) {
 		v.add("target.api_key_env", "want the name of an environment variable (not the key itself), got a value that is not a valid name")
@@ -184,6 +190,11 @@ func (v *validator) request(sc *Scenario) {
 			v.add("request.extra", "cannot be sent as JSON: %s", plainJSON(err))
 		}
 	}
+	if sc.Target.API == results.APIEmbeddings {
+		v.embeddingRequest(sc)
+	} else if r.Batch != 0 {
+		v.add("request.batch", "applies to embeddings only (target.api is %s)", sc.Target.API)
+	}
 	if len(r.Tools) > 0 && sc.Target.API != results.APIChat {
 		v.add("request.tools", "applies to the chat API only (target.api is %s)", sc.Target.API)
 	}
@@ -200,6 +211,36 @@ func (v *validator) request(sc *Scenario) {
 		}
 		if _, err := json.Marshal(tool); err != nil {
 			v.add(f, "cannot be sent as JSON: %s", plainJSON(err))
+		}
+	}
+}
+
+// maxBatch bounds request.batch (the simulator's and vLLM's own limits
+// are of this order).
+const maxBatch = 2048
+
+// embeddingRequest refuses the request options an embeddings request
+// cannot carry: they would silently not be sent. (request.tools is
+// refused for every API but chat, in request.)
+func (v *validator) embeddingRequest(sc *Scenario) {
+	r := &sc.Request
+	if r.Batch < 1 || r.Batch > maxBatch {
+		v.add("request.batch", "want 1 to %d texts per request, got %d", maxBatch, r.Batch)
+	}
+	for _, f := range []struct {
+		field string
+		set   bool
+	}{
+		{"request.ignore_eos", v.src.written("request.ignore_eos")},
+		{"request.min_tokens", r.MinTokens != 0},
+		{"request.temperature", r.Temperature != nil},
+		{"request.include_usage", v.src.written("request.include_usage")},
+		{"request.continuous_usage", r.ContinuousUsage},
+		{"request.system", r.System != ""},
+		{"prompts.output_tokens", sc.Prompts.OutputTokens != nil},
+	} {
+		if f.set {
+			v.add(f.field, "applies to generation, not to embeddings (target.api is embeddings)")
 		}
 	}
 }
@@ -232,12 +273,14 @@ func (v *validator) prompts(sc *Scenario) {
 	if p.Dataset.Format != "" {
 		v.add("prompts.dataset.format", "is set but prompts.dataset.path is empty")
 	}
-	if p.InputTokens == nil || p.OutputTokens == nil {
+	if p.InputTokens == nil || (p.OutputTokens == nil && sc.Target.API != results.APIEmbeddings) {
 		v.add("prompts", "input_tokens and output_tokens are unset (apply Defaults before Validate)")
 		return
 	}
 	v.dist("prompts.input_tokens", p.InputTokens)
-	v.dist("prompts.output_tokens", p.OutputTokens)
+	if p.OutputTokens != nil {
+		v.dist("prompts.output_tokens", p.OutputTokens)
+	}
 	if in := p.InputTokens; in.valid() && p.SharedPrefixTokens > 0 && p.SharedPrefixTokens > in.lowest() {
 		v.add("prompts.shared_prefix_tokens", "%d exceeds the smallest input length %d (the prefix is part of the prompt)", p.SharedPrefixTokens, in.lowest())
 	}
