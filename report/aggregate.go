@@ -194,6 +194,8 @@ type stageAgg struct {
 	recvOutput, recvPrompt float64
 	warmEnds               []time.Duration // ends of the warmup requests that completed ok
 	warmInputs             []int32         // and the texts each embedded (embeddings), alike
+
+	turns map[int]*turnAgg // conversation turns' TTFT by turn row (turns.go); nil without
 }
 
 func newStageAgg(metrics int) *stageAgg {
@@ -280,6 +282,7 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 			s.tokens.EstimatedRequests++
 		}
 	}
+	s.addTurn(r)
 	// Every latency metric defines itself for ok requests only, except the
 	// schedule lag, which every sent request has.
 	for i, m := range latency {
@@ -310,6 +313,7 @@ func (s *stageAgg) merge(o *stageAgg) {
 		}
 	}
 	s.req.Truncated += o.req.Truncated
+	s.mergeTurns(o)
 	for i, h := range o.hist {
 		s.hist[i].Merge(h)
 	}
@@ -482,6 +486,7 @@ func (a *Aggregate) stageSummary(s *stageAgg, index int, name string) Stage {
 	for i, m := range a.latency {
 		*st.Dist(m.Name) = dist(s.hist[i])
 	}
+	st.TTFTByTurn = s.turnRows()
 	if st.Duration > 0 {
 		warmOut, warmPrompt := a.corr.WarmupReceived(index, s.first, s.last)
 		completed, inputs := s.req.OK, s.req.Inputs

@@ -78,6 +78,9 @@ type Stage struct {
 	OutputTokensPerSec float64 `json:"output_tokens_per_s"`
 	TotalTokensPerSec  float64 `json:"total_tokens_per_s"`
 	RequestsPerSec     float64 `json:"requests_per_s"`
+	// TTFTByTurn is the TTFT of a conversation scenario's turns by turn
+	// index (absent otherwise).
+	TTFTByTurn []TurnTTFT `json:"ttft_by_turn_ms,omitempty"`
 	// InputsPerSec is the embeddings throughput: the texts embedded by the
 	// requests completed ok in the window, per second (absent for
 	// generation).

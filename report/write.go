@@ -75,6 +75,7 @@ func WriteText(w io.Writer, s *Summary) error {
 		fmt.Fprintf(&b, "schedule lag p50 %s ms, p99 %s ms (%s from schedule p50 %s ms, p99 %s ms)\n",
 			ms(lag.P50, 1), ms(lag.P99, 1), name, ms(from.P50, 1), ms(from.P99, 1))
 	}
+	writeTurns(&b, s.Overall.TTFTByTurn)
 	if len(s.Overall.Errors) > 0 {
 		b.WriteString("errors:")
 		for _, k := range sortedKeys(s.Overall.Errors) {
@@ -113,4 +114,33 @@ func ms(v float64, n int64) string {
 	default:
 		return fmt.Sprintf("%.2f", v)
 	}
+}
+
+// writeTurns writes a conversation run's TTFT by turn: one row per turn
+// index, with the mean prompt length and the share of it served from the
+// prefix cache ("-" when the server reports no cached tokens).
+func writeTurns(b *strings.Builder, rows []TurnTTFT) {
+	if len(rows) == 0 {
+		return
+	}
+	reported := false
+	for _, r := range rows {
+		reported = reported || r.CachedTokens > 0
+	}
+	b.WriteString("TTFT by conversation turn (all stages):\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "  turn\tok\tTTFT p50\tp90\tp99\tprompt tok\tcached\t")
+	for _, r := range rows {
+		turn := fmt.Sprint(r.Turn)
+		if r.AndLater {
+			turn += "+"
+		}
+		cached := "-"
+		if reported && r.PromptTokens > 0 {
+			cached = fmt.Sprintf("%.0f %%", 100*float64(r.CachedTokens)/float64(r.PromptTokens))
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%.0f\t%s\t\n", turn, r.Count,
+			ms(r.P50, r.Count), ms(r.P90, r.Count), ms(r.P99, r.Count), float64(r.PromptTokens)/float64(max(r.Count, 1)), cached)
+	}
+	_ = tw.Flush() // writes to a strings.Builder cannot fail
 }

@@ -148,6 +148,13 @@ type Result struct {
 	API     string  `json:"api"` // "chat", "completions" or "embeddings"
 	Stream  bool    `json:"stream"`
 
+	// Session and Turn place a request in a conversation: Session numbers
+	// the conversation (from 1, unique within a run, shards included) and
+	// Turn is the request's turn in it (from 1). Both are 0 for a request
+	// that is not part of one, as in files written before conversations.
+	Session uint64 `json:"session,omitempty"`
+	Turn    int    `json:"turn,omitempty"`
+
 	Scheduled    time.Duration `json:"scheduled_ns"`               // when the load model wanted it sent
 	Sent         time.Duration `json:"sent_ns,omitempty"`          // just before the request was written
 	Written      time.Duration `json:"written_ns,omitempty"`       // the request was written to the connection (on the wire)

@@ -81,6 +81,11 @@ type scheduler struct {
 	mu  sync.Mutex // makes (Seq, Scheduled) pairs increase together
 	seq uint64
 
+	// A conversation scenario's: the Doer's reply capability, and the next
+	// session number (strided like seq, guarded by mu).
+	replier replier
+	session uint64
+
 	// The circuit breaker: the outcomes of the last finished requests
 	// (true: failed), a ring of load.circuit_breaker.window.
 	breakMu  sync.Mutex
@@ -128,6 +133,14 @@ func newScheduler(sc *scenario.Scenario, d Doer, opts ...option) (*scheduler, er
 	}
 	r.step = uint64(max(r.shard.Count, 1))
 	r.seq = uint64(r.shard.Index)
+	r.session = uint64(r.shard.Index)
+	if r.sc.Prompts.Conversation != nil {
+		rep, ok := d.(replier)
+		if !ok {
+			return nil, errors.New("scenario runner: a conversation needs a Doer that returns the replies (DoReply)")
+		}
+		r.replier = rep
+	}
 	if r.prompts == nil {
 		p, err := scenario.NewShardPrompts(r.sc, r.shard)
 		if err != nil {
@@ -276,6 +289,10 @@ func (r *scheduler) closed(stop, reqCtx context.Context, idx int, whole *scenari
 	var wg sync.WaitGroup
 	for range st.Concurrency {
 		wg.Go(func() {
+			if r.replier != nil {
+				r.sessions(stop, reqCtx, idx, claim, emit)
+				return
+			}
 			for stop.Err() == nil {
 				seq, at, warm, ok := claim()
 				if !ok {
@@ -377,7 +394,11 @@ func (r *scheduler) request(seq uint64) client.Request {
 // flight.
 func (r *scheduler) send(ctx context.Context, seq uint64, stage int, warm bool, at time.Duration, emit func(results.Result)) {
 	req := r.request(seq)
-	res := r.d.Do(ctx, &req)
+	r.finish(r.d.Do(ctx, &req), seq, stage, warm, at, emit)
+}
+
+// finish counts and emits the record of a request that was sent.
+func (r *scheduler) finish(res results.Result, seq uint64, stage int, warm bool, at time.Duration, emit func(results.Result)) {
 	// The runner owns the scheduling fields, whatever the Doer returned.
 	res.Seq, res.Stage, res.Warmup, res.Scheduled = seq, stage, warm, at
 	switch res.Outcome {

@@ -78,6 +78,9 @@ func (sc *Scenario) Defaults() {
 	}
 	p.InputTokens.defaults()
 	p.OutputTokens.defaults()
+	if c := p.Conversation; c != nil {
+		c.Turns.defaults()
+	}
 
 	s := &sc.Scrape
 	s.Enabled = orTrue(s.Enabled)
@@ -190,7 +193,7 @@ func (v *validator) zeros(sc *Scenario) {
 	p := &raw.Prompts
 	z("prompts.tokenizer", p.Tokenizer == "", "is empty: write one of "+strings.Join(knownTokenizers, ", ")+orDefault(tokenizer.Default))
 	z("prompts.dataset.format", p.Dataset.Path != "" && p.Dataset.Format == "",
-		"is empty: write "+FormatShareGPT+" or "+FormatJSONL+", or remove the key to follow the file's extension (.jsonl: jsonl, else sharegpt)")
+		"is empty: write "+FormatShareGPT+", "+FormatJSONL+" or "+FormatMessages+", or remove the key to follow the file's extension (.jsonl: jsonl, else sharegpt)")
 	for _, d := range []struct {
 		field    string
 		raw, res *Dist

@@ -40,10 +40,11 @@ type Prompt struct {
 // At is cheap (no allocation for synthetic prompts without a shared prefix)
 // and Prompts is safe for concurrent use.
 type Prompts struct {
-	tok  *tokenizer.Tokenizer
-	seed uint64
-	in   *Dist // nil for a dataset
-	out  *Dist // nil: the dataset's output lengths
+	tok   *tokenizer.Tokenizer
+	seed  uint64
+	in    *Dist // nil for a dataset
+	out   *Dist // nil: the dataset's output lengths
+	turns *Dist // a synthetic conversation's turns per session; nil: no conversation
 
 	// Synthetic prompts.
 	prefix       string
@@ -71,6 +72,19 @@ type entry struct {
 	answer  string // ShareGPT: the reply whose length is the output length
 	output  atomic.Int32
 	counted atomic.Int32
+
+	// A conversation scenario's sessions: the system message and every
+	// turn (the first is prompt and answer again), counted by countAll.
+	system string
+	turns  []turn
+}
+
+// turn is one turn of a dataset conversation: the user's message and the
+// answer it had in the dataset (whose length is the turn's output length
+// unless output is set).
+type turn struct {
+	prompt, answer string
+	in, output     int32
 }
 
 // NewPrompts builds the prompts of a scenario whose defaults are applied:
@@ -91,9 +105,12 @@ func NewShardPrompts(sc *Scenario, sh Shard) (*Prompts, error) {
 		return nil, fmt.Errorf("prompts: %w", err)
 	}
 	p := &Prompts{tok: tok, seed: spec.Seed, in: spec.InputTokens, out: spec.OutputTokens, shards: uint64(sh.n())}
+	if c := spec.Conversation; c != nil {
+		p.turns = c.Turns
+	}
 	if spec.Dataset.Path != "" {
 		p.in = nil
-		p.entries, err = readDataset(sc.DatasetPath(), spec.Dataset.Format)
+		p.entries, err = readDataset(sc.DatasetPath(), spec.Dataset.Format, sc.readOpts())
 		if err != nil {
 			return nil, err
 		}
@@ -106,7 +123,8 @@ func NewShardPrompts(sc *Scenario, sh Shard) (*Prompts, error) {
 			// one by one rather than copy the slice.
 			part := make([]entry, 0, len(p.entries)/n+1)
 			for i := sh.Index; i < len(p.entries); i += n {
-				part = append(part, entry{prompt: p.entries[i].prompt, answer: p.entries[i].answer})
+				part = append(part, entry{prompt: p.entries[i].prompt, answer: p.entries[i].answer,
+					system: p.entries[i].system, turns: p.entries[i].turns})
 				part[len(part)-1].output.Store(p.entries[i].output.Load())
 			}
 			p.entries = part
@@ -230,6 +248,13 @@ func (p *Prompts) countAll() {
 				}
 				if p.out == nil && e.output.Load() == 0 {
 					e.output.Store(int32(max(p.tok.Count(e.answer), 1)))
+				}
+				for k := range e.turns {
+					t := &e.turns[k]
+					t.in = int32(p.tok.Count(t.prompt))
+					if p.out == nil && t.output == 0 {
+						t.output = int32(max(p.tok.Count(t.answer), 1))
+					}
 				}
 			}
 		})

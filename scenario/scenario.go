@@ -187,6 +187,9 @@ type PromptSpec struct {
 	Salt string `yaml:"salt" json:"salt,omitempty"`
 	// Dataset, when its path is set, replaces synthetic prompts.
 	Dataset Dataset `yaml:"dataset" json:"dataset,omitzero"`
+	// Conversation, when set, makes the requests the turns of multi-turn
+	// sessions (chat, closed-loop stages).
+	Conversation *Conversation `yaml:"conversation" json:"conversation,omitempty"`
 }
 
 // Dataset names a prompt dataset file.
@@ -196,9 +199,10 @@ type Dataset struct {
 	Path string `yaml:"path" json:"path"`
 	// Format is FormatShareGPT (a JSON array of conversations: the first
 	// human turn is the prompt, the following gpt turn's token count the
-	// output length) or FormatJSONL (one {"prompt": ..., "output_tokens": N}
-	// per line). The default follows the extension: .jsonl → jsonl, else
-	// sharegpt.
+	// output length; every turn in a conversation scenario), FormatJSONL
+	// (one {"prompt": ..., "output_tokens": N} per line) or FormatMessages
+	// (one {"messages": [...], "output_tokens": N} per line). The default
+	// follows the extension: .jsonl → jsonl, else sharegpt.
 	Format string `yaml:"format" json:"format"`
 }
 

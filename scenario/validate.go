@@ -48,6 +48,7 @@ func (sc *Scenario) Validate() error {
 	v.target(sc)
 	v.request(sc)
 	v.prompts(sc)
+	v.conversation(sc)
 	v.scrape(&sc.Scrape, sc.Target.AllowRemote)
 	v.load(&sc.Load)
 	v.budgets(sc)
@@ -288,8 +289,8 @@ func (v *validator) prompts(sc *Scenario) {
 
 func (v *validator) dataset(sc *Scenario) {
 	d := &sc.Prompts.Dataset
-	if d.Format != FormatShareGPT && d.Format != FormatJSONL {
-		v.add("prompts.dataset.format", "want %s or %s, got %q", FormatShareGPT, FormatJSONL, d.Format)
+	if d.Format != FormatShareGPT && d.Format != FormatJSONL && d.Format != FormatMessages {
+		v.add("prompts.dataset.format", "want %s, %s or %s, got %q", FormatShareGPT, FormatJSONL, FormatMessages, d.Format)
 	}
 	fi, err := os.Stat(sc.DatasetPath())
 	switch {
@@ -312,15 +313,18 @@ func (sc *Scenario) DatasetPath() string {
 
 // dist checks a length distribution; unused fields are errors, so a typo in
 // the dist name does not silently ignore the numbers.
-func (v *validator) dist(field string, d *Dist) {
+func (v *validator) dist(field string, d *Dist) { v.distIn(field, d, 1, maxTokens, "tokens") }
+
+// distIn checks a distribution of counts from lo to hi of unit.
+func (v *validator) distIn(field string, d *Dist, lo, hi int, unit string) {
 	unused := func(name string, set bool) {
 		if set {
 			v.add(field+"."+name, "is not used by dist %s", d.Dist)
 		}
 	}
 	bound := func(name string, x int) {
-		if x < 1 || x > maxTokens {
-			v.add(field+"."+name, "want 1 to %d tokens, got %d", maxTokens, x)
+		if x < lo || x > hi {
+			v.add(field+"."+name, "want %d to %d %s, got %d", lo, hi, unit, x)
 		}
 	}
 	switch d.Dist {
@@ -340,11 +344,11 @@ func (v *validator) dist(field string, d *Dist) {
 		unused("mean", d.Mean != 0)
 		unused("stddev", d.Stddev != 0)
 	case DistNormal:
-		if !(d.Mean >= 1 && d.Mean <= maxTokens) {
-			v.add(field+".mean", "want 1 to %d tokens, got %g", maxTokens, d.Mean)
+		if !(d.Mean >= float64(lo) && d.Mean <= float64(hi)) {
+			v.add(field+".mean", "want %d to %d %s, got %g", lo, hi, unit, d.Mean)
 		}
-		if !(d.Stddev >= 0 && d.Stddev <= maxTokens) {
-			v.add(field+".stddev", "want 0 to %d tokens, got %g", maxTokens, d.Stddev)
+		if !(d.Stddev >= 0 && d.Stddev <= float64(hi)) {
+			v.add(field+".stddev", "want 0 to %d %s, got %g", hi, unit, d.Stddev)
 		}
 		bound("min", d.Min)
 		bound("max", d.Max)

@@ -154,6 +154,13 @@ func htmlTemplate() *template.Template {
 			return report.FormatMS(v, d.Count)
 		},
 		"f1":     func(v float64) string { return fmt.Sprintf("%.1f", v) },
+		"perReq": func(v, n int64) string { return fmt.Sprintf("%.0f", float64(v)/float64(max(n, 1))) },
+		"share": func(part, whole int64) string {
+			if part == 0 {
+				return "–"
+			}
+			return fmt.Sprintf("%.0f %%", 100*float64(part)/float64(max(whole, 1)))
+		},
 		"f2":     func(v float64) string { return fmt.Sprintf("%.2f", v) },
 		"num":    report.FormatNumber,
 		"change": func(drop float64) string { return report.FormatChange(-drop) },
@@ -227,7 +234,17 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 {{end}}</tbody>
 </table>
 <p class="note">Latencies in milliseconds; TTFT from the request being sent; warmup requests excluded.</p>
-{{end}}{{with .S.Verdict}}
+{{end}}{{with .S.Overall.TTFTByTurn}}
+<h2 id="turns">TTFT by conversation turn</h2>
+<table>
+<thead><tr><th>turn</th><th>ok</th><th>TTFT p50</th><th>TTFT p90</th><th>TTFT p99</th><th>prompt tokens</th><th>cached</th></tr></thead>
+<tbody>
+{{range .}}<tr><td>{{.Turn}}{{if .AndLater}}+{{end}}</td><td>{{.Count}}</td><td>{{ms .Dist 50}}</td><td>{{ms .Dist 90}}</td><td>{{ms .Dist 99}}</td><td>{{perReq .PromptTokens .Count}}</td><td>{{share .CachedTokens .PromptTokens}}</td></tr>
+{{end}}</tbody>
+</table>
+<p class="note">Every stage's measured ok requests, by their turn in the conversation: the mean prompt (history included) and the share of it the server served from its prefix cache (– when it reports none).</p>
+{{end}}
+{{with .S.Verdict}}
 <h2 id="verdict">Budgets: {{if .Pass}}<span class="pass">PASS</span>{{else}}<span class="fail">FAIL</span>{{end}}</h2>
 <p>{{.}}{{with .Source}} · budgets from {{.}}{{end}}</p>
 <table id="budgets">
