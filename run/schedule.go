@@ -315,7 +315,20 @@ func (r *scheduler) closed(stop, reqCtx context.Context, idx int, whole *scenari
 // arrivals (scenario.Shard.Owns) within its share of the slots. It reports
 // whether the stage ended by its own bounds.
 func (r *scheduler) open(stop, reqCtx context.Context, idx int, st *scenario.Stage, emit func(results.Result)) bool {
-	sched := scenario.NewSchedule(st, r.sc.ArrivalSeed(idx))
+	var sched arrivals = scenario.NewSchedule(st, r.sc.ArrivalSeed(idx))
+	build := r.request
+	if st.Trace != nil {
+		// A trace's arrival n is its record n: the prompt follows the
+		// record, whatever the sequence number.
+		recs := r.prompts.Trace(idx)
+		sched = scenario.NewTraceSchedule(st, recs)
+		build = func(seq, n uint64) client.Request {
+			p := r.prompts.TraceAt(&recs[n], seq)
+			req := r.tmpl
+			req.Prompt, req.InputTokens, req.MaxTokens = p.Text, p.InputTokens, p.OutputTokens
+			return req
+		}
+	}
 	start := r.since()
 	slots := make(chan struct{}, r.shard.Stage(st).MaxConcurrency)
 	timer := time.NewTimer(time.Hour)
@@ -352,7 +365,8 @@ func (r *scheduler) open(stop, reqCtx context.Context, idx int, st *scenario.Sta
 			r.inFlight.Add(1)
 			wg.Go(func() {
 				defer func() { <-slots }()
-				r.send(reqCtx, seq, idx, warm, at, emit)
+				req := build(seq, n)
+				r.finish(r.d.Do(reqCtx, &req), seq, idx, warm, at, emit)
 			})
 		default:
 			r.drop(seq, idx, warm, at, emit)
@@ -360,13 +374,26 @@ func (r *scheduler) open(stop, reqCtx context.Context, idx int, st *scenario.Sta
 	}
 }
 
-// request builds the request of seq. An embeddings request of batch b
+// arrivals is an open-loop stage's arrival schedule: scenario.Schedule
+// (at a rate) or scenario.TraceSchedule (a trace's timestamps).
+type arrivals interface {
+	Next(elapsed time.Duration, sent uint64) (wait time.Duration, stop bool)
+	Offset(i uint64) time.Duration
+}
+
+var (
+	_ arrivals = (*scenario.Schedule)(nil)
+	_ arrivals = (*scenario.TraceSchedule)(nil)
+)
+
+// request builds the request of seq (arrival n of its stage, which only a
+// trace stage's builder uses). An embeddings request of batch b
 // embeds the prompts of b keys of its own, so that no two requests share
 // a text: for the shard's own request number k (seq = Index + k·Count),
 // the keys (k·b + j)·Count + Index, j < b, which keep the shard's residue
 // (a shard's dataset part is the entries of its residue). An embeddings
 // request asks for no output, whatever a dataset says.
-func (r *scheduler) request(seq uint64) client.Request {
+func (r *scheduler) request(seq, _ uint64) client.Request {
 	req := r.tmpl
 	if r.tmpl.API != results.APIEmbeddings {
 		p := r.prompts.At(seq)
@@ -393,7 +420,7 @@ func (r *scheduler) request(seq uint64) client.Request {
 // send runs one request and emits its record; the caller has counted it in
 // flight.
 func (r *scheduler) send(ctx context.Context, seq uint64, stage int, warm bool, at time.Duration, emit func(results.Result)) {
-	req := r.request(seq)
+	req := r.request(seq, 0)
 	r.finish(r.d.Do(ctx, &req), seq, stage, warm, at, emit)
 }
 

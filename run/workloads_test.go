@@ -206,7 +206,7 @@ load: {stages: [{concurrency: 2, requests: 6}]}
 		}
 		for k := range uint64(3) {
 			seq := uint64(i) + 2*k
-			req := r.request(seq)
+			req := r.request(seq, 0)
 			if len(req.Inputs) != 4 || req.MaxTokens != 0 {
 				t.Fatalf("request %d: %d inputs, max_tokens %d: want 4 and none", seq, len(req.Inputs), req.MaxTokens)
 			}

@@ -60,8 +60,12 @@ func (v *validator) conversation(sc *Scenario) {
 		v.distIn(f+".turns", c.Turns, 1, maxTurns, "turns")
 	}
 	for i, st := range sc.Load.Stages {
+		field := "rate"
+		if st.Trace != nil {
+			field = "trace"
+		}
 		if st.Open() {
-			v.add(fmt.Sprintf("load.stages[%d].rate", i),
+			v.add(fmt.Sprintf("load.stages[%d].%s", i, field),
 				"a conversation runs in closed-loop stages: concurrency is the number of users, each sending its next turn after the reply")
 		}
 	}

@@ -21,7 +21,13 @@ const maxDatasetLine = 64 << 20
 // sweep value, and a dataset may be large. Call CheckDataset once before
 // using the network (run.Run and sweep.NewPlan do), so a bad dataset is a
 // bad scenario, not a run that failed against its server.
+//
+// It also reads every trace stage's file (load.stages[i].trace), for the
+// same reasons.
 func (sc *Scenario) CheckDataset() error {
+	if err := sc.checkTraces(); err != nil {
+		return err
+	}
 	if sc.Prompts.Dataset.Path == "" {
 		return nil
 	}

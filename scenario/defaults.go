@@ -106,6 +106,15 @@ func (sc *Scenario) Defaults() {
 		if !st.Open() {
 			continue
 		}
+		if tr := st.Trace; tr != nil {
+			if tr.Speedup == 0 {
+				tr.Speedup = 1
+			}
+			if st.MaxConcurrency == 0 {
+				st.MaxConcurrency = DefaultMaxConcurrency
+			}
+			continue
+		}
 		if st.Arrival == "" {
 			st.Arrival = ArrivalPoisson
 		}
@@ -221,11 +230,15 @@ func (v *validator) zeros(sc *Scenario) {
 		if !res.Open() {
 			continue
 		}
+		z(f+".max_concurrency", st.MaxConcurrency == 0,
+			fmt.Sprintf("0 would leave no room for a request: write a cap on requests in flight from 1 to %d", maxConcurrency)+orDefault(DefaultMaxConcurrency))
+		if res.Trace != nil {
+			z(f+".trace.speedup", st.Trace != nil && st.Trace.Speedup == 0, "0 would never replay the trace: write a factor like 1 (as recorded) or 2 (twice as fast)"+orDefault(1))
+			continue
+		}
 		z(f+".arrival", st.Arrival == "", "is empty: write "+ArrivalConstant+", "+ArrivalPoisson+" or "+ArrivalGamma+orDefault(ArrivalPoisson))
 		z(f+".burstiness", st.Burstiness == 0 && res.Arrival == ArrivalGamma,
 			"0 is not a gamma shape: write a shape above 0 (1 is Poisson, lower is burstier)"+orDefault(DefaultBurstiness))
-		z(f+".max_concurrency", st.MaxConcurrency == 0,
-			fmt.Sprintf("0 would leave no room for a request: write a cap on requests in flight from 1 to %d", maxConcurrency)+orDefault(DefaultMaxConcurrency))
 	}
 
 	sw := raw.Sweep

@@ -54,6 +54,10 @@ type Prompts struct {
 	starts       uint64  // number of distinct start positions
 	stride       uint64  // coprime with starts
 	shift        uint64
+	// Trace stages: each one's records by stage index, and a second
+	// permutation of the start positions for their blocks' second halves.
+	traces          map[int][]TraceRecord
+	stride2, shift2 uint64
 
 	// Dataset prompts.
 	entries []entry
@@ -137,6 +141,21 @@ func NewShardPrompts(sc *Scenario, sh Shard) (*Prompts, error) {
 	if p.in == nil || !p.in.valid() || (p.out != nil && !p.out.valid()) {
 		return nil, fmt.Errorf("prompts: input_tokens and output_tokens must be valid distributions (apply Defaults and Validate first)")
 	}
+	// A trace's prompts are runs of up to half a block of corpus words.
+	run := p.in.highest() - spec.SharedPrefixTokens
+	for i := range sc.Load.Stages {
+		if path := sc.TracePath(i); path != "" {
+			recs, err := readTrace(path)
+			if err != nil {
+				return nil, err
+			}
+			if p.traces == nil {
+				p.traces = map[int][]TraceRecord{}
+			}
+			p.traces[i] = recs
+			run = max(run, TraceBlockTokens/2)
+		}
+	}
 	if spec.SharedPrefixTokens > p.in.lowest() {
 		return nil, fmt.Errorf("prompts: shared_prefix_tokens %d exceeds the smallest input length %d", spec.SharedPrefixTokens, p.in.lowest())
 	}
@@ -153,7 +172,7 @@ func NewShardPrompts(sc *Scenario, sh Shard) (*Prompts, error) {
 	p.prefixTokens = spec.SharedPrefixTokens
 	p.prefix = tok.Text(p.prefixTokens, r.IntN)
 
-	words := corpusStarts - 1 + p.in.highest() - p.prefixTokens
+	words := corpusStarts - 1 + run
 	var b strings.Builder
 	b.Grow(words * 8)
 	p.offs = make([]int32, words+1)
@@ -165,6 +184,7 @@ func NewShardPrompts(sc *Scenario, sh Shard) (*Prompts, error) {
 	p.corpus = b.String()
 	p.starts = corpusStarts
 	p.stride, p.shift = permutation(p.starts, textSeed)
+	p.stride2, p.shift2 = permutation(p.starts, mix(textSeed+2))
 	return p, nil
 }
 

@@ -286,8 +286,9 @@ type CircuitBreaker struct {
 	Failures float64 `yaml:"failures" json:"failures"` // share of them failed that trips it (default 0.9)
 }
 
-// Stage is one closed-loop (Concurrency > 0) or open-loop (RatePerSec > 0)
-// phase of a run, bounded by Requests and/or Duration.
+// Stage is one closed-loop (Concurrency > 0), open-loop (RatePerSec > 0)
+// or trace-replay (Trace) phase of a run, bounded by Requests and/or
+// Duration (a trace by its end too).
 type Stage struct {
 	Name string `yaml:"name" json:"name"` // default "stage-<index>"
 
@@ -315,10 +316,17 @@ type Stage struct {
 	Duration Duration `yaml:"duration" json:"duration,omitzero"`
 	// Warmup flags the stage's first requests as excluded from statistics.
 	Warmup Warmup `yaml:"warmup" json:"warmup,omitzero"`
+
+	// Trace, when set, replays a trace file: the stage's arrivals and
+	// lengths are the file's. It is open loop (MaxConcurrency applies) and
+	// sets neither Concurrency nor RatePerSec; Requests and Duration, when
+	// set, cut the trace short.
+	Trace *TraceSpec `yaml:"trace" json:"trace,omitempty"`
 }
 
-// Open reports whether the stage is open loop.
-func (s *Stage) Open() bool { return s.RatePerSec > 0 }
+// Open reports whether the stage is open loop: at a rate, or replaying a
+// trace.
+func (s *Stage) Open() bool { return s.RatePerSec > 0 || s.Trace != nil }
 
 // Warmup selects a stage's first requests as warmup: the first Requests
 // requests, or those scheduled within Duration of the stage's start, or

@@ -50,7 +50,7 @@ func (sc *Scenario) Validate() error {
 	v.prompts(sc)
 	v.conversation(sc)
 	v.scrape(&sc.Scrape, sc.Target.AllowRemote)
-	v.load(&sc.Load)
+	v.load(sc)
 	v.budgets(sc)
 	v.sweep(sc)
 	v.zeros(sc)
@@ -406,7 +406,8 @@ func (v *validator) scrape(s *Scrape, remote bool) {
 	}
 }
 
-func (v *validator) load(l *LoadSpec) {
+func (v *validator) load(sc *Scenario) {
+	l := &sc.Load
 	if l.MaxDuration <= 0 {
 		v.add("load.max_duration", "must be positive, got %s", l.MaxDuration)
 	}
@@ -427,6 +428,11 @@ func (v *validator) load(l *LoadSpec) {
 			v.add(f+".name", "%q is also the name of stage %d", st.Name, j)
 		}
 		names[st.Name] = i
+		if st.Trace != nil {
+			v.traceStage(sc, i)
+			v.bounds(f, st)
+			continue
+		}
 		v.stage(f, st)
 	}
 }
@@ -469,14 +475,19 @@ func (v *validator) stage(f string, st *Stage) {
 			v.add(f+".max_concurrency", "applies to open-loop stages (rate) only; concurrency already bounds a closed loop")
 		}
 	}
+	if st.Requests == 0 && st.Duration == 0 {
+		v.add(f, "needs a bound: requests, duration or both")
+	}
+	v.bounds(f, st)
+}
+
+// bounds checks a stage's request and duration bounds and its warmup.
+func (v *validator) bounds(f string, st *Stage) {
 	if st.Requests < 0 {
 		v.add(f+".requests", "must be ≥ 0, got %d", st.Requests)
 	}
 	if st.Duration < 0 {
 		v.add(f+".duration", "must be ≥ 0, got %s", st.Duration)
-	}
-	if st.Requests == 0 && st.Duration == 0 {
-		v.add(f, "needs a bound: requests, duration or both")
 	}
 	w := st.Warmup
 	if w.Requests < 0 {

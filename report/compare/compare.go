@@ -316,7 +316,9 @@ func stageSettings(a *report.Aggregate) map[int]string {
 		return out
 	}
 	for i, st := range a.Spec().Load.Stages {
-		if st.Open() {
+		if tr := st.Trace; tr != nil {
+			out[i] = fmt.Sprintf("trace %s at %s× speed, max %d in flight", tr.Path, report.FormatDecimal(tr.Speedup, 3), st.MaxConcurrency)
+		} else if st.Open() {
 			s := fmt.Sprintf("open, %s %s req/s, max %d in flight", st.Arrival, report.FormatDecimal(st.Rate, 3), st.MaxConcurrency)
 			if st.Arrival == "gamma" {
 				s += fmt.Sprintf(", burstiness %s", report.FormatDecimal(st.Burstiness, 3))
