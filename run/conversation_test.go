@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/scenario"
 	"github.com/servebench/servebench/sim"
 )
 
@@ -274,5 +275,59 @@ load: {stages: [{concurrency: 2, requests: 24}]}
 	if !(off[3] > 1.5*on[3]) || !(off[3] > 1.5*off[0]) {
 		t.Errorf("turn 4 TTFT p50: %.1f ms with caching, %.1f ms without (turn 1: %.1f ms): want the uncached history to take over 1.5 times as long",
 			on[3], off[3], off[0])
+	}
+}
+
+// TestConversationShardsAndMessages runs a messages dataset as
+// conversations on two shards: each session's first request carries the
+// line's system message, session numbers are unique across shards (and
+// follow the shard's residue, from 1), and a session's turns are the
+// line's user messages in order.
+func TestConversationShardsAndMessages(t *testing.T) {
+	t.Parallel()
+	srv := newStreamServer(t, time.Millisecond, time.Millisecond, 3)
+	const doc = `name: shards
+prompts: {dataset: {path: ../scenario/testdata/messages.jsonl, format: messages}, conversation: {}}
+load: {stages: [{concurrency: 2, requests: 8}]}
+`
+	sessions := map[uint64]int{}
+	for i := range 2 {
+		sh := scenario.Shard{Index: i, Count: 2}
+		_, recs, err := runScenario(t, t.Context(), srv, doc, withShard(sh))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if o, dup := sessions[r.Session]; dup && o != i {
+				t.Errorf("session %d run by shards %d and %d", r.Session, o, i)
+			}
+			sessions[r.Session] = i
+			if (r.Session-1)%2 != uint64(i) || r.Turn < 1 || r.Turn > 3 {
+				t.Errorf("shard %d: record session %d turn %d", i, r.Session, r.Turn)
+			}
+		}
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	var firstTurns, systems int
+	for _, b := range srv.bodies {
+		ms, _ := b["messages"].([]any)
+		last, _ := ms[len(ms)-1].(map[string]any)
+		first, _ := ms[0].(map[string]any)
+		switch last["content"] {
+		case "What is a KV cache?":
+			firstTurns++
+			if first["role"] == "system" && first["content"] == "You answer in one sentence." {
+				systems++
+			}
+		case "And prefix caching?":
+			// Turn 3 of the first line: system, 2 turns of history, the message.
+			if len(ms) != 6 || ms[3].(map[string]any)["content"] != "Why does it grow?" {
+				t.Errorf("turn 3 sent %v", ms)
+			}
+		}
+	}
+	if firstTurns == 0 || systems != firstTurns {
+		t.Errorf("%d sessions of the first line, %d with its system message", firstTurns, systems)
 	}
 }
