@@ -51,6 +51,7 @@ func TestTraceReplay(t *testing.T) {
 	t.Parallel()
 	const speedup = 2
 	lines := readFixture(t)
+	probe := startTimerProbe()
 	sum, recs := runSim(t, `name: trace
 target: {url: "sim://tiny?enable_prompt_tokens_details=true&num_gpu_blocks_override=2048"}
 scrape: {enabled: false}
@@ -74,11 +75,7 @@ load: {stages: [{name: replay, trace: {path: `+traceFixture+`, speedup: 2}, max_
 				n, r.InputTokens, r.PromptTokens, r.MaxTokens, r.OutputTokens, l.InputLength, l.OutputLength)
 		}
 	}
-	if h := sum.Harness; h != nil && h.Limited {
-		t.Logf("the machine could not keep the schedule, lag not judged: %s", h.Reason)
-	} else if worstLag > 25*time.Millisecond {
-		t.Errorf("an arrival was sent %v after its scheduled time: want within the scheduler's lag (25 ms)", worstLag)
-	}
+	late := probe()
 
 	// Prefix reuse: the cached tokens follow the hash ids.
 	seen := map[uint64]bool{}
@@ -116,6 +113,40 @@ load: {stages: [{name: replay, trace: {path: `+traceFixture+`, speedup: 2}, max_
 	if hits < 10 {
 		t.Errorf("%d arrivals reused an earlier prefix: the fixture should have more", hits)
 	}
+
+	// Last, as it may skip: the sends kept the schedule, unless the
+	// machine could not keep a timer meanwhile.
+	if h := sum.Harness; h != nil && h.Limited {
+		t.Skipf("the machine could not keep the schedule, lag not judged: %s", h.Reason)
+	}
+	if worstLag > 25*time.Millisecond {
+		if late > 10*time.Millisecond {
+			t.Skipf("an arrival was sent %v late, but a 5 ms timer fired up to %v late meanwhile: the machine could not keep the schedule, lag not judged", worstLag, late)
+		}
+		t.Errorf("an arrival was sent %v after its scheduled time (5 ms timers were at most %v late meanwhile): want within 25 ms", worstLag, late)
+	}
+}
+
+// startTimerProbe measures how late this machine fires a 5 ms timer, from
+// now until the returned function is called, which returns the worst
+// lateness seen.
+func startTimerProbe() func() time.Duration {
+	stop := make(chan struct{})
+	done := make(chan time.Duration)
+	go func() {
+		var worst time.Duration
+		for {
+			t0 := time.Now()
+			select {
+			case <-stop:
+				done <- worst
+				return
+			case <-time.After(5 * time.Millisecond):
+				worst = max(worst, time.Since(t0)-5*time.Millisecond)
+			}
+		}
+	}()
+	return func() time.Duration { close(stop); return <-done }
 }
 
 // TestTraceDrops: a trace arriving faster than max_concurrency allows
