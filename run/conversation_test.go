@@ -246,6 +246,7 @@ load: {stages: [{concurrency: 2, requests: 12}]}
 // not).
 func TestConversationPrefixCache(t *testing.T) {
 	t.Parallel()
+	var limited []string
 	run := func(caching bool) (p50 [4]float64, cachedShare [4]float64) {
 		sum, _ := runSim(t, fmt.Sprintf(`name: prefix
 target: {url: "sim://tiny?per_prefill_token_us=80&enable_prompt_tokens_details=true&enable_prefix_caching=%t"}
@@ -254,7 +255,7 @@ prompts: {input_tokens: 256, output_tokens: 16, conversation: {turns: 4}}
 load: {stages: [{concurrency: 2, requests: 24}]}
 `, caching))
 		if h := sum.Harness; h != nil && h.Limited {
-			t.Skipf("the client was starved of CPU (%s): timings are not the server's", h.Reason)
+			limited = append(limited, h.Reason)
 		}
 		rows := sum.Overall.TTFTByTurn
 		if len(rows) != 4 {
@@ -266,11 +267,19 @@ load: {stages: [{concurrency: 2, requests: 24}]}
 		}
 		return p50, cachedShare
 	}
+	probe := startTimerProbe()
 	on, onCached := run(true)
 	off, offCached := run(false)
-	t.Logf("TTFT p50 by turn, ms: caching %v (cached share %.2f), no caching %v", on, onCached, off)
+	late := probe()
+	t.Logf("TTFT p50 by turn, ms: caching %v (cached share %.2f), no caching %v; 5 ms timers p90 %v late", on, onCached, off, late)
 	if onCached[3] < 0.6 || offCached[3] != 0 {
 		t.Errorf("turn 4's prompt served from the cache: %.2f with caching, %.2f without: want most of it, and none", onCached[3], offCached[3])
+	}
+	if len(limited) > 0 {
+		t.Skipf("the client was starved of CPU (%s): timings are not the server's, TTFT not judged", limited[0])
+	}
+	if late > 5*time.Millisecond {
+		t.Skipf("one 5 ms timer in ten fired over %v late during the runs: the machine cannot time the simulator's steps, TTFT not judged", late)
 	}
 	if !(off[3] > 1.5*on[3]) || !(off[3] > 1.5*off[0]) {
 		t.Errorf("turn 4 TTFT p50: %.1f ms with caching, %.1f ms without (turn 1: %.1f ms): want the uncached history to take over 1.5 times as long",

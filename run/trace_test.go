@@ -120,63 +120,38 @@ load: {stages: [{name: replay, trace: {path: `+traceFixture+`, speedup: 2}, max_
 		t.Skipf("the machine could not keep the schedule, lag not judged: %s", h.Reason)
 	}
 	if worstLag > 25*time.Millisecond {
-		if late > 10*time.Millisecond {
-			t.Skipf("an arrival was sent %v late, but a 5 ms timer fired up to %v late meanwhile: the machine could not keep the schedule, lag not judged", worstLag, late)
+		if late > 5*time.Millisecond {
+			t.Skipf("an arrival was sent %v late, but one 5 ms timer in ten fired over %v late meanwhile: the machine could not keep the schedule, lag not judged", worstLag, late)
 		}
-		t.Errorf("an arrival was sent %v after its scheduled time (5 ms timers were at most %v late meanwhile): want within 25 ms", worstLag, late)
+		t.Errorf("an arrival was sent %v after its scheduled time (5 ms timers p90 %v late meanwhile): want within 25 ms", worstLag, late)
 	}
 }
 
 // startTimerProbe measures how late this machine fires a 5 ms timer, from
-// now until the returned function is called, which returns the worst
-// lateness seen.
+// now until the returned function is called, which returns the 90th
+// percentile of the lateness seen: a timing test's "can this machine keep
+// a schedule now". (The worst is tens of milliseconds on a busy machine
+// even when nearly every timer is on time.)
 func startTimerProbe() func() time.Duration {
 	stop := make(chan struct{})
 	done := make(chan time.Duration)
 	go func() {
-		var worst time.Duration
+		var late []time.Duration
 		for {
 			t0 := time.Now()
 			select {
 			case <-stop:
-				done <- worst
+				slices.Sort(late)
+				if len(late) == 0 {
+					done <- 0
+					return
+				}
+				done <- late[len(late)*9/10]
 				return
 			case <-time.After(5 * time.Millisecond):
-				worst = max(worst, time.Since(t0)-5*time.Millisecond)
+				late = append(late, time.Since(t0)-5*time.Millisecond)
 			}
 		}
 	}()
 	return func() time.Duration { close(stop); return <-done }
-}
-
-// TestTraceDrops: a trace arriving faster than max_concurrency allows
-// drops the arrivals that find no free slot, and counts them; every
-// arrival still ends as one record.
-func TestTraceDrops(t *testing.T) {
-	t.Parallel()
-	srv := newStreamServer(t, 200*time.Millisecond, time.Millisecond, 2)
-	r, recs, err := runScenario(t, t.Context(), srv, `name: drops
-load: {stages: [{trace: {path: `+traceFixture+`, speedup: 4}, max_concurrency: 1}]}
-`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkRecords(t, r, recs)
-	var ok, dropped int
-	for _, rec := range recs {
-		switch rec.Outcome {
-		case results.OK:
-			ok++
-		case results.Dropped:
-			dropped++
-		}
-	}
-	// 24 arrivals over 0.57 s at 4× speed, each request holding the one
-	// slot for 200 ms: at most 4 can be served.
-	if len(recs) != 24 || ok < 1 || ok > 4 || dropped != 24-ok {
-		t.Errorf("%d records, %d ok, %d dropped: want 24, at most 4 ok, the rest dropped", len(recs), ok, dropped)
-	}
-	if got := r.counters().Dropped; got != uint64(dropped) {
-		t.Errorf("counters say %d dropped, records %d", got, dropped)
-	}
 }
