@@ -47,17 +47,21 @@ func (v *validator) conversation(sc *Scenario) {
 	if c.ThinkTime < 0 {
 		v.add(f+".think_time", "must be ≥ 0, got %s", c.ThinkTime)
 	}
-	if sc.Prompts.Dataset.Path != "" {
+	switch {
+	case sc.Prompts.Dataset.Path != "":
 		if c.Turns != nil {
 			v.add(f+".turns", "applies to synthetic prompts: a dataset's conversations have their own turns")
 		}
 		if sc.Prompts.Dataset.Format == FormatJSONL {
 			v.add(f, "a %s dataset holds single prompts: use the %s or %s format", FormatJSONL, FormatShareGPT, FormatMessages)
 		}
-	} else if c.Turns == nil {
+	case c.Turns == nil:
 		v.add(f+".turns", "is required with synthetic prompts: the turns per session, like 4 or {dist: uniform, min: 2, max: 8}")
-	} else {
+	default:
 		v.distIn(f+".turns", c.Turns, 1, maxTurns, "turns")
+	}
+	if sc.Prompts.SharedPrefixTokens > 0 {
+		v.add("prompts.shared_prefix_tokens", "would start every turn's new message again: a conversation's turns share their history, and request.system is a prefix every session shares")
 	}
 	for i, st := range sc.Load.Stages {
 		field := "rate"
