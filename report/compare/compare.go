@@ -246,7 +246,11 @@ func Runs(base, cand *report.Aggregate, opts Options) (*Comparison, error) {
 			}
 		}
 		// Rates and ratios have no per-request samples: no test.
-		for _, name := range rateRows() {
+		rows := rateRows()
+		if bst.Requests.Inputs > 0 || nst.Requests.Inputs > 0 {
+			rows = append(rows, embeddingRows()...)
+		}
+		for _, name := range rows {
 			m, _ := results.MetricByName(name)
 			b, _, _ := bst.Figure(name)
 			n, _, _ := nst.Figure(name)
@@ -395,6 +399,9 @@ type gateKey struct {
 // rates and ratios of a stage summary, which have no per-request samples.
 func rateRows() []string { return []string{"output_tokens_per_s", "requests_per_s", "error_rate"} }
 
+// embeddingRows are the rate rows added when either run embedded texts.
+func embeddingRows() []string { return []string{"inputs_per_s", "total_tokens_per_s"} }
+
 // gateMetrics are the metrics a table shows and a gate may name, from the
 // metric table: the per-request latencies (which take a statistic) and the
 // rate rows.
@@ -404,7 +411,7 @@ func gateMetrics() map[string]bool {
 		switch {
 		case m.Class == results.Latency && m.Budget:
 			out[m.Name] = true
-		case slices.Contains(rateRows(), m.Name):
+		case slices.Contains(rateRows(), m.Name), slices.Contains(embeddingRows(), m.Name):
 			out[m.Name] = false
 		}
 	}
