@@ -155,3 +155,35 @@ func startTimerProbe() func() time.Duration {
 	}()
 	return func() time.Duration { close(stop); return <-done }
 }
+
+// TestTraceDrops: a trace arriving faster than max_concurrency allows
+// drops the arrivals that find no free slot, and counts them; every
+// arrival still ends as one record.
+func TestTraceDrops(t *testing.T) {
+	t.Parallel()
+	srv := newStreamServer(t, 200*time.Millisecond, time.Millisecond, 2)
+	r, recs, err := runScenario(t, t.Context(), srv, `name: drops
+load: {stages: [{trace: {path: `+traceFixture+`, speedup: 4}, max_concurrency: 1}]}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRecords(t, r, recs)
+	var ok, dropped int
+	for _, rec := range recs {
+		switch rec.Outcome {
+		case results.OK:
+			ok++
+		case results.Dropped:
+			dropped++
+		}
+	}
+	// 24 arrivals over 0.57 s at 4× speed, each request holding the one
+	// slot for 200 ms: at most 4 can be served.
+	if len(recs) != 24 || ok < 1 || ok > 4 || dropped != 24-ok {
+		t.Errorf("%d records, %d ok, %d dropped: want 24, at most 4 ok, the rest dropped", len(recs), ok, dropped)
+	}
+	if got := r.counters().Dropped; got != uint64(dropped) {
+		t.Errorf("counters say %d dropped, records %d", got, dropped)
+	}
+}
