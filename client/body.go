@@ -31,16 +31,34 @@ func encodeBody(r *Request) ([]byte, error) {
 	}
 	switch r.API {
 	case results.APIChat:
-		msgs := make([]openai.ChatCompletionMessage, 0, 2)
+		msgs := make([]openai.ChatCompletionMessage, 0, 2+len(r.History))
 		if r.System != "" {
 			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: r.System})
 		}
+		for _, m := range r.History {
+			msgs = append(msgs, openai.ChatCompletionMessage{Role: m.Role, Content: m.Content})
+		}
 		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: r.Prompt})
 		body["messages"] = msgs
+		if len(r.Tools) > 0 {
+			body["tools"] = r.Tools
+		}
 	case results.APICompletions:
 		body["prompt"] = r.Prompt
+	case results.APIEmbeddings:
+		// Only the input: an embeddings request has no stream, no
+		// max_tokens and no sampling options.
+		if len(r.Inputs) > 0 {
+			body["input"] = r.Inputs
+		} else {
+			body["input"] = r.Prompt
+		}
+		for k, v := range r.Extra {
+			body[k] = v
+		}
+		return marshalBody(body)
 	default:
-		return nil, fmt.Errorf("api %q: want %q or %q", r.API, results.APIChat, results.APICompletions)
+		return nil, fmt.Errorf("api %q: want %q, %q or %q", r.API, results.APIChat, results.APICompletions, results.APIEmbeddings)
 	}
 	body["stream"] = r.Stream
 	if r.Stream && (r.IncludeUsage || r.ContinuousUsage) {
@@ -62,6 +80,10 @@ func encodeBody(r *Request) ([]byte, error) {
 	for k, v := range r.Extra {
 		body[k] = v
 	}
+	return marshalBody(body)
+}
+
+func marshalBody(body map[string]any) ([]byte, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("encode request body: %w", err)

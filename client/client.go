@@ -99,6 +99,7 @@ type Client struct {
 	root        string // scheme://host[:port][/prefix], without /v1
 	chatURL     string
 	complURL    string
+	embedURL    string
 	apiKey      string
 	epoch       time.Time
 	connect     time.Duration
@@ -169,6 +170,7 @@ func New(cfg Config) (*Client, error) {
 		root:      root,
 		chatURL:   root + "/v1/chat/completions",
 		complURL:  root + "/v1/completions",
+		embedURL:  root + "/v1/embeddings",
 		apiKey:    cfg.APIKey,
 		headers:   maps.Clone(cfg.Headers),
 		redact:    redact.New(append(slices.Collect(maps.Values(cfg.Headers)), cfg.APIKey)...),

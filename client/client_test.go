@@ -89,8 +89,16 @@ func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec.mu.Unlock()
 	var req struct {
 		Stream bool `json:"stream"`
+		Input  any  `json:"input"`
 	}
 	_ = json.Unmarshal(b, &req)
+	if in, ok := req.Input.([]any); ok || req.Input != nil {
+		n := max(len(in), 1)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"object":"list","data":[`+strings.Repeat(`{"object":"embedding","index":0,"embedding":[0.5,-0.25]},`, n-1)+
+			`{"object":"embedding","index":0,"embedding":[0.5,-0.25]}],"model":"e","usage":{"prompt_tokens":3,"total_tokens":3}}`)
+		return
+	}
 	if !req.Stream {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`)
@@ -118,6 +126,12 @@ func TestBody(t *testing.T) {
 		{"extra_overrides", Request{API: results.APIChat, Model: "m", Prompt: "hello", MaxTokens: 16, Temperature: &zero, Stream: true,
 			Extra: map[string]any{"top_k": 1, "temperature": 0.7, "chat_template_kwargs": map[string]any{"enable_thinking": false}}}},
 		{"no_model", Request{API: results.APICompletions, Prompt: "x", Stream: true}},
+		{"chat_history_tools", Request{API: results.APIChat, Model: "m", System: "be brief", Prompt: "and now?", Stream: true, IncludeUsage: true,
+			History: []Message{{Role: "user", Content: "first"}, {Role: "assistant", Content: "reply one"}},
+			Tools:   []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather", "parameters": map[string]any{"type": "object"}}}},
+			Extra:   map[string]any{"tool_choice": "required"}}},
+		{"embeddings_one", Request{API: results.APIEmbeddings, Model: "e", Prompt: "embed me", MaxTokens: 16, Stream: true, IncludeUsage: true}},
+		{"embeddings_batch", Request{API: results.APIEmbeddings, Model: "e", Inputs: []string{"a", "b"}, Extra: map[string]any{"encoding_format": "float"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -130,10 +144,8 @@ func TestBody(t *testing.T) {
 			if res.Outcome != results.OK {
 				t.Fatalf("outcome %s %s: %s", res.Outcome, res.ErrorClass, res.Error)
 			}
-			wantPath := "/v1/chat/completions"
-			if tc.req.API == results.APICompletions {
-				wantPath = "/v1/completions"
-			}
+			wantPath := map[string]string{results.APIChat: "/v1/chat/completions", results.APICompletions: "/v1/completions",
+				results.APIEmbeddings: "/v1/embeddings"}[tc.req.API]
 			if rec.paths[0] != wantPath || rec.auth[0] != "Bearer sk-test" {
 				t.Errorf("path %q auth %q", rec.paths[0], rec.auth[0])
 			}

@@ -34,12 +34,37 @@ var (
 // panics: a failure is recorded in the Result (Outcome Failed with an
 // ErrorClass and a message, or Canceled when ctx was canceled). A failing
 // request has no effect on other requests. Do is safe for concurrent use.
-func (c *Client) Do(ctx context.Context, r *Request) (res results.Result) {
+func (c *Client) Do(ctx context.Context, r *Request) results.Result {
+	res, _ := c.do(ctx, r, false)
+	return res
+}
+
+// DoReply is Do that also returns the reply's text as received: the
+// content (chat) or text (completions) of every chunk, in order, without
+// reasoning or tool calls; what a conversation carries into its next
+// turn. The text is kept whatever the outcome (a failed stream's reply is
+// what arrived before the failure). Collecting it costs a copy of each
+// chunk's text, so Do does not.
+func (c *Client) DoReply(ctx context.Context, r *Request) (results.Result, string) {
+	return c.do(ctx, r, true)
+}
+
+func (c *Client) do(ctx context.Context, r *Request, keep bool) (res results.Result, reply string) {
+	embed := r.API == results.APIEmbeddings
 	res = results.Result{
 		API:         r.API,
-		Stream:      r.Stream,
+		Stream:      r.Stream && !embed,
 		InputTokens: r.InputTokens,
 		MaxTokens:   r.MaxTokens,
+	}
+	if embed {
+		res.Inputs, res.MaxTokens = max(len(r.Inputs), 1), 0
+	}
+	var text []byte
+	var textp *[]byte
+	if keep {
+		textp = &text
+		defer func() { reply = string(text) }()
 	}
 	defer func() {
 		// A panic here is a client bug triggered by some input; it is
@@ -53,14 +78,17 @@ func (c *Client) Do(ctx context.Context, r *Request) (res results.Result) {
 		}
 	}()
 	url := c.chatURL
-	if r.API == results.APICompletions {
+	switch r.API {
+	case results.APICompletions:
 		url = c.complURL
+	case results.APIEmbeddings:
+		url = c.embedURL
 	}
 	body, err := encodeBody(r)
 	if err != nil {
 		// Not sent: the scenario validator should have refused it.
 		res.Outcome, res.ErrorClass, res.Error = results.Failed, results.ErrHTTP4xx, "invalid request, not sent: "+err.Error()
-		return res
+		return res, ""
 	}
 
 	// The request's resources are released in reverse order by cleanup,
@@ -106,7 +134,7 @@ func (c *Client) Do(ctx context.Context, r *Request) (res results.Result) {
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(rctx, trace), http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		res.Outcome, res.ErrorClass, res.Error = results.Failed, results.ErrConnect, err.Error()
-		return res
+		return res, ""
 	}
 	defer func() {
 		res.Retries = max(int(conns.Load())-1, 0)
@@ -114,7 +142,7 @@ func (c *Client) Do(ctx context.Context, r *Request) (res results.Result) {
 	}()
 	req.Header.Set("Idempotency-Key", c.requestKey())
 	req.Header.Set("Content-Type", "application/json")
-	if r.Stream {
+	if res.Stream {
 		req.Header.Set("Accept", "text/event-stream")
 	}
 	c.setHeaders(req)
@@ -126,7 +154,7 @@ func (c *Client) Do(ctx context.Context, r *Request) (res results.Result) {
 	resp, err := c.http.Do(req)
 	if err != nil {
 		c.fail(ctx, rctx, &res, err, results.ErrConnect)
-		return res
+		return res, ""
 	}
 	cleanup = append(cleanup, func() { resp.Body.Close() })
 	res.Headers = c.since(time.Now())
@@ -135,15 +163,15 @@ func (c *Client) Do(ctx context.Context, r *Request) (res results.Result) {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		wd.begin(res.Headers)
 		c.httpError(&res, resp)
-		return res
+		return res, ""
 	}
-	if r.Stream && !isEventStream(resp) {
+	if res.Stream && !isEventStream(resp) {
 		wd.begin(res.Headers)
 		c.notSSE(&res, resp)
-		return res
+		return res, ""
 	}
-	if r.Stream {
-		if c.readStream(ctx, rctx, &res, resp.Body, sentAt, wd, r.MaxTokens) {
+	if res.Stream {
+		if c.readStream(ctx, rctx, &res, resp.Body, sentAt, wd, r.MaxTokens, textp) {
 			// [DONE] came: the record is complete. The end of the body is
 			// read in the background, bounded by the watchdog, so that the
 			// connection goes back to the pool without holding the worker
@@ -155,9 +183,9 @@ func (c *Client) Do(ctx context.Context, r *Request) (res results.Result) {
 		}
 	} else {
 		wd.begin(res.Headers)
-		c.readWhole(ctx, rctx, &res, resp.Body)
+		c.readWhole(ctx, rctx, &res, resp.Body, textp)
 	}
-	return res
+	return res, ""
 }
 
 // isEventStream reports whether a 2xx response to a streaming request is an
@@ -210,7 +238,7 @@ func printable(s string) string {
 
 // readStream reads an SSE body into res. It reports whether the stream
 // completed with [DONE], leaving the end of the body to the caller.
-func (c *Client) readStream(ctx, rctx context.Context, res *results.Result, body io.Reader, sentAt time.Time, wd *watchdog, maxTokens int) (done bool) {
+func (c *Client) readStream(ctx, rctx context.Context, res *results.Result, body io.Reader, sentAt time.Time, wd *watchdog, maxTokens int, text *[]byte) (done bool) {
 	s := c.streams.Get().(*stream)
 	defer func() {
 		s.release()
@@ -223,6 +251,7 @@ func (c *Client) readStream(ctx, rctx context.Context, res *results.Result, body
 	}
 	s.reset(body, res, c.epoch, sentAt)
 	s.live, s.firsts = &c.chunks, &c.firsts
+	s.text = text
 	end, fail, readErr := s.pump(wd, c.since)
 	if fail == nil && readErr != nil && !errors.Is(readErr, io.EOF) {
 		if errors.Is(readErr, errLineTooLong) {
@@ -245,25 +274,31 @@ func (c *Client) readStream(ctx, rctx context.Context, res *results.Result, body
 	return s.done
 }
 
-// wholeResponse is the part of a non-streaming chat or completions
-// response the client reads. go-openai's response types lack "reasoning".
+// wholeResponse is the part of a non-streaming chat, completions or
+// embeddings response the client reads. go-openai's response types lack
+// "reasoning".
 type wholeResponse struct {
 	Choices []struct {
 		Message struct {
-			Content          string `json:"content"`
-			Reasoning        string `json:"reasoning"`
-			ReasoningContent string `json:"reasoning_content"`
+			Content          string         `json:"content"`
+			Reasoning        string         `json:"reasoning"`
+			ReasoningContent string         `json:"reasoning_content"`
+			ToolCalls        []wireToolCall `json:"tool_calls"`
 		} `json:"message"`
 		Text         string `json:"text"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
+	// Data holds one object per embedded input; only their count is read
+	// (the vectors are skipped).
+	Data  []struct{}      `json:"data"`
 	Usage *openai.Usage   `json:"usage"`
 	Error json.RawMessage `json:"error"`
 }
 
 // readWhole reads a JSON response body into res. Only E2E is measured:
-// FirstToken, FirstContent and LastToken stay zero.
-func (c *Client) readWhole(ctx, rctx context.Context, res *results.Result, body io.Reader) {
+// FirstToken, FirstContent and LastToken stay zero. When text is not nil,
+// the reply's content is appended to it.
+func (c *Client) readWhole(ctx, rctx context.Context, res *results.Result, body io.Reader, text *[]byte) {
 	b, err := io.ReadAll(io.LimitReader(body, MaxBodyBytes+1))
 	now := time.Now()
 	res.End = c.since(now)
@@ -288,9 +323,19 @@ func (c *Client) readWhole(ctx, rctx context.Context, res *results.Result, body 
 		c.setFailure(res, &failure{results.ErrServerErrorEvent, errorMessage(b)})
 		return
 	}
-	var text string
+	if res.API == results.APIEmbeddings {
+		c.readEmbeddings(res, &w, b)
+		return
+	}
+	var all string
 	for _, ch := range w.Choices {
-		text += ch.Message.ReasoningContent + ch.Message.Reasoning + ch.Message.Content + ch.Text
+		all += ch.Message.ReasoningContent + ch.Message.Reasoning + ch.Message.Content + ch.Text
+		for _, tc := range ch.Message.ToolCalls {
+			all += tc.Function.Name + tc.Function.Arguments
+		}
+		if text != nil {
+			*text = append(append(*text, ch.Message.Content...), ch.Text...)
+		}
 		if res.FinishReason == "" {
 			res.FinishReason = ch.FinishReason
 		}
@@ -307,9 +352,26 @@ func (c *Client) readWhole(ctx, rctx context.Context, res *results.Result, body 
 	} else {
 		// The whole text is at hand, so counting it is cheap here.
 		if tok, err := c.loadCounter(); err == nil {
-			res.OutputTokens = tok.Count(text)
+			res.OutputTokens = tok.Count(all)
 			res.Estimated = true
 		}
+	}
+	res.Outcome = results.OK
+}
+
+// readEmbeddings completes the record of an embeddings response: one
+// embedding per input, and the prompt tokens from usage (vLLM, TEI and
+// OpenAI report them), else the intended count, marked estimated.
+func (c *Client) readEmbeddings(res *results.Result, w *wholeResponse, b []byte) {
+	if len(w.Data) != res.Inputs {
+		c.setFailure(res, &failure{results.ErrMalformedChunk,
+			fmt.Sprintf("%d embeddings for %d inputs: %s", len(w.Data), res.Inputs, excerpt(b))})
+		return
+	}
+	if w.Usage != nil && w.Usage.PromptTokens > 0 {
+		res.PromptTokens = w.Usage.PromptTokens
+	} else {
+		res.PromptTokens, res.Estimated = res.InputTokens, true
 	}
 	res.Outcome = results.OK
 }

@@ -34,11 +34,15 @@
 // # Tokens and chunks
 //
 // A token-bearing chunk is one whose choices carry non-empty content
-// (chat), text (completions), reasoning or reasoning_content. A role-only
-// chunk, an empty string and "content": null are not tokens. FirstToken is
-// the first token-bearing chunk; FirstContent the first chunk carrying
-// content or text, which for a reasoning model comes after the reasoning;
-// LastToken the last token-bearing chunk.
+// (chat), text (completions), reasoning or reasoning_content, or a
+// tool-call delta that names a function or carries a piece of its
+// arguments. A role-only chunk, an empty string, "content": null and
+// "tool_calls": [] are not tokens. FirstToken is the first token-bearing
+// chunk; FirstContent the first chunk carrying content, text or a tool
+// call (the answer, not the reasoning), which for a reasoning model comes
+// after the reasoning; LastToken the last token-bearing chunk. So the TTFT
+// of an agent's turn that answers with a tool call is the time to the
+// call's first delta, and its ITL the gaps between the argument pieces.
 //
 // Token counts come from the server's usage (stream_options.include_usage);
 // the last usage object seen is authoritative. With vLLM's

@@ -5,12 +5,23 @@ package client
 // scheduling fields: the scheduler owns Seq, Stage, Warmup and Scheduled
 // on the Result and sets them on the record Do returns.
 type Request struct {
-	API    string // APIChat or APICompletions
+	API    string // results.APIChat, APICompletions or APIEmbeddings
 	Model  string
 	System string // optional system message (chat only)
-	Prompt string // the user message (chat) or the prompt (completions)
+	Prompt string // the user message (chat), the prompt (completions) or the one input (embeddings)
 
-	InputTokens int // intended prompt length in tokens, recorded in the Result
+	// History holds the earlier turns of a conversation (chat only), sent
+	// between the system message and Prompt: each turn's user message and
+	// the assistant's reply as received.
+	History []Message
+	// Inputs are the texts of an embeddings request that embeds several at
+	// once; when empty, Prompt is the one input.
+	Inputs []string
+	// Tools are tool definitions sent as the body's "tools" (chat only),
+	// as the scenario gives them.
+	Tools []any
+
+	InputTokens int // intended prompt length in tokens (all inputs of an embeddings request), recorded in the Result
 	// PromptOverhead is what the server is expected to count beyond
 	// InputTokens (a system message, a chat template, special tokens),
 	// as far as known: Result.PromptTokensDiff is the server's count minus
@@ -29,4 +40,10 @@ type Request struct {
 	// request (for example vLLM's top_k or chat_template_kwargs). Keys the
 	// client sets itself are overridden by Extra.
 	Extra map[string]any
+}
+
+// Message is one message of a conversation's history.
+type Message struct {
+	Role    string // "user" or "assistant"
+	Content string
 }

@@ -23,9 +23,20 @@ import (
 // line buffer (DecodeNoCopyString): they must not be retained.
 
 type wireDelta struct {
-	Content          string `json:"content"`           // null and "" are both "no content"
-	Reasoning        string `json:"reasoning"`         // vLLM ≥ v0.11 (late 2025), Ollama
-	ReasoningContent string `json:"reasoning_content"` // vLLM ≤ v0.15, SGLang, llama.cpp, TRT-LLM
+	Content          string         `json:"content"`           // null and "" are both "no content"
+	Reasoning        string         `json:"reasoning"`         // vLLM ≥ v0.11 (late 2025), Ollama
+	ReasoningContent string         `json:"reasoning_content"` // vLLM ≤ v0.15, SGLang, llama.cpp, TRT-LLM
+	ToolCalls        []wireToolCall `json:"tool_calls"`        // null and [] are both "no tool call"
+}
+
+// wireToolCall is one tool-call delta: the first of a call carries its id,
+// type and function name (vLLM sends arguments "" with it), the later ones
+// pieces of the arguments.
+type wireToolCall struct {
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 type wireChoice struct {
@@ -77,6 +88,7 @@ type stream struct {
 	res       *results.Result
 	live      *atomic.Int64 // the client's count of token-bearing chunks, for progress displays
 	firsts    *firstTokens  // the client's first-token counter, for progress displays
+	text      *[]byte       // when not nil, the reply's content and text are appended to it
 	epoch     time.Time
 	sentAt    time.Time // wall+monotonic time of Sent, for ChunkTimes offsets
 	errEvent  bool      // the current SSE event is "event: error"
@@ -121,7 +133,7 @@ func (s *stream) reset(body io.Reader, res *results.Result, epoch, sentAt time.T
 // release drops references to the request before s returns to the pool.
 func (s *stream) release() {
 	s.br.Reset(nil)
-	s.res = nil
+	s.res, s.text = nil, nil
 	clear(s.ck.Choices[:cap(s.ck.Choices)])
 	s.ck.Error = nil
 }
@@ -283,8 +295,11 @@ func (s *stream) decodeChunk(v []byte) (chunkScan, *failure) {
 	var out chunkScan
 	for i := range ck.Choices {
 		c := &ck.Choices[i]
-		if c.Delta.Content != "" || c.Text != "" {
+		if c.Delta.Content != "" || c.Text != "" || toolCallDelta(c.Delta.ToolCalls) {
 			out.tokens, out.content = true, true
+			if s.text != nil {
+				*s.text = append(append(*s.text, c.Delta.Content...), c.Text...)
+			}
 		} else if c.Delta.Reasoning != "" || c.Delta.ReasoningContent != "" {
 			out.tokens = true
 		}
@@ -295,6 +310,18 @@ func (s *stream) decodeChunk(v []byte) (chunkScan, *failure) {
 	out.usage = ck.Usage
 	out.hasUsage = ck.Usage.PromptTokens != usageAbsent || ck.Usage.CompletionTokens != usageAbsent
 	return out, nil
+}
+
+// toolCallDelta reports whether a delta's tool_calls carry generated text:
+// a function name or a piece of the arguments. A call's first delta names
+// the function, so it is a token even though vLLM sends its arguments as "".
+func toolCallDelta(calls []wireToolCall) bool {
+	for i := range calls {
+		if calls[i].Function.Name != "" || calls[i].Function.Arguments != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // finish completes res after the stream ended. readErr is the error

@@ -33,6 +33,7 @@ func TestSSEStreams(t *testing.T) {
 		{file: "vllm_chat.sse", chunks: 3, output: 3, prompt: 9, finish: "stop"},
 		{file: "vllm_completions.sse", chunks: 3, output: 3, prompt: 5, finish: "length"},
 		{file: "vllm_reasoning.sse", chunks: 3, contentAfter: 2, output: 6, prompt: 4, reasoning: 3, finish: "stop"},
+		{file: "vllm_tool_calls.sse", chunks: 3, output: 12, prompt: 21, finish: "tool_calls"},
 		{file: "vllm_continuous.sse", chunks: 2, contentAfter: 1, output: 6, prompt: 4, cached: 2, chunkTokens: []int32{3, 2}, finish: "stop"},
 		{file: "vllm_error_event.sse", class: results.ErrServerErrorEvent, chunks: 1, output: 1, estimated: true, errContains: "KV cache load failed"},
 		{file: "llamacpp_chat.sse", chunks: 2, contentAfter: 1, output: 3, prompt: 7, finish: "stop"},

@@ -194,6 +194,9 @@ type stageAgg struct {
 	// window's rates.
 	recvOutput, recvPrompt float64
 	warmEnds               []time.Duration // ends of the warmup requests that completed ok
+	warmInputs             []int32         // and the texts each embedded (embeddings), alike
+
+	turns map[int]*turnAgg // conversation turns' TTFT by turn row (turns.go); nil without
 }
 
 func newStageAgg(metrics int) *stageAgg {
@@ -234,6 +237,7 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 		s.req.Warmup++
 		if r.Outcome == results.OK {
 			s.warmEnds = append(s.warmEnds, r.End)
+			s.warmInputs = append(s.warmInputs, int32(r.Inputs))
 		}
 		return buf
 	}
@@ -242,6 +246,7 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 	switch r.Outcome {
 	case results.OK:
 		s.req.OK++
+		s.req.Inputs += int64(r.Inputs)
 	case results.Failed:
 		s.req.Failed++
 		s.errors[string(r.ErrorClass)]++
@@ -285,6 +290,7 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 			}
 		}
 	}
+	s.addTurn(r)
 	// Every latency metric defines itself for ok requests only, except the
 	// schedule lag, which every sent request has.
 	for i, m := range latency {
@@ -305,6 +311,7 @@ func (s *stageAgg) merge(o *stageAgg) {
 	s.req.Dropped += o.req.Dropped
 	s.req.Warmup += o.req.Warmup
 	s.req.Retried += o.req.Retried
+	s.req.Inputs += o.req.Inputs
 	for k, v := range o.errors {
 		s.errors[k] += v
 	}
@@ -314,12 +321,14 @@ func (s *stageAgg) merge(o *stageAgg) {
 		}
 	}
 	s.req.Truncated += o.req.Truncated
+	s.mergeTurns(o)
 	for i, h := range o.hist {
 		s.hist[i].Merge(h)
 	}
 	s.recvOutput += o.recvOutput
 	s.recvPrompt += o.recvPrompt
 	s.warmEnds = append(s.warmEnds, o.warmEnds...)
+	s.warmInputs = append(s.warmInputs, o.warmInputs...)
 	s.tokens.Cached += o.tokens.Cached
 	s.tokens.Prompt += o.tokens.Prompt
 	s.tokens.Output += o.tokens.Output
@@ -385,9 +394,13 @@ func (a *Aggregate) Summary() *Summary {
 				"stage %s: requests left up to %.1f ms (p99) after their scheduled time: the load generator fell behind its schedule",
 				st.Name, lag.P99))
 		} else if lag := st.WireLag; lag.Count > 0 && lag.P99 > scheduleLagWarnMS {
+			from := "TTFT" // E2E for embeddings, which have no first token
+			if st.Requests.Inputs > 0 {
+				from = "E2E"
+			}
 			out.Warnings = append(out.Warnings, fmt.Sprintf(
-				"stage %s: requests reached the wire up to %.1f ms (p99) after their scheduled time (waiting for a connection or the CPU): TTFT from the schedule includes it",
-				st.Name, lag.P99))
+				"stage %s: requests reached the wire up to %.1f ms (p99) after their scheduled time (waiting for a connection or the CPU): %s from the schedule includes it",
+				st.Name, lag.P99, from))
 		}
 	}
 	if n := overall.req.Truncated; n > 0 {
@@ -511,14 +524,17 @@ func (a *Aggregate) stageSummary(s *stageAgg, index int, name string) Stage {
 	for i, m := range a.latency {
 		*st.Dist(m.Name) = dist(s.hist[i])
 	}
+	st.TTFTByTurn = s.turnRows()
 	if st.Duration > 0 {
 		warmOut, warmPrompt := a.corr.WarmupReceived(index, s.first, s.last)
-		completed := s.req.OK
-		for _, end := range s.warmEnds {
+		completed, inputs := s.req.OK, s.req.Inputs
+		for i, end := range s.warmEnds {
 			if end > s.first && end <= s.last {
 				completed++
+				inputs += int64(s.warmInputs[i])
 			}
 		}
+		st.InputsPerSec = round(float64(inputs)/st.Duration, 3)
 		out := s.recvOutput + warmOut
 		st.OutputTokensPerSec = round(out/st.Duration, 3)
 		st.TotalTokensPerSec = round((out+s.recvPrompt+warmPrompt)/st.Duration, 3)

@@ -81,6 +81,13 @@ type Stage struct {
 	OutputTokensPerSec float64 `json:"output_tokens_per_s"`
 	TotalTokensPerSec  float64 `json:"total_tokens_per_s"`
 	RequestsPerSec     float64 `json:"requests_per_s"`
+	// TTFTByTurn is the TTFT of a conversation scenario's turns by turn
+	// index (absent otherwise).
+	TTFTByTurn []TurnTTFT `json:"ttft_by_turn_ms,omitempty"`
+	// InputsPerSec is the embeddings throughput: the texts embedded by the
+	// requests completed ok in the window, per second (absent for
+	// generation).
+	InputsPerSec float64 `json:"inputs_per_s,omitempty"`
 }
 
 // Dist returns the distribution of the latency metric named metric (a name
@@ -113,7 +120,8 @@ func (s *Stage) Dist(metric string) *Dist {
 }
 
 // Figure returns a figure of the stage that is not a distribution:
-// error_rate, drop_rate, output_tokens_per_s or requests_per_s, with the
+// error_rate, drop_rate, output_tokens_per_s, requests_per_s,
+// total_tokens_per_s or inputs_per_s, with the
 // number of samples behind it; ok is false when it cannot be measured (no
 // request finished or was scheduled) or the name is not one of these.
 func (s *Stage) Figure(metric string) (value float64, samples int64, ok bool) {
@@ -133,6 +141,10 @@ func (s *Stage) Figure(metric string) (value float64, samples int64, ok bool) {
 		return s.OutputTokensPerSec, s.Requests.OK, s.Duration > 0
 	case "requests_per_s":
 		return s.RequestsPerSec, s.Requests.OK, s.Duration > 0
+	case "total_tokens_per_s":
+		return s.TotalTokensPerSec, s.Requests.OK, s.Duration > 0
+	case "inputs_per_s":
+		return s.InputsPerSec, s.Requests.Inputs, s.Duration > 0 && s.Requests.Inputs > 0
 	}
 	return 0, 0, false
 }
@@ -154,6 +166,9 @@ type Requests struct {
 	// max_tokens although the server was told to ignore EOS, or said it
 	// stopped at a length: it hit its context limit (HTTP 200 all the same).
 	Truncated int64 `json:"truncated,omitempty"`
+	// Inputs counts the texts the ok embeddings requests embedded (absent
+	// for generation).
+	Inputs int64 `json:"inputs,omitempty"`
 }
 
 // Tokens sums the token counts of the measured ok requests (the rates

@@ -181,7 +181,7 @@ func (j *judge) measure(st *Stage, sc *scope, metric, stat string) measure {
 		return distStat(*d, stat)
 	}
 	switch metric {
-	case "error_rate", "drop_rate", "output_tokens_per_s", "requests_per_s":
+	case "error_rate", "drop_rate", "output_tokens_per_s", "requests_per_s", "total_tokens_per_s", "inputs_per_s":
 		v, n, ok := st.Figure(metric)
 		if !ok {
 			if metric == "drop_rate" {

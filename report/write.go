@@ -31,8 +31,21 @@ func WriteText(w io.Writer, s *Summary) error {
 		fmt.Fprintf(&b, "LIMITED BY THE CLIENT: %s\n  %s\n", h.Reason, LimitedAdvice)
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "stage\tok\tfail\tdrop\tcancel\treq/s\tout tok/s\tTTFT p50\tp99\tITL p50\tp99\tTPOT p50\tE2E p50\tp99\t")
+	embeddings := s.Overall.Requests.Inputs > 0
+	if embeddings {
+		// Whole responses without output tokens: latency is E2E only.
+		fmt.Fprintln(tw, "stage\tok\tfail\tdrop\tcancel\treq/s\tinputs/s\ttok/s\tE2E p50\tp90\tp99\tmax\t")
+	} else {
+		fmt.Fprintln(tw, "stage\tok\tfail\tdrop\tcancel\treq/s\tout tok/s\tTTFT p50\tp99\tITL p50\tp99\tTPOT p50\tE2E p50\tp99\t")
+	}
 	row := func(st Stage) {
+		if embeddings {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.2f\t%.1f\t%.0f\t%s\t%s\t%s\t%s\t\n",
+				st.Name, st.Requests.OK, st.Requests.Failed, st.Requests.Dropped, st.Requests.Canceled,
+				st.RequestsPerSec, st.InputsPerSec, st.TotalTokensPerSec,
+				ms(st.E2E.P50, st.E2E.Count), ms(st.E2E.P90, st.E2E.Count), ms(st.E2E.P99, st.E2E.Count), ms(st.E2E.Max, st.E2E.Count))
+			return
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.2f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
 			st.Name, st.Requests.OK, st.Requests.Failed, st.Requests.Dropped, st.Requests.Canceled,
 			st.RequestsPerSec, st.OutputTokensPerSec,
@@ -49,11 +62,20 @@ func WriteText(w io.Writer, s *Summary) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	b.WriteString("(latencies in ms; TTFT from send; warmup requests excluded)\n")
-	if lag := s.Overall.ScheduleLag; lag.Count > 0 && lag.P99 >= 1 {
-		fmt.Fprintf(&b, "schedule lag p50 %s ms, p99 %s ms (TTFT from schedule p50 %s ms, p99 %s ms)\n",
-			ms(lag.P50, 1), ms(lag.P99, 1), ms(s.Overall.TTFTFromSchedule.P50, 1), ms(s.Overall.TTFTFromSchedule.P99, 1))
+	if embeddings {
+		b.WriteString("(embeddings: latencies in ms from send; tok/s counts the inputs' tokens; warmup requests excluded)\n")
+	} else {
+		b.WriteString("(latencies in ms; TTFT from send; warmup requests excluded)\n")
 	}
+	if lag := s.Overall.ScheduleLag; lag.Count > 0 && lag.P99 >= 1 {
+		name, from := "TTFT", s.Overall.TTFTFromSchedule
+		if embeddings {
+			name, from = "E2E", s.Overall.E2EFromSchedule
+		}
+		fmt.Fprintf(&b, "schedule lag p50 %s ms, p99 %s ms (%s from schedule p50 %s ms, p99 %s ms)\n",
+			ms(lag.P50, 1), ms(lag.P99, 1), name, ms(from.P50, 1), ms(from.P99, 1))
+	}
+	writeTurns(&b, s.Overall.TTFTByTurn)
 	if len(s.Overall.Errors) > 0 {
 		b.WriteString("errors:")
 		for _, k := range sortedKeys(s.Overall.Errors) {
@@ -92,4 +114,33 @@ func ms(v float64, n int64) string {
 	default:
 		return fmt.Sprintf("%.2f", v)
 	}
+}
+
+// writeTurns writes a conversation run's TTFT by turn: one row per turn
+// index, with the mean prompt length and the share of it served from the
+// prefix cache ("-" when the server reports no cached tokens).
+func writeTurns(b *strings.Builder, rows []TurnTTFT) {
+	if len(rows) == 0 {
+		return
+	}
+	reported := false
+	for _, r := range rows {
+		reported = reported || r.CachedTokens > 0
+	}
+	b.WriteString("TTFT by conversation turn (all stages):\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "  turn\tok\tTTFT p50\tp90\tp99\tprompt tok\tcached\t")
+	for _, r := range rows {
+		turn := fmt.Sprint(r.Turn)
+		if r.AndLater {
+			turn += "+"
+		}
+		cached := "-"
+		if reported && r.PromptTokens > 0 {
+			cached = fmt.Sprintf("%.0f %%", 100*float64(r.CachedTokens)/float64(r.PromptTokens))
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%.0f\t%s\t\n", turn, r.Count,
+			ms(r.P50, r.Count), ms(r.P90, r.Count), ms(r.P99, r.Count), float64(r.PromptTokens)/float64(max(r.Count, 1)), cached)
+	}
+	_ = tw.Flush() // writes to a strings.Builder cannot fail
 }

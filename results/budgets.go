@@ -57,6 +57,12 @@ type BudgetSet struct {
 	OutputTokensPerSec *Limits `yaml:"output_tokens_per_s" json:"output_tokens_per_s,omitempty"`
 	// RequestsPerSec is the completed-request throughput: {min: 10}.
 	RequestsPerSec *Limits `yaml:"requests_per_s" json:"requests_per_s,omitempty"`
+	// TotalTokensPerSec is the prompt plus output token throughput (for
+	// embeddings, the input tokens embedded): {min: 20000}.
+	TotalTokensPerSec *Limits `yaml:"total_tokens_per_s" json:"total_tokens_per_s,omitempty"`
+	// InputsPerSec is the embeddings throughput, in texts embedded per
+	// second (a request may carry several): {min: 200}.
+	InputsPerSec *Limits `yaml:"inputs_per_s" json:"inputs_per_s,omitempty"`
 	// Goodput is the share of sent requests meeting every objective of the
 	// scenario's slo, a fraction: {min: 0.95}.
 	Goodput *Limits `yaml:"goodput" json:"goodput,omitempty"`
@@ -198,6 +204,8 @@ func (s *BudgetSet) Fields() []BudgetField {
 		{"drop_rate", &s.DropRate},
 		{"output_tokens_per_s", &s.OutputTokensPerSec},
 		{"requests_per_s", &s.RequestsPerSec},
+		{"total_tokens_per_s", &s.TotalTokensPerSec},
+		{"inputs_per_s", &s.InputsPerSec},
 		{"goodput", &s.Goodput},
 		{"preemptions", &s.Preemptions},
 		{"kv_usage", &s.KVUsage},

@@ -21,9 +21,10 @@ func randomResult(rng *rand.Rand) Result {
 	r := Result{
 		Seq: rng.Uint64(), Stage: rng.IntN(4), Warmup: rng.IntN(2) == 0,
 		Outcome: []Outcome{OK, Failed, Canceled, Dropped}[rng.IntN(4)],
-		API:     []string{APIChat, APICompletions}[rng.IntN(2)], Stream: rng.IntN(2) == 0,
+		API:     []string{APIChat, APICompletions, APIEmbeddings}[rng.IntN(3)], Stream: rng.IntN(2) == 0,
+		Session: rng.Uint64N(1e6) + 1, Turn: rng.IntN(20) + 1,
 		Scheduled: d(), Sent: d(), Headers: d(), FirstToken: d(), FirstContent: d(), LastToken: d(), End: d(),
-		InputTokens: rng.IntN(1e5) + 1, MaxTokens: rng.IntN(1e4) + 1, PromptTokens: rng.IntN(1e5) + 1,
+		InputTokens: rng.IntN(1e5) + 1, Inputs: rng.IntN(8) + 1, MaxTokens: rng.IntN(1e4) + 1, PromptTokens: rng.IntN(1e5) + 1,
 		OutputTokens: rng.IntN(1e4) + 1, ReasoningTokens: rng.IntN(100) + 1, CachedTokens: rng.IntN(100) + 1,
 		Estimated: rng.IntN(2) == 0, FinishReason: "length", Status: 200 + rng.IntN(400),
 		ErrorClass: ErrHTTP5xx, Error: "boom \"quoted\" <html> é",

@@ -11,7 +11,7 @@ type Metric struct {
 	// sweep tables: "ttft_ms", "error_rate", …
 	Name string
 	// Unit is the unit of its values: "ms", "fraction", "tokens/s",
-	// "requests/s" or "count".
+	// "requests/s", "inputs/s" or "count".
 	Unit  string
 	Class MetricClass
 	// HigherIsBetter is true for throughputs and goodput, false for
@@ -78,6 +78,8 @@ func Metrics() []Metric {
 		{Name: "drop_rate", Unit: "fraction", Class: Fraction, Budget: true, About: "dropped / scheduled arrivals"},
 		{Name: "output_tokens_per_s", Unit: "tokens/s", Class: Rate, HigherIsBetter: true, Budget: true, About: "output tokens of ok requests per second"},
 		{Name: "requests_per_s", Unit: "requests/s", Class: Rate, HigherIsBetter: true, Budget: true, About: "ok requests per second"},
+		{Name: "total_tokens_per_s", Unit: "tokens/s", Class: Rate, HigherIsBetter: true, Budget: true, About: "prompt and output tokens per second"},
+		{Name: "inputs_per_s", Unit: "inputs/s", Class: Rate, HigherIsBetter: true, Budget: true, About: "texts embedded per second (embeddings)"},
 		{Name: "goodput", Unit: "fraction", Class: Fraction, HigherIsBetter: true, Budget: true, About: "share of finished requests meeting every slo objective"},
 		{Name: "preemptions", Unit: "count", Class: Count, Budget: true, About: "server preemptions during the scope"},
 		{Name: "kv_usage", Unit: "fraction", Class: Fraction, Budget: true, About: "peak server KV-cache usage during the scope"},

@@ -26,6 +26,7 @@ const (
 const (
 	APIChat        = "chat"        // POST /v1/chat/completions
 	APICompletions = "completions" // POST /v1/completions
+	APIEmbeddings  = "embeddings"  // POST /v1/embeddings
 )
 
 // Warning is a non-fatal problem met during a run (a server without
@@ -148,8 +149,15 @@ type Result struct {
 	Stage   int     `json:"stage"`
 	Warmup  bool    `json:"warmup,omitempty"` // excluded from statistics
 	Outcome Outcome `json:"outcome"`
-	API     string  `json:"api"` // "chat" or "completions"
+	API     string  `json:"api"` // "chat", "completions" or "embeddings"
 	Stream  bool    `json:"stream"`
+
+	// Session and Turn place a request in a conversation: Session numbers
+	// the conversation (from 1, unique within a run, shards included) and
+	// Turn is the request's turn in it (from 1). Both are 0 for a request
+	// that is not part of one, as in files written before conversations.
+	Session uint64 `json:"session,omitempty"`
+	Turn    int    `json:"turn,omitempty"`
 
 	Scheduled    time.Duration `json:"scheduled_ns"`               // when the load model wanted it sent
 	Sent         time.Duration `json:"sent_ns,omitempty"`          // just before the request was written
@@ -167,7 +175,8 @@ type Result struct {
 	ChunkTimes  []time.Duration `json:"chunk_ns,omitempty"`
 	ChunkTokens []int32         `json:"chunk_tokens,omitempty"`
 
-	InputTokens  int `json:"input_tokens,omitempty"`  // prompt length the scenario intended
+	InputTokens  int `json:"input_tokens,omitempty"`  // prompt length the scenario intended (all inputs of an embeddings request)
+	Inputs       int `json:"inputs,omitempty"`        // texts embedded by an embeddings request; 0 for other APIs
 	MaxTokens    int `json:"max_tokens,omitempty"`    // output length asked for
 	PromptTokens int `json:"prompt_tokens,omitempty"` // from the server's usage
 	// PromptTokensDiff is PromptTokens minus the count the run expected

@@ -54,10 +54,18 @@ type SpecStage struct {
 	Arrival        string  `json:"arrival,omitempty"`         // open loop: constant, poisson or gamma
 	Burstiness     float64 `json:"burstiness,omitempty"`      // gamma shape
 	MaxConcurrency int     `json:"max_concurrency,omitempty"` // open loop: cap on requests in flight
+	// Trace is a trace-replay stage's file and speed-up; nil for others.
+	Trace *SpecTrace `json:"trace,omitempty"`
 }
 
-// Open reports whether the stage is open loop.
-func (s SpecStage) Open() bool { return s.Rate > 0 }
+// SpecTrace is a trace-replay stage's setting.
+type SpecTrace struct {
+	Path    string  `json:"path"`
+	Speedup float64 `json:"speedup"`
+}
+
+// Open reports whether the stage is open loop (a trace replay is).
+func (s SpecStage) Open() bool { return s.Rate > 0 || s.Trace != nil }
 
 // ScrapeInterval returns the scrape interval, or 0 when it is unknown or
 // not a positive duration.

@@ -20,6 +20,10 @@
 // than measured as server latency. It never touches signals or process
 // state: canceling its context is the graceful stop.
 //
+// The scheduler runs conversations (conversation.go: each closed-loop
+// worker a user, each turn carrying the replies it received) and trace
+// replays (an open loop on the trace's schedule) as well as plain stages.
+//
 // A run can be one shard of several (Options.Shard, Options.StartAt): it
 // sends its share of the load, starting at an agreed wall-clock time, and
 // Merge writes the outputs of the shards' results merged.

@@ -113,8 +113,12 @@ func (p *progress) families(info metricsInfo) []*dto.MetricFamily {
 	for _, q := range []float64{0.5, 0.9, 0.99} {
 		quantiles = append(quantiles, &dto.Quantile{Quantile: proto.Float64(q), Value: proto.Float64(float64(p.ttft.ValueAtQuantile(100*q)) / 1e6)})
 	}
-	ttftCount, ttftSum := uint64(p.ttft.TotalCount()), p.ttftSum
+	ttftCount, ttftSum, embed := uint64(p.ttft.TotalCount()), p.ttftSum, p.embed
 	p.mu.Unlock()
+	latName, latHelp := "servebench_ttft_seconds", "TTFT of requests completed ok."
+	if embed {
+		latName, latHelp = "servebench_e2e_seconds", "End-to-end latency of embeddings requests completed ok."
+	}
 
 	var errMetrics []*dto.Metric
 	for _, k := range slices.Sorted(maps.Keys(errs)) {
@@ -137,7 +141,7 @@ func (p *progress) families(info metricsInfo) []*dto.MetricFamily {
 		family("servebench_chunks_total", "Token-bearing chunks received, requests still streaming included.", dto.MetricType_COUNTER, counter(float64(chunks))),
 		family("servebench_first_tokens_total", "Requests that received their first token, streams still running included.", dto.MetricType_COUNTER, counter(float64(firsts))),
 		family("servebench_time_to_first_token_seconds_total", "Sum of the times to first token of servebench_first_tokens_total: rate(this) / rate(that) is the live TTFT.", dto.MetricType_COUNTER, counter(firstSum.Seconds())),
-		{Name: proto.String("servebench_ttft_seconds"), Help: proto.String("TTFT of requests completed ok."), Type: dto.MetricType_SUMMARY.Enum(),
+		{Name: proto.String(latName), Help: proto.String(latHelp), Type: dto.MetricType_SUMMARY.Enum(),
 			Metric: []*dto.Metric{{Summary: &dto.Summary{SampleCount: proto.Uint64(ttftCount), SampleSum: proto.Float64(ttftSum.Seconds()), Quantile: quantiles}}}},
 	}
 	if len(errMetrics) > 0 {

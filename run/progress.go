@@ -28,7 +28,9 @@ type progress struct {
 	errors    map[string]int64 // failed requests by error class
 	dropped   int64
 	outTokens int64
-	ttft      *hdrhistogram.Histogram // µs, finished requests since the start
+	inputs    int64                   // texts embedded (embeddings)
+	embed     bool                    // an embeddings run: inputs/s and E2E rather than tok/s and TTFT
+	ttft      *hdrhistogram.Histogram // µs, finished requests since the start (E2E for embeddings)
 	ttftSum   time.Duration           // their sum
 	live      liveSource
 	lastAt    time.Time // the previous line's time and live counts, for the current rates
@@ -60,6 +62,15 @@ func (p *progress) add(r *results.Result) {
 	case results.Dropped:
 		p.dropped++
 	case results.OK:
+		if r.API == results.APIEmbeddings {
+			p.embed = true
+			p.inputs += int64(r.Inputs)
+			if d, ok := r.E2E(); ok {
+				_ = p.ttft.RecordValue(max(1, d.Microseconds()))
+				p.ttftSum += d
+			}
+			return
+		}
 		p.outTokens += int64(r.OutputTokens)
 		if d, ok := r.TTFT(); ok {
 			_ = p.ttft.RecordValue(max(1, d.Microseconds()))
@@ -139,8 +150,13 @@ func (p *progress) line(now time.Time) string {
 	if p.ttft.TotalCount() > 0 {
 		ttft = fmt.Sprintf("%.0fms", float64(p.ttft.ValueAtQuantile(50))/1000)
 	}
-	fmt.Fprintf(&b, "  done %d  in-flight %d  %.1f req/s  %.0f tok/s  TTFT now %s, p50 %s  errors %d",
-		p.done, c.InFlight, float64(p.done)/secs, rate, now1, ttft, p.failed)
+	if p.embed {
+		fmt.Fprintf(&b, "  done %d  in-flight %d  %.1f req/s  %.0f inputs/s  E2E p50 %s  errors %d",
+			p.done, c.InFlight, float64(p.done)/secs, float64(p.inputs)/secs, ttft, p.failed)
+	} else {
+		fmt.Fprintf(&b, "  done %d  in-flight %d  %.1f req/s  %.0f tok/s  TTFT now %s, p50 %s  errors %d",
+			p.done, c.InFlight, float64(p.done)/secs, rate, now1, ttft, p.failed)
+	}
 	if p.failed > 0 {
 		var parts []string
 		for _, k := range slices.Sorted(maps.Keys(p.errors)) {

@@ -623,7 +623,9 @@ func Describe(sc *scenario.Scenario, sh scenario.Shard) string {
 		st := &sc.Load.Stages[i]
 		share := sh.Stage(st)
 		var load string
-		if st.Open() {
+		if tr := st.Trace; tr != nil {
+			load = fmt.Sprintf("trace replay of %s at %g× speed, at most %d in flight", tr.Path, tr.Speedup, share.MaxConcurrency)
+		} else if st.Open() {
 			load = fmt.Sprintf("open loop, %s arrivals at %g req/s, at most %d in flight", st.Arrival, share.RatePerSec, share.MaxConcurrency)
 		} else {
 			load = fmt.Sprintf("closed loop, %d workers", share.Concurrency)
@@ -636,6 +638,9 @@ func Describe(sc *scenario.Scenario, sh scenario.Shard) string {
 		}
 		if st.Duration > 0 {
 			bounds = append(bounds, "for "+st.Duration.String())
+		}
+		if len(bounds) == 0 && st.Trace != nil {
+			bounds = append(bounds, "to the end of the trace")
 		}
 		fmt.Fprintf(&b, "  stage %s: %s, %s\n", st.Name, load, strings.Join(bounds, ", "))
 	}

@@ -81,6 +81,11 @@ type scheduler struct {
 	mu  sync.Mutex // makes (Seq, Scheduled) pairs increase together
 	seq uint64
 
+	// A conversation scenario's: the Doer's reply capability, and the next
+	// session number (strided like seq, guarded by mu).
+	replier replier
+	session uint64
+
 	// The circuit breaker: the outcomes of the last finished requests
 	// (true: failed), a ring of load.circuit_breaker.window.
 	breakMu  sync.Mutex
@@ -132,6 +137,14 @@ func newScheduler(sc *scenario.Scenario, d Doer, opts ...option) (*scheduler, er
 	}
 	r.step = uint64(max(r.shard.Count, 1))
 	r.seq = uint64(r.shard.Index)
+	r.session = uint64(r.shard.Index)
+	if r.sc.Prompts.Conversation != nil {
+		rep, ok := d.(replier)
+		if !ok {
+			return nil, errors.New("scenario runner: a conversation needs a Doer that returns the replies (DoReply)")
+		}
+		r.replier = rep
+	}
 	if r.prompts == nil {
 		p, err := scenario.NewShardPrompts(r.sc, r.shard)
 		if err != nil {
@@ -153,6 +166,7 @@ func newScheduler(sc *scenario.Scenario, d Doer, opts ...option) (*scheduler, er
 		ContinuousUsage: stream && q.ContinuousUsage,
 		Extra:           q.Extra,
 		PromptOverhead:  r.prompts.Overhead(),
+		Tools:           q.Tools,
 	}
 	r.stage.Store(-1)
 	return r, nil
@@ -284,6 +298,10 @@ func (r *scheduler) closed(stop, reqCtx context.Context, idx int, whole *scenari
 	var wg sync.WaitGroup
 	for range st.Concurrency {
 		wg.Go(func() {
+			if r.replier != nil {
+				r.sessions(stop, reqCtx, idx, claim, emit)
+				return
+			}
 			for stop.Err() == nil {
 				seq, at, warm, ok := claim()
 				if !ok {
@@ -306,7 +324,20 @@ func (r *scheduler) closed(stop, reqCtx context.Context, idx int, whole *scenari
 // arrivals (scenario.Shard.Owns) within its share of the slots. It reports
 // whether the stage ended by its own bounds.
 func (r *scheduler) open(stop, reqCtx context.Context, idx int, st *scenario.Stage, emit func(results.Result)) bool {
-	sched := scenario.NewSchedule(st, r.sc.ArrivalSeed(idx))
+	var sched arrivals = scenario.NewSchedule(st, r.sc.ArrivalSeed(idx))
+	build := r.request
+	if st.Trace != nil {
+		// A trace's arrival n is its record n: the prompt follows the
+		// record, whatever the sequence number.
+		recs := r.prompts.Trace(idx)
+		sched = scenario.NewTraceSchedule(st, recs)
+		build = func(seq, n uint64) client.Request {
+			p := r.prompts.TraceAt(&recs[n], seq)
+			req := r.tmpl
+			req.Prompt, req.InputTokens, req.MaxTokens = p.Text, p.InputTokens, p.OutputTokens
+			return req
+		}
+	}
 	start := r.since()
 	slots := make(chan struct{}, r.shard.Stage(st).MaxConcurrency)
 	timer := time.NewTimer(time.Hour)
@@ -343,7 +374,8 @@ func (r *scheduler) open(stop, reqCtx context.Context, idx int, st *scenario.Sta
 			r.inFlight.Add(1)
 			wg.Go(func() {
 				defer func() { <-slots }()
-				r.send(reqCtx, seq, idx, warm, at, emit)
+				req := build(seq, n)
+				r.finish(r.d.Do(reqCtx, &req), seq, idx, warm, at, emit)
 			})
 		default:
 			r.drop(seq, idx, warm, at, emit)
@@ -351,19 +383,58 @@ func (r *scheduler) open(stop, reqCtx context.Context, idx int, st *scenario.Sta
 	}
 }
 
-// request builds the request of seq.
-func (r *scheduler) request(seq uint64) client.Request {
-	p := r.prompts.At(seq)
+// arrivals is an open-loop stage's arrival schedule: scenario.Schedule
+// (at a rate) or scenario.TraceSchedule (a trace's timestamps).
+type arrivals interface {
+	Next(elapsed time.Duration, sent uint64) (wait time.Duration, stop bool)
+	Offset(i uint64) time.Duration
+}
+
+var (
+	_ arrivals = (*scenario.Schedule)(nil)
+	_ arrivals = (*scenario.TraceSchedule)(nil)
+)
+
+// request builds the request of seq (arrival n of its stage, which only a
+// trace stage's builder uses). An embeddings request of batch b
+// embeds the prompts of b keys of its own, so that no two requests share
+// a text: for the shard's own request number k (seq = Index + k·Count),
+// the keys (k·b + j)·Count + Index, j < b, which keep the shard's residue
+// (a shard's dataset part is the entries of its residue). An embeddings
+// request asks for no output, whatever a dataset says.
+func (r *scheduler) request(seq, _ uint64) client.Request {
 	req := r.tmpl
-	req.Prompt, req.InputTokens, req.MaxTokens = p.Text, p.InputTokens, p.OutputTokens
+	if r.tmpl.API != results.APIEmbeddings {
+		p := r.prompts.At(seq)
+		req.Prompt, req.InputTokens, req.MaxTokens = p.Text, p.InputTokens, p.OutputTokens
+		return req
+	}
+	b := uint64(max(r.sc.Request.Batch, 1))
+	if b == 1 {
+		p := r.prompts.At(seq)
+		req.Prompt, req.InputTokens = p.Text, p.InputTokens
+		return req
+	}
+	index := uint64(r.shard.Index)
+	own := (seq - index) / r.step
+	req.Inputs = make([]string, b)
+	for j := range b {
+		p := r.prompts.At((own*b+j)*r.step + index)
+		req.Inputs[j] = p.Text
+		req.InputTokens += p.InputTokens
+	}
 	return req
 }
 
 // send runs one request and emits its record; the caller has counted it in
 // flight.
 func (r *scheduler) send(ctx context.Context, seq uint64, stage int, warm bool, at time.Duration, emit func(results.Result)) {
-	req := r.request(seq)
-	res := r.d.Do(ctx, &req)
+	req := r.request(seq, 0)
+	r.finish(r.d.Do(ctx, &req), seq, stage, warm, at, emit)
+}
+
+// finish counts and emits the record of a request that was sent.
+func (r *scheduler) finish(res results.Result, seq uint64, stage int, warm bool, at time.Duration, emit func(results.Result)) {
 	// The runner owns the scheduling fields, whatever the Doer returned.
 	res.Seq, res.Stage, res.Warmup, res.Scheduled = seq, stage, warm, at
 	switch res.Outcome {

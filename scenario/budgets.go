@@ -22,6 +22,9 @@ func (v *validator) budgets(sc *Scenario) {
 		if !s.Set() {
 			v.add("slo", "sets no objective: give ttft_ms, tpot_ms or e2e_ms")
 		}
+		if sc.Target.API == results.APIEmbeddings && (s.TTFTMs > 0 || s.TPOTMs > 0) {
+			v.add("slo", "ttft_ms and tpot_ms do not apply to embeddings (whole responses, no output tokens): give e2e_ms")
+		}
 	}
 	b := sc.Budgets
 	if b == nil {
@@ -92,6 +95,19 @@ func (v *validator) budgetSet(sc *Scenario, f string, s *results.BudgetSet) {
 		}
 		if set == 0 {
 			v.add(ff, "sets no limit (want %s)", strings.Join(allowed, ", "))
+		}
+	}
+	embed := sc.Target.API == results.APIEmbeddings
+	for _, fig := range s.List() {
+		switch fig.Metric {
+		case "ttft_ms", "ttfc_ms", "itl_ms", "tpot_ms", "output_tokens_per_s", "token_count_mismatch":
+			if embed {
+				v.add(f+"."+fig.Metric, "does not apply to embeddings: they have no tokens streamed back (budget e2e_ms, inputs_per_s or total_tokens_per_s)")
+			}
+		case "inputs_per_s":
+			if !embed {
+				v.add(f+"."+fig.Metric, "applies to embeddings only (target.api is %s)", sc.Target.API)
+			}
 		}
 	}
 	if s.Goodput != nil && !sc.SLO.Set() {

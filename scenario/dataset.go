@@ -21,17 +21,37 @@ const maxDatasetLine = 64 << 20
 // sweep value, and a dataset may be large. Call CheckDataset once before
 // using the network (run.Run and sweep.NewPlan do), so a bad dataset is a
 // bad scenario, not a run that failed against its server.
+//
+// It also reads every trace stage's file (load.stages[i].trace), for the
+// same reasons.
 func (sc *Scenario) CheckDataset() error {
+	if err := sc.checkTraces(); err != nil {
+		return err
+	}
 	if sc.Prompts.Dataset.Path == "" {
 		return nil
 	}
-	_, err := readDataset(sc.DatasetPath(), sc.Prompts.Dataset.Format)
+	_, err := readDataset(sc.DatasetPath(), sc.Prompts.Dataset.Format, sc.readOpts())
 	return err
+}
+
+// readOpts says what a dataset must hold for sc.
+type readOpts struct {
+	// turns keeps every turn of each conversation (a conversation
+	// scenario); without it only the first turn is kept.
+	turns bool
+	// haveOut: the scenario's prompts.output_tokens gives every output
+	// length, so a turn needs no answer or output_tokens of its own.
+	haveOut bool
+}
+
+func (sc *Scenario) readOpts() readOpts {
+	return readOpts{turns: sc.Prompts.Conversation != nil, haveOut: sc.Prompts.OutputTokens != nil}
 }
 
 // readDataset reads a prompt dataset file. Problems in the file are
 // *FieldErrors naming the file and line.
-func readDataset(path, format string) ([]entry, error) {
+func readDataset(path, format string, o readOpts) ([]entry, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
@@ -41,8 +61,10 @@ func readDataset(path, format string) ([]entry, error) {
 	switch format {
 	case FormatJSONL:
 		entries, err = parseJSONL(path, f)
+	case FormatMessages:
+		entries, err = parseMessages(path, f, o)
 	default:
-		entries, err = parseShareGPT(path, f)
+		entries, err = parseShareGPT(path, f, o)
 	}
 	if err != nil {
 		return nil, err
@@ -77,6 +99,8 @@ func parseJSONL(name string, r io.Reader) ([]entry, error) {
 			continue
 		}
 		switch {
+		case rec.Prompt == nil && bytes.Contains(b, []byte(`"messages"`)):
+			fail("prompt", "is missing: a line of messages is the %s format (prompts.dataset.format: %s)", FormatMessages, FormatMessages)
 		case rec.Prompt == nil:
 			fail("prompt", "is missing")
 		case *rec.Prompt == "":
@@ -106,10 +130,12 @@ func parseJSONL(name string, r io.Reader) ([]entry, error) {
 // parseShareGPT reads a ShareGPT JSON array of {"conversations": [{"from":
 // "human", "value": ...}, {"from": "gpt", "value": ...}, ...]}. The prompt
 // is the first human (or user) turn, the output length the token count of
-// the reply that follows it. Conversations without both are skipped. The
-// array is decoded element by element, so only the kept strings stay in
-// memory.
-func parseShareGPT(name string, r io.Reader) ([]entry, error) {
+// the reply that follows it. Conversations without both are skipped. With
+// o.turns, every turn is kept: the human and gpt pairs from the first
+// human turn on, up to the first that is not such a pair, and a leading
+// system turn as the system message. The array is decoded element by
+// element, so only the kept strings stay in memory.
+func parseShareGPT(name string, r io.Reader, o readOpts) ([]entry, error) {
 	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
 	// fail names the line of byte offset off when r can be read again (a
 	// file): the decoder reads ahead and knows offsets only.
@@ -140,13 +166,25 @@ func parseShareGPT(name string, r io.Reader) ([]entry, error) {
 			return nil, fail(errorAt(err), "element %d: %s", i, plainJSONDecode(err))
 		}
 		turns := conv.Conversations
+		pair := func(j int) bool {
+			return j+1 < len(turns) && isHuman(turns[j].From) && !isHuman(turns[j+1].From) && turns[j+1].From != "system" &&
+				turns[j].Value != "" && turns[j+1].Value != ""
+		}
 		for j, t := range turns {
 			if !isHuman(t.From) {
 				continue
 			}
-			if j+1 < len(turns) && !isHuman(turns[j+1].From) && turns[j+1].From != "system" &&
-				t.Value != "" && turns[j+1].Value != "" {
+			if pair(j) {
 				entries = append(entries, entry{prompt: t.Value, answer: turns[j+1].Value})
+				if o.turns {
+					e := &entries[len(entries)-1]
+					if turns[0].From == "system" {
+						e.system = turns[0].Value
+					}
+					for k := j; pair(k); k += 2 {
+						e.turns = append(e.turns, turn{prompt: turns[k].Value, answer: turns[k+1].Value})
+					}
+				}
 			}
 			break
 		}

@@ -41,6 +41,11 @@ func (sc *Scenario) Defaults() {
 	if t.API == "" {
 		t.API = results.APIChat
 	}
+	embed := t.API == results.APIEmbeddings
+	if embed && t.Stream == nil {
+		f := false
+		t.Stream = &f
+	}
 	t.Stream = orTrue(t.Stream)
 	setDuration(&t.Timeouts.Connect, DefaultConnectTimeout)
 	setDuration(&t.Timeouts.FirstByte, DefaultFirstByteTimeout)
@@ -50,6 +55,9 @@ func (sc *Scenario) Defaults() {
 	r := &sc.Request
 	r.IgnoreEOS = orTrue(r.IgnoreEOS)
 	r.IncludeUsage = orTrue(r.IncludeUsage)
+	if embed && r.Batch == 0 {
+		r.Batch = 1
+	}
 
 	p := &sc.Prompts
 	if p.Tokenizer == "" {
@@ -59,7 +67,7 @@ func (sc *Scenario) Defaults() {
 		if p.InputTokens == nil {
 			p.InputTokens = &Dist{Dist: DistFixed, Value: DefaultInputTokens}
 		}
-		if p.OutputTokens == nil {
+		if p.OutputTokens == nil && !embed {
 			p.OutputTokens = &Dist{Dist: DistFixed, Value: DefaultOutputTokens}
 		}
 	} else if p.Dataset.Format == "" {
@@ -70,6 +78,9 @@ func (sc *Scenario) Defaults() {
 	}
 	p.InputTokens.defaults()
 	p.OutputTokens.defaults()
+	if c := p.Conversation; c != nil {
+		c.Turns.defaults()
+	}
 
 	s := &sc.Scrape
 	s.Enabled = orTrue(s.Enabled)
@@ -93,6 +104,15 @@ func (sc *Scenario) Defaults() {
 			st.Name = fmt.Sprintf("stage-%d", i)
 		}
 		if !st.Open() {
+			continue
+		}
+		if tr := st.Trace; tr != nil {
+			if tr.Speedup == 0 {
+				tr.Speedup = 1
+			}
+			if st.MaxConcurrency == 0 {
+				st.MaxConcurrency = DefaultMaxConcurrency
+			}
 			continue
 		}
 		if st.Arrival == "" {
@@ -163,7 +183,9 @@ func (v *validator) zeros(sc *Scenario) {
 
 	t := &raw.Target
 	z("target.url", t.URL == "", "is empty: write the server's base URL (like http://127.0.0.1:8000/v1)"+orDefault(DefaultURL+", the built-in simulator"))
-	z("target.api", t.API == "", fmt.Sprintf("is empty: write %s or %s", results.APIChat, results.APICompletions)+orDefault(results.APIChat))
+	z("target.api", t.API == "", fmt.Sprintf("is empty: write %s, %s or %s", results.APIChat, results.APICompletions, results.APIEmbeddings)+orDefault(results.APIChat))
+	z("request.batch", raw.Request.Batch == 0 && sc.Target.API == results.APIEmbeddings,
+		fmt.Sprintf("0 would embed nothing: write the texts per request, 1 to %d", maxBatch)+orDefault(1))
 	for _, d := range []struct {
 		field string
 		d     Duration
@@ -180,7 +202,7 @@ func (v *validator) zeros(sc *Scenario) {
 	p := &raw.Prompts
 	z("prompts.tokenizer", p.Tokenizer == "", "is empty: write "+tokenizerChoices+orDefault(tokenizer.Default))
 	z("prompts.dataset.format", p.Dataset.Path != "" && p.Dataset.Format == "",
-		"is empty: write "+FormatShareGPT+" or "+FormatJSONL+", or remove the key to follow the file's extension (.jsonl: jsonl, else sharegpt)")
+		"is empty: write "+FormatShareGPT+", "+FormatJSONL+" or "+FormatMessages+", or remove the key to follow the file's extension (.jsonl: jsonl, else sharegpt)")
 	for _, d := range []struct {
 		field    string
 		raw, res *Dist
@@ -208,11 +230,15 @@ func (v *validator) zeros(sc *Scenario) {
 		if !res.Open() {
 			continue
 		}
+		z(f+".max_concurrency", st.MaxConcurrency == 0,
+			fmt.Sprintf("0 would leave no room for a request: write a cap on requests in flight from 1 to %d", maxConcurrency)+orDefault(DefaultMaxConcurrency))
+		if res.Trace != nil {
+			z(f+".trace.speedup", st.Trace != nil && st.Trace.Speedup == 0, "0 would never replay the trace: write a factor like 1 (as recorded) or 2 (twice as fast)"+orDefault(1))
+			continue
+		}
 		z(f+".arrival", st.Arrival == "", "is empty: write "+ArrivalConstant+", "+ArrivalPoisson+" or "+ArrivalGamma+orDefault(ArrivalPoisson))
 		z(f+".burstiness", st.Burstiness == 0 && res.Arrival == ArrivalGamma,
 			"0 is not a gamma shape: write a shape above 0 (1 is Poisson, lower is burstier)"+orDefault(DefaultBurstiness))
-		z(f+".max_concurrency", st.MaxConcurrency == 0,
-			fmt.Sprintf("0 would leave no room for a request: write a cap on requests in flight from 1 to %d", maxConcurrency)+orDefault(DefaultMaxConcurrency))
 	}
 
 	sw := raw.Sweep

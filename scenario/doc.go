@@ -25,7 +25,16 @@
 //     responses: an arrival that finds max_concurrency requests in flight is
 //     recorded as a Dropped result and never sent, and every request's
 //     Scheduled time is the arrival's intended time, so latency measured
-//     from Scheduled includes any lag the harness or the server imposed.
+//     from Scheduled includes any lag the harness or the server imposed; or
+//   - a trace replay (trace: {path, speedup}): an open loop whose arrivals
+//     and lengths are a trace file's lines (Mooncake's JSONL format), at
+//     the file's timestamps divided by the speed-up (TraceSchedule), with
+//     prompts whose hash_ids blocks are the same text wherever they recur
+//     (Prompts.TraceAt).
+//
+// With prompts.conversation the requests of closed-loop stages are the
+// turns of multi-turn chat sessions: a worker runs a session's turns in
+// order (Prompts.Session, Prompts.Turn), each carrying the history.
 //
 // Each stage is bounded by a request count and/or a duration; the whole run
 // by load.max_duration. A stage ends when its bound is reached and its

@@ -51,6 +51,7 @@ type Prompts struct {
 	seed     uint64
 	in       *Dist // nil for a dataset
 	out      *Dist // nil: the dataset's output lengths
+	turns    *Dist // a synthetic conversation's turns per session; nil: no conversation
 
 	// Synthetic prompts.
 	prefix       string
@@ -60,6 +61,10 @@ type Prompts struct {
 	starts       uint64  // number of distinct start positions
 	stride       uint64  // coprime with starts
 	shift        uint64
+	// Trace stages: each one's records by stage index, and a second
+	// permutation of the start positions for their blocks' second halves.
+	traces          map[int][]TraceRecord
+	stride2, shift2 uint64
 
 	// Dataset prompts.
 	entries []entry
@@ -78,6 +83,19 @@ type entry struct {
 	answer  string // ShareGPT: the reply whose length is the output length
 	output  atomic.Int32
 	counted atomic.Int32
+
+	// A conversation scenario's sessions: the system message and every
+	// turn (the first is prompt and answer again), counted by countAll.
+	system string
+	turns  []turn
+}
+
+// turn is one turn of a dataset conversation: the user's message and the
+// answer it had in the dataset (whose length is the turn's output length
+// unless output is set).
+type turn struct {
+	prompt, answer string
+	in, output     int32
 }
 
 // ErrServerTokenizer is NewShardPrompts' refusal of a scenario whose
@@ -130,9 +148,12 @@ func newPrompts(sc *Scenario, sh Shard, tok *tokenizer.Tokenizer, words *tokeniz
 	spec := &sc.Prompts
 	var err error
 	p := &Prompts{tok: tok, words: words, overhead: overhead, seed: spec.Seed, in: spec.InputTokens, out: spec.OutputTokens, shards: uint64(sh.n())}
+	if c := spec.Conversation; c != nil {
+		p.turns = c.Turns
+	}
 	if spec.Dataset.Path != "" {
 		p.in = nil
-		p.entries, err = readDataset(sc.DatasetPath(), spec.Dataset.Format)
+		p.entries, err = readDataset(sc.DatasetPath(), spec.Dataset.Format, sc.readOpts())
 		if err != nil {
 			return nil, err
 		}
@@ -145,7 +166,8 @@ func newPrompts(sc *Scenario, sh Shard, tok *tokenizer.Tokenizer, words *tokeniz
 			// one by one rather than copy the slice.
 			part := make([]entry, 0, len(p.entries)/n+1)
 			for i := sh.Index; i < len(p.entries); i += n {
-				part = append(part, entry{prompt: p.entries[i].prompt, answer: p.entries[i].answer})
+				part = append(part, entry{prompt: p.entries[i].prompt, answer: p.entries[i].answer,
+					system: p.entries[i].system, turns: p.entries[i].turns})
 				part[len(part)-1].output.Store(p.entries[i].output.Load())
 			}
 			p.entries = part
@@ -155,8 +177,23 @@ func newPrompts(sc *Scenario, sh Shard, tok *tokenizer.Tokenizer, words *tokeniz
 		p.countAll()
 		return p, nil
 	}
-	if p.in == nil || p.out == nil || !p.in.valid() || !p.out.valid() {
+	if p.in == nil || !p.in.valid() || (p.out != nil && !p.out.valid()) {
 		return nil, fmt.Errorf("prompts: input_tokens and output_tokens must be valid distributions (apply Defaults and Validate first)")
+	}
+	// A trace's prompts are runs of up to half a block of corpus words.
+	run := p.in.highest() - spec.SharedPrefixTokens
+	for i := range sc.Load.Stages {
+		if path := sc.TracePath(i); path != "" {
+			recs, err := readTrace(path)
+			if err != nil {
+				return nil, err
+			}
+			if p.traces == nil {
+				p.traces = map[int][]TraceRecord{}
+			}
+			p.traces[i] = recs
+			run = max(run, TraceBlockTokens/2)
+		}
 	}
 	if spec.SharedPrefixTokens > p.in.lowest() {
 		return nil, fmt.Errorf("prompts: shared_prefix_tokens %d exceeds the smallest input length %d", spec.SharedPrefixTokens, p.in.lowest())
@@ -174,7 +211,7 @@ func newPrompts(sc *Scenario, sh Shard, tok *tokenizer.Tokenizer, words *tokeniz
 	p.prefixTokens = spec.SharedPrefixTokens
 	p.prefix = words.Text(p.prefixTokens, r.IntN)
 
-	n := corpusStarts - 1 + p.in.highest() - p.prefixTokens
+	n := corpusStarts - 1 + run
 	var b strings.Builder
 	b.Grow(n * 8)
 	p.offs = make([]int32, n+1)
@@ -186,6 +223,7 @@ func newPrompts(sc *Scenario, sh Shard, tok *tokenizer.Tokenizer, words *tokeniz
 	p.corpus = b.String()
 	p.starts = corpusStarts
 	p.stride, p.shift = permutation(p.starts, textSeed)
+	p.stride2, p.shift2 = permutation(p.starts, mix(textSeed+2))
 	return p, nil
 }
 
@@ -226,7 +264,10 @@ func (p *Prompts) At(seq uint64) Prompt {
 	}
 	pos := (p.stride*(seq%p.starts) + p.shift) % p.starts
 	n := p.in.draw(r)
-	out := p.out.draw(r)
+	out := 0 // embeddings: no output
+	if p.out != nil {
+		out = p.out.draw(r)
+	}
 	text := p.corpus[p.offs[pos]:p.offs[pos+uint64(n-p.prefixTokens)]]
 	if p.prefixTokens > 0 {
 		text = p.prefix + text
@@ -266,6 +307,13 @@ func (p *Prompts) countAll() {
 				}
 				if p.out == nil && e.output.Load() == 0 {
 					e.output.Store(int32(max(p.tok.Count(e.answer), 1)))
+				}
+				for k := range e.turns {
+					t := &e.turns[k]
+					t.in = int32(p.tok.Count(t.prompt))
+					if p.out == nil && t.output == 0 {
+						t.output = int32(max(p.tok.Count(t.answer), 1))
+					}
 				}
 			}
 		})

@@ -248,7 +248,7 @@ func TestDatasetErrors(t *testing.T) {
 			t.Parallel()
 			parse := parseJSONL
 			if tc.format == FormatShareGPT {
-				parse = parseShareGPT
+				parse = func(name string, r io.Reader) ([]entry, error) { return parseShareGPT(name, r, readOpts{}) }
 			}
 			_, err := parse("d", strings.NewReader(tc.data))
 			var fe *FieldError
@@ -262,25 +262,43 @@ func TestDatasetErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := readDataset("testdata/invalid/empty.yaml", FormatJSONL); err == nil || !strings.Contains(err.Error(), "no usable prompt") {
+	if _, err := readDataset("testdata/invalid/empty.yaml", FormatJSONL, readOpts{}); err == nil || !strings.Contains(err.Error(), "no usable prompt") {
 		t.Errorf("empty dataset: err = %v", err)
 	}
 }
 
-// FuzzDataset feeds arbitrary bytes to both dataset parsers: they must not
-// panic, and every entry they keep must have a prompt.
+// FuzzDataset feeds arbitrary bytes to every dataset parser, with and
+// without every turn kept: they must not panic, every entry they keep must
+// have a prompt, and every turn kept a prompt and an output length (from
+// the line or its answer).
 func FuzzDataset(f *testing.F) {
 	f.Add([]byte(`{"prompt": "a", "output_tokens": 3}`))
 	f.Add([]byte(`[{"conversations": [{"from": "human", "value": "a"}, {"from": "gpt", "value": "b"}]}]`))
+	f.Add([]byte(`[{"conversations": [{"from": "system", "value": "s"}, {"from": "human", "value": "a"}, {"from": "gpt", "value": "b"}, {"from": "human", "value": "c"}, {"from": "gpt", "value": "d"}]}]`))
+	f.Add([]byte(`{"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}], "output_tokens": 8}`))
+	f.Add([]byte("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"assistant\", \"content\": \"b\"}]}\n\n{\"messages\": []}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, parse := range []func(string, io.Reader) ([]entry, error){parseJSONL, parseShareGPT} {
-			entries, err := parse("fuzz", bytes.NewReader(data))
-			if err != nil {
-				continue
-			}
-			for i := range entries {
-				if entries[i].prompt == "" {
-					t.Fatalf("kept an empty prompt from %q", data)
+		for _, o := range []readOpts{{}, {turns: true}, {turns: true, haveOut: true}} {
+			for _, parse := range []func(string, io.Reader, readOpts) ([]entry, error){
+				func(n string, r io.Reader, _ readOpts) ([]entry, error) { return parseJSONL(n, r) }, parseShareGPT, parseMessages,
+			} {
+				entries, err := parse("fuzz", bytes.NewReader(data), o)
+				if err != nil {
+					continue
+				}
+				for i := range entries {
+					e := &entries[i]
+					if e.prompt == "" {
+						t.Fatalf("kept an empty prompt from %q", data)
+					}
+					for k, tt := range e.turns {
+						if tt.prompt == "" {
+							t.Fatalf("kept an empty turn %d from %q", k, data)
+						}
+						if !o.haveOut && tt.output == 0 && tt.answer == "" && k == len(e.turns)-1 {
+							t.Fatalf("kept turn %d without an output length from %q", k, data)
+						}
+					}
 				}
 			}
 		}

@@ -73,7 +73,9 @@ type Target struct {
 	// Model is the model name sent in requests; empty means auto-detect from
 	// GET /v1/models (done by the caller before the run).
 	Model string `yaml:"model" json:"model"`
-	// API is APIChat ("chat") or APICompletions ("completions").
+	// API is APIChat ("chat"), APICompletions ("completions") or
+	// APIEmbeddings ("embeddings": /v1/embeddings, whole responses, no
+	// output tokens).
 	API string `yaml:"api" json:"api"`
 	// APIKeyEnv names the environment variable that holds the API key. The
 	// key itself is never stored in a Scenario.
@@ -88,7 +90,8 @@ type Target struct {
 	Headers Headers `yaml:"headers" json:"headers,omitempty"`
 	// TLS configures https targets.
 	TLS TLS `yaml:"tls" json:"tls,omitzero"`
-	// Stream asks for SSE streaming (default true).
+	// Stream asks for SSE streaming (default true; false for embeddings,
+	// which are never streamed).
 	Stream *bool `yaml:"stream" json:"stream"`
 	// Timeouts bound each request.
 	Timeouts Timeouts `yaml:"timeouts" json:"timeouts"`
@@ -146,6 +149,14 @@ type RequestSpec struct {
 	// Extra holds arbitrary top-level body fields (for example top_k or
 	// chat_template_kwargs); they override fields the client sets itself.
 	Extra map[string]any `yaml:"extra" json:"extra,omitempty"`
+	// Tools are tool definitions sent as every chat request's "tools", as
+	// written (OpenAI's {type: function, function: {name, description,
+	// parameters}}). Whether the model must call one is the request's
+	// tool_choice, set in Extra ("required", or a named function).
+	Tools []any `yaml:"tools" json:"tools,omitempty"`
+	// Batch is the number of texts an embeddings request embeds at once
+	// (its "input" is then a list); default 1. Embeddings only.
+	Batch int `yaml:"batch" json:"batch,omitempty"`
 }
 
 // PromptSpec describes the prompts: synthetic ones of drawn token lengths,
@@ -180,6 +191,9 @@ type PromptSpec struct {
 	Salt string `yaml:"salt" json:"salt,omitempty"`
 	// Dataset, when its path is set, replaces synthetic prompts.
 	Dataset Dataset `yaml:"dataset" json:"dataset,omitzero"`
+	// Conversation, when set, makes the requests the turns of multi-turn
+	// sessions (chat, closed-loop stages).
+	Conversation *Conversation `yaml:"conversation" json:"conversation,omitempty"`
 }
 
 // Dataset names a prompt dataset file.
@@ -189,9 +203,10 @@ type Dataset struct {
 	Path string `yaml:"path" json:"path"`
 	// Format is FormatShareGPT (a JSON array of conversations: the first
 	// human turn is the prompt, the following gpt turn's token count the
-	// output length) or FormatJSONL (one {"prompt": ..., "output_tokens": N}
-	// per line). The default follows the extension: .jsonl → jsonl, else
-	// sharegpt.
+	// output length; every turn in a conversation scenario), FormatJSONL
+	// (one {"prompt": ..., "output_tokens": N} per line) or FormatMessages
+	// (one {"messages": [...], "output_tokens": N} per line). The default
+	// follows the extension: .jsonl → jsonl, else sharegpt.
 	Format string `yaml:"format" json:"format"`
 }
 
@@ -275,8 +290,9 @@ type CircuitBreaker struct {
 	Failures float64 `yaml:"failures" json:"failures"` // share of them failed that trips it (default 0.9)
 }
 
-// Stage is one closed-loop (Concurrency > 0) or open-loop (RatePerSec > 0)
-// phase of a run, bounded by Requests and/or Duration.
+// Stage is one closed-loop (Concurrency > 0), open-loop (RatePerSec > 0)
+// or trace-replay (Trace) phase of a run, bounded by Requests and/or
+// Duration (a trace by its end too).
 type Stage struct {
 	Name string `yaml:"name" json:"name"` // default "stage-<index>"
 
@@ -304,10 +320,17 @@ type Stage struct {
 	Duration Duration `yaml:"duration" json:"duration,omitzero"`
 	// Warmup flags the stage's first requests as excluded from statistics.
 	Warmup Warmup `yaml:"warmup" json:"warmup,omitzero"`
+
+	// Trace, when set, replays a trace file: the stage's arrivals and
+	// lengths are the file's. It is open loop (MaxConcurrency applies) and
+	// sets neither Concurrency nor RatePerSec; Requests and Duration, when
+	// set, cut the trace short.
+	Trace *TraceSpec `yaml:"trace" json:"trace,omitempty"`
 }
 
-// Open reports whether the stage is open loop.
-func (s *Stage) Open() bool { return s.RatePerSec > 0 }
+// Open reports whether the stage is open loop: at a rate, or replaying a
+// trace.
+func (s *Stage) Open() bool { return s.RatePerSec > 0 || s.Trace != nil }
 
 // Warmup selects a stage's first requests as warmup: the first Requests
 // requests, or those scheduled within Duration of the stage's start, or

@@ -54,8 +54,9 @@ func (sc *Scenario) Validate() error {
 	v.target(sc)
 	v.request(sc)
 	v.prompts(sc)
+	v.conversation(sc)
 	v.scrape(&sc.Scrape, sc.Target.AllowRemote)
-	v.load(&sc.Load)
+	v.load(sc)
 	v.budgets(sc)
 	v.sweep(sc)
 	v.zeros(sc)
@@ -94,8 +95,14 @@ func (v *validator) target(sc *Scenario) {
 	if (t.TLS.CAFile != "" || t.TLS.InsecureSkipVerify) && !strings.HasPrefix(t.URL, "https:") {
 		v.add("target.tls", "applies to https targets only")
 	}
-	if t.API != results.APIChat && t.API != results.APICompletions {
-		v.add("target.api", "want %s or %s, got %q", results.APIChat, results.APICompletions, t.API)
+	switch t.API {
+	case results.APIChat, results.APICompletions:
+	case results.APIEmbeddings:
+		if t.Stream != nil && *t.Stream {
+			v.add("target.stream", "embeddings are not streamed: remove the key or write false")
+		}
+	default:
+		v.add("target.api", "want %s, %s or %s, got %q", results.APIChat, results.APICompletions, results.APIEmbeddings, t.API)
 	}
 	if t.APIKeyEnv != "" && !envNameRE.MatchString(t.APIKeyEnv) {
 		v.add("target.api_key_env", "want the name of an environment variable (not the key itself), got a value that is not a valid name")
@@ -195,6 +202,59 @@ func (v *validator) request(sc *Scenario) {
 			v.add("request.extra", "cannot be sent as JSON: %s", plainJSON(err))
 		}
 	}
+	if sc.Target.API == results.APIEmbeddings {
+		v.embeddingRequest(sc)
+	} else if r.Batch != 0 {
+		v.add("request.batch", "applies to embeddings only (target.api is %s)", sc.Target.API)
+	}
+	if len(r.Tools) > 0 && sc.Target.API != results.APIChat {
+		v.add("request.tools", "applies to the chat API only (target.api is %s)", sc.Target.API)
+	}
+	for i, t := range r.Tools {
+		f := fmt.Sprintf("request.tools[%d]", i)
+		tool, ok := t.(map[string]any)
+		if !ok {
+			v.add(f, "want a mapping {type: function, function: {name: …, parameters: …}}")
+			continue
+		}
+		fn, _ := tool["function"].(map[string]any)
+		if name, _ := fn["name"].(string); name == "" {
+			v.add(f+".function.name", "is required: every tool needs a function with a name")
+		}
+		if _, err := json.Marshal(tool); err != nil {
+			v.add(f, "cannot be sent as JSON: %s", plainJSON(err))
+		}
+	}
+}
+
+// maxBatch bounds request.batch (the simulator's and vLLM's own limits
+// are of this order).
+const maxBatch = 2048
+
+// embeddingRequest refuses the request options an embeddings request
+// cannot carry: they would silently not be sent. (request.tools is
+// refused for every API but chat, in request.)
+func (v *validator) embeddingRequest(sc *Scenario) {
+	r := &sc.Request
+	if r.Batch < 1 || r.Batch > maxBatch {
+		v.add("request.batch", "want 1 to %d texts per request, got %d", maxBatch, r.Batch)
+	}
+	for _, f := range []struct {
+		field string
+		set   bool
+	}{
+		{"request.ignore_eos", v.src.written("request.ignore_eos")},
+		{"request.min_tokens", r.MinTokens != 0},
+		{"request.temperature", r.Temperature != nil},
+		{"request.include_usage", v.src.written("request.include_usage")},
+		{"request.continuous_usage", r.ContinuousUsage},
+		{"request.system", r.System != ""},
+		{"prompts.output_tokens", sc.Prompts.OutputTokens != nil},
+	} {
+		if f.set {
+			v.add(f.field, "applies to generation, not to embeddings (target.api is embeddings)")
+		}
+	}
 }
 
 func (v *validator) prompts(sc *Scenario) {
@@ -234,12 +294,14 @@ func (v *validator) prompts(sc *Scenario) {
 	if p.Dataset.Format != "" {
 		v.add("prompts.dataset.format", "is set but prompts.dataset.path is empty")
 	}
-	if p.InputTokens == nil || p.OutputTokens == nil {
+	if p.InputTokens == nil || (p.OutputTokens == nil && sc.Target.API != results.APIEmbeddings) {
 		v.add("prompts", "input_tokens and output_tokens are unset (apply Defaults before Validate)")
 		return
 	}
 	v.dist("prompts.input_tokens", p.InputTokens)
-	v.dist("prompts.output_tokens", p.OutputTokens)
+	if p.OutputTokens != nil {
+		v.dist("prompts.output_tokens", p.OutputTokens)
+	}
 	if in := p.InputTokens; in.valid() && p.SharedPrefixTokens > 0 && p.SharedPrefixTokens > in.lowest() {
 		v.add("prompts.shared_prefix_tokens", "%d exceeds the smallest input length %d (the prefix is part of the prompt)", p.SharedPrefixTokens, in.lowest())
 	}
@@ -247,8 +309,8 @@ func (v *validator) prompts(sc *Scenario) {
 
 func (v *validator) dataset(sc *Scenario) {
 	d := &sc.Prompts.Dataset
-	if d.Format != FormatShareGPT && d.Format != FormatJSONL {
-		v.add("prompts.dataset.format", "want %s or %s, got %q", FormatShareGPT, FormatJSONL, d.Format)
+	if d.Format != FormatShareGPT && d.Format != FormatJSONL && d.Format != FormatMessages {
+		v.add("prompts.dataset.format", "want %s, %s or %s, got %q", FormatShareGPT, FormatJSONL, FormatMessages, d.Format)
 	}
 	fi, err := os.Stat(sc.DatasetPath())
 	switch {
@@ -317,15 +379,18 @@ func (sc *Scenario) DatasetPath() string {
 
 // dist checks a length distribution; unused fields are errors, so a typo in
 // the dist name does not silently ignore the numbers.
-func (v *validator) dist(field string, d *Dist) {
+func (v *validator) dist(field string, d *Dist) { v.distIn(field, d, 1, maxTokens, "tokens") }
+
+// distIn checks a distribution of counts from lo to hi of unit.
+func (v *validator) distIn(field string, d *Dist, lo, hi int, unit string) {
 	unused := func(name string, set bool) {
 		if set {
 			v.add(field+"."+name, "is not used by dist %s", d.Dist)
 		}
 	}
 	bound := func(name string, x int) {
-		if x < 1 || x > maxTokens {
-			v.add(field+"."+name, "want 1 to %d tokens, got %d", maxTokens, x)
+		if x < lo || x > hi {
+			v.add(field+"."+name, "want %d to %d %s, got %d", lo, hi, unit, x)
 		}
 	}
 	switch d.Dist {
@@ -345,11 +410,11 @@ func (v *validator) dist(field string, d *Dist) {
 		unused("mean", d.Mean != 0)
 		unused("stddev", d.Stddev != 0)
 	case DistNormal:
-		if !(d.Mean >= 1 && d.Mean <= maxTokens) {
-			v.add(field+".mean", "want 1 to %d tokens, got %g", maxTokens, d.Mean)
+		if !(d.Mean >= float64(lo) && d.Mean <= float64(hi)) {
+			v.add(field+".mean", "want %d to %d %s, got %g", lo, hi, unit, d.Mean)
 		}
-		if !(d.Stddev >= 0 && d.Stddev <= maxTokens) {
-			v.add(field+".stddev", "want 0 to %d tokens, got %g", maxTokens, d.Stddev)
+		if !(d.Stddev >= 0 && d.Stddev <= float64(hi)) {
+			v.add(field+".stddev", "want 0 to %d %s, got %g", hi, unit, d.Stddev)
 		}
 		bound("min", d.Min)
 		bound("max", d.Max)
@@ -407,7 +472,8 @@ func (v *validator) scrape(s *Scrape, remote bool) {
 	}
 }
 
-func (v *validator) load(l *LoadSpec) {
+func (v *validator) load(sc *Scenario) {
+	l := &sc.Load
 	if l.MaxDuration <= 0 {
 		v.add("load.max_duration", "must be positive, got %s", l.MaxDuration)
 	}
@@ -428,6 +494,11 @@ func (v *validator) load(l *LoadSpec) {
 			v.add(f+".name", "%q is also the name of stage %d", st.Name, j)
 		}
 		names[st.Name] = i
+		if st.Trace != nil {
+			v.traceStage(sc, i)
+			v.bounds(f, st)
+			continue
+		}
 		v.stage(f, st)
 	}
 }
@@ -470,14 +541,19 @@ func (v *validator) stage(f string, st *Stage) {
 			v.add(f+".max_concurrency", "applies to open-loop stages (rate) only; concurrency already bounds a closed loop")
 		}
 	}
+	if st.Requests == 0 && st.Duration == 0 {
+		v.add(f, "needs a bound: requests, duration or both")
+	}
+	v.bounds(f, st)
+}
+
+// bounds checks a stage's request and duration bounds and its warmup.
+func (v *validator) bounds(f string, st *Stage) {
 	if st.Requests < 0 {
 		v.add(f+".requests", "must be ≥ 0, got %d", st.Requests)
 	}
 	if st.Duration < 0 {
 		v.add(f+".duration", "must be ≥ 0, got %s", st.Duration)
-	}
-	if st.Requests == 0 && st.Duration == 0 {
-		v.add(f, "needs a bound: requests, duration or both")
 	}
 	w := st.Warmup
 	if w.Requests < 0 {

@@ -68,6 +68,6 @@ func BenchmarkChatChunk(b *testing.B) {
 		er: &Request{Prompt: []uint32{1, 2, 3}}, id: "chatcmpl-0123456789abcdef", chat: true, created: time.Now().Unix()}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		p.tokenChunk("chat.completion.chunk", p.s.word(uint32(i)), "")
+		p.tokenChunk("chat.completion.chunk", i, p.s.word(uint32(i)), "")
 	}
 }

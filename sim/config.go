@@ -118,6 +118,18 @@ type Config struct {
 	// name.
 	Tokenizer string `yaml:"tokenizer,omitempty"`
 
+	// ReasoningTokens is how many of a chat response's first output tokens
+	// are reasoning, as vLLM streams them with a reasoning parser
+	// (--reasoning-parser deepseek_r1): in delta.reasoning_content up to
+	// vLLM 0.11, in both reasoning and reasoning_content from 0.12 to
+	// 0.15, in delta.reasoning only from 0.16 (vllm_version decides). The
+	// answer's content follows, so time to first token and time to first
+	// content differ by about this many steps. 0: no reasoning.
+	ReasoningTokens int `yaml:"reasoning_tokens"`
+	// EmbeddingDims is the length of the vectors /v1/embeddings returns
+	// (a request's "dimensions" may ask for fewer).
+	EmbeddingDims int `yaml:"embedding_dims"`
+
 	// Calibration records how a fitted preset (a twin written by `bench
 	// calibrate`) was obtained. The engine ignores it; `bench predict`
 	// draws its bands from it. Nil for the embedded presets.
@@ -173,6 +185,7 @@ func Defaults() Config {
 		JitterFrac:           0.01,
 		MeanOutputTokens:     256,
 		LogStatsInterval:     10 * time.Second,
+		EmbeddingDims:        1024,
 	}
 }
 
@@ -375,6 +388,12 @@ func (c *Config) Validate() error {
 	}
 	if c.LogStatsInterval <= 0 {
 		bad("log_stats_interval", "must be positive")
+	}
+	if c.ReasoningTokens < 0 {
+		bad("reasoning_tokens", "must be >= 0, got %d", c.ReasoningTokens)
+	}
+	if c.EmbeddingDims < 1 || c.EmbeddingDims > maxEmbeddingDims {
+		bad("embedding_dims", "must be in [1, %d], got %d", maxEmbeddingDims, c.EmbeddingDims)
 	}
 	switch c.Tokenizer {
 	case "", tokenizer.O200kBase, tokenizer.Cl100kBase:

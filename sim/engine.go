@@ -45,6 +45,10 @@ type Request struct {
 	MinTokens int
 	// IgnoreEOS disables natural stops: the request ends at MaxTokens.
 	IgnoreEOS bool
+	// Pooling makes it an embedding request, as vLLM runs a pooling
+	// model's: it ends when its prompt is prefilled, with FinishStop and
+	// no output token (MaxTokens must still be at least 1).
+	Pooling bool
 
 	outputs  []uint32
 	computed int // tokens whose KV is in the cache
@@ -397,6 +401,16 @@ func (e *Engine) Complete(b *Batch) ([]Output, error) {
 		r.computed += b.Tokens[i]
 		if r.computed < r.numTokens() {
 			continue // partial prefill: no output
+		}
+		if r.Pooling {
+			iterTokens += len(r.Prompt)
+			e.kv.free(r)
+			if j := slices.Index(e.running, r); j >= 0 {
+				e.running = slices.Delete(e.running, j, j+1)
+			}
+			e.finish(r, FinishStop, b.End)
+			outs = append(outs, Output{Req: r, FinishReason: FinishStop, Time: b.End})
+			continue
 		}
 		tok := e.rng.Uint32()
 		r.outputs = append(r.outputs, tok)

@@ -218,6 +218,42 @@ type genRequest struct {
 	IgnoreEOS           bool            `json:"ignore_eos"`
 	Stream              bool            `json:"stream"`
 	StreamOptions       *streamOptions  `json:"stream_options"`
+	Tools               []genTool       `json:"tools"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+}
+
+// genTool is the part of a tool definition the simulator reads.
+type genTool struct {
+	Function struct {
+		Name string `json:"name"`
+	} `json:"function"`
+}
+
+// toolCall returns the function a chat request makes the model call, or
+// "": with tools, tool_choice "required" calls the first tool and a named
+// choice ({"type":"function","function":{"name":…}}) that one. "auto" (the
+// default) and "none" answer with content: the simulated model never
+// decides to call a tool by itself.
+func (g *genRequest) toolCall() string {
+	if len(g.Tools) == 0 {
+		return ""
+	}
+	var mode string
+	if json.Unmarshal(g.ToolChoice, &mode) == nil {
+		if mode == "required" {
+			return g.Tools[0].Function.Name
+		}
+		return ""
+	}
+	var named struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(g.ToolChoice, &named) == nil {
+		return named.Function.Name
+	}
+	return ""
 }
 
 func (g *genRequest) includeUsage() bool {

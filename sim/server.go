@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -101,6 +102,7 @@ func Listen(ctx context.Context, addr string, cfg Config, logs io.Writer) (*Serv
 	s.log.printf(procAPI, "INFO", "api_server.py:2052", "Starting vLLM API server 0 on %s", s.url)
 	s.log.printf(procAPI, "INFO", "launcher.py:46", "Route: /v1/chat/completions, Methods: POST")
 	s.log.printf(procAPI, "INFO", "launcher.py:46", "Route: /v1/completions, Methods: POST")
+	s.log.printf(procAPI, "INFO", "launcher.py:46", "Route: /v1/embeddings, Methods: POST")
 	return s, nil
 }
 
@@ -202,6 +204,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.generate(w, r, true) })
 	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.generate(w, r, false) })
+	mux.HandleFunc("POST /v1/embeddings", s.embeddings)
 	mux.HandleFunc("GET /v1/models", s.models)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("GET /ping", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
@@ -367,6 +370,21 @@ func (s *Server) generate(w http.ResponseWriter, hr *http.Request, chat bool) {
 		return
 	}
 
+	tool := ""
+	if chat {
+		tool = req.toolCall()
+		for i, t := range req.Tools {
+			if t.Function.Name == "" {
+				writeError(w, badRequest("tools", "tools[%d].function.name is required", i))
+				return
+			}
+		}
+		if tool != "" && !slices.ContainsFunc(req.Tools, func(t genTool) bool { return t.Function.Name == tool }) {
+			writeError(w, badRequest("tool_choice", "Tool '%s' has not been passed in `tools`.", tool))
+			return
+		}
+	}
+
 	id := hr.Header.Get("X-Request-Id")
 	if id == "" {
 		id = s.newID()
@@ -390,7 +408,7 @@ func (s *Server) generate(w http.ResponseWriter, hr *http.Request, chat bool) {
 	default:
 	}
 
-	resp := &responder{s: s, w: w, req: &req, er: er, id: id, chat: chat, created: time.Now().Unix()}
+	resp := &responder{s: s, w: w, req: &req, er: er, id: id, chat: chat, created: time.Now().Unix(), tool: tool}
 	if req.Stream {
 		err = resp.stream(hr.Context(), st)
 	} else {

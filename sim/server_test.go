@@ -192,27 +192,45 @@ func TestStreamShape(t *testing.T) {
 // timestamps normalised). Regenerate with go test ./sim -run Golden -update.
 func TestStreamGolden(t *testing.T) {
 	t.Parallel()
+	tools := []map[string]any{{"type": "function", "function": map[string]any{"name": "get_weather", "parameters": map[string]any{"type": "object"}}}}
 	for _, tc := range []struct {
 		name string
 		path string
 		body map[string]any
+		sets []string
 	}{
 		{"chat_usage", "/v1/chat/completions", map[string]any{"model": "tiny", "messages": []map[string]any{{"role": "user", "content": "Hello there"}},
-			"max_tokens": 3, "ignore_eos": true, "stream": true, "stream_options": map[string]any{"include_usage": true}}},
+			"max_tokens": 3, "ignore_eos": true, "stream": true, "stream_options": map[string]any{"include_usage": true}}, nil},
 		{"chat_continuous_usage", "/v1/chat/completions", map[string]any{"model": "tiny", "messages": []map[string]any{{"role": "user", "content": "Hello there"}},
-			"max_tokens": 2, "ignore_eos": true, "stream": true, "stream_options": map[string]any{"include_usage": true, "continuous_usage_stats": true}}},
-		{"completions_plain", "/v1/completions", map[string]any{"model": "tiny", "prompt": "Hello there", "max_tokens": 3, "ignore_eos": true, "stream": true}},
+			"max_tokens": 2, "ignore_eos": true, "stream": true, "stream_options": map[string]any{"include_usage": true, "continuous_usage_stats": true}}, nil},
+		{"completions_plain", "/v1/completions", map[string]any{"model": "tiny", "prompt": "Hello there", "max_tokens": 3, "ignore_eos": true, "stream": true}, nil},
 		{"chat_whole", "/v1/chat/completions", map[string]any{"model": "tiny", "messages": []map[string]any{{"role": "user", "content": "Hello there"}},
-			"max_tokens": 3, "ignore_eos": true}},
-		{"completions_whole", "/v1/completions", map[string]any{"model": "tiny", "prompt": "Hello there", "max_tokens": 3, "ignore_eos": true}},
+			"max_tokens": 3, "ignore_eos": true}, nil},
+		{"completions_whole", "/v1/completions", map[string]any{"model": "tiny", "prompt": "Hello there", "max_tokens": 3, "ignore_eos": true}, nil},
 		{"error_max_tokens", "/v1/chat/completions", map[string]any{"model": "tiny", "messages": []map[string]any{{"role": "user", "content": "Hello there"}},
-			"max_tokens": 2047, "stream": true}},
-		{"error_prompt", "/v1/completions", map[string]any{"model": "tiny", "prompt": strings.Repeat(" the", 2048)}},
-		{"error_model", "/v1/completions", map[string]any{"model": "nope", "prompt": "x"}},
+			"max_tokens": 2047, "stream": true}, nil},
+		{"error_prompt", "/v1/completions", map[string]any{"model": "tiny", "prompt": strings.Repeat(" the", 2048)}, nil},
+		{"error_model", "/v1/completions", map[string]any{"model": "nope", "prompt": "x"}, nil},
+		{"chat_reasoning_0.18", "/v1/chat/completions", map[string]any{"model": "tiny", "messages": []map[string]any{{"role": "user", "content": "Hello there"}},
+			"max_tokens": 4, "ignore_eos": true, "stream": true}, []string{"reasoning_tokens=2", "vllm_version=0.18.0"}},
+		{"chat_reasoning_0.13", "/v1/chat/completions", map[string]any{"model": "tiny", "messages": []map[string]any{{"role": "user", "content": "Hello there"}},
+			"max_tokens": 3, "ignore_eos": true, "stream": true}, []string{"reasoning_tokens=1", "vllm_version=0.13.0"}},
+		{"chat_reasoning_whole", "/v1/chat/completions", map[string]any{"model": "tiny", "messages": []map[string]any{{"role": "user", "content": "Hello there"}},
+			"max_tokens": 4, "ignore_eos": true}, []string{"reasoning_tokens=2"}},
+		{"chat_tool_required", "/v1/chat/completions", map[string]any{"model": "tiny", "messages": []map[string]any{{"role": "user", "content": "Weather?"}},
+			"max_tokens": 4, "ignore_eos": true, "stream": true, "tools": tools, "tool_choice": "required"}, nil},
+		{"chat_tool_named_whole", "/v1/chat/completions", map[string]any{"model": "tiny", "messages": []map[string]any{{"role": "user", "content": "Weather?"}},
+			"max_tokens": 3, "ignore_eos": true, "tools": tools, "tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}}, nil},
+		{"chat_tool_auto", "/v1/chat/completions", map[string]any{"model": "tiny", "messages": []map[string]any{{"role": "user", "content": "Weather?"}},
+			"max_tokens": 2, "ignore_eos": true, "stream": true, "tools": tools}, nil},
+		{"error_tool_unknown", "/v1/chat/completions", map[string]any{"model": "tiny", "messages": []map[string]any{{"role": "user", "content": "Weather?"}},
+			"max_tokens": 2, "tools": tools, "tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "nope"}}}, nil},
+		{"embeddings", "/v1/embeddings", map[string]any{"model": "tiny", "input": []string{"Hello there", "General Kenobi"}, "dimensions": 4}, nil},
+		{"error_embeddings_format", "/v1/embeddings", map[string]any{"model": "tiny", "input": "x", "encoding_format": "base64"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := startTiny(t) // a server per case: output words depend on the engine's draw order
+			s := startTiny(t, tc.sets...) // a server per case: output words depend on the engine's draw order
 			resp := post(t, context.Background(), s.URL()+tc.path, tc.body, "X-Request-Id", "test")
 			body, err := io.ReadAll(resp.Body)
 			resp.Body.Close()

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -21,7 +22,8 @@ type responder struct {
 	chat    bool
 	created int64
 	buf     []byte
-	sent    int // output tokens written
+	sent    int    // output tokens written
+	tool    string // the function the response calls (chat with tools), or ""
 }
 
 // next waits for new output; it returns the new tokens and the finish
@@ -91,15 +93,114 @@ func finishJSON(reason string) string {
 	return `"` + reason + `"`
 }
 
-// tokenChunk builds the chunk carrying one token's text, with the finish
-// reason on the last one.
-func (p *responder) tokenChunk(object, text, reason string) {
+// What an output token of a chat response is.
+const (
+	kindContent   = iota
+	kindReasoning // among the first reasoning_tokens
+	kindToolName  // the first token after the reasoning, when the request makes the model call a tool
+	kindToolArgs  // the tokens after that one: pieces of the call's arguments
+)
+
+// kind says what output token i (0-based) of the response is.
+func (p *responder) kind(i int) int {
+	switch {
+	case !p.chat:
+		return kindContent
+	case i < p.s.cfg.ReasoningTokens:
+		return kindReasoning
+	case p.tool == "":
+		return kindContent
+	case i == p.s.cfg.ReasoningTokens:
+		return kindToolName
+	}
+	return kindToolArgs
+}
+
+// appendReasoning appends the reasoning members of a delta or message
+// holding text, as the configured vLLM version names them (VLLM-NOTES
+// §5.5): reasoning_content up to 0.11, both from 0.12 to 0.15, reasoning
+// from 0.16.
+func (p *responder) appendReasoning(b []byte, text string) []byte {
+	plain, legacy := reasoningFields(p.s.cfg.VLLMVersion)
+	if plain {
+		b = append(b, `"reasoning":`...)
+		b = appendJSONString(b, text)
+	}
+	if legacy {
+		if plain {
+			b = append(b, ',')
+		}
+		b = append(b, `"reasoning_content":`...)
+		b = appendJSONString(b, text)
+	}
+	return b
+}
+
+// reasoningFields reports which reasoning members a vLLM version writes.
+func reasoningFields(version string) (reasoning, reasoningContent bool) {
+	var major, minor int
+	if _, err := fmt.Sscanf(version, "%d.%d", &major, &minor); err != nil {
+		return false, true
+	}
+	switch v := major*1000 + minor; {
+	case v < 12:
+		return false, true
+	case v < 16:
+		return true, true
+	}
+	return true, false
+}
+
+// toolArgs returns the piece of the tool call's arguments that output
+// token text makes, the k-th of the call (1-based; the 0th named the
+// function). The pieces join into {"input": "word word …"}.
+func toolArgs(text string, k int, last bool) string {
+	text = strings.Map(func(r rune) rune {
+		if r == '"' || r == '\\' || r < 0x20 {
+			return -1
+		}
+		return r
+	}, text)
+	if k == 1 {
+		text = `{"input": "` + text
+	}
+	if last {
+		text += `"}`
+	}
+	return text
+}
+
+// tokenChunk builds the chunk carrying output token i's text, with the
+// finish reason on the last one.
+func (p *responder) tokenChunk(object string, i int, text, reason string) {
 	p.head(object)
 	if p.chat {
-		p.buf = append(p.buf, `{"index":0,"delta":{"content":`...)
-		p.buf = appendJSONString(p.buf, text)
+		p.buf = append(p.buf, `{"index":0,"delta":{`...)
+		switch p.kind(i) {
+		case kindReasoning:
+			p.buf = p.appendReasoning(p.buf, text)
+		case kindToolName:
+			args := ""
+			if reason != "" {
+				args = "{}"
+			}
+			p.buf = append(p.buf, `"tool_calls":[{"id":`...)
+			p.buf = appendJSONString(p.buf, p.toolID())
+			p.buf = append(p.buf, `,"type":"function","index":0,"function":{"name":`...)
+			p.buf = appendJSONString(p.buf, p.tool)
+			p.buf = append(p.buf, `,"arguments":`...)
+			p.buf = appendJSONString(p.buf, args)
+			p.buf = append(p.buf, `}}]`...)
+		case kindToolArgs:
+			p.buf = append(p.buf, `"tool_calls":[{"index":0,"function":{"arguments":`...)
+			p.buf = appendJSONString(p.buf, toolArgs(text, i-p.s.cfg.ReasoningTokens, reason != ""))
+			p.buf = append(p.buf, `}}]`...)
+		default:
+			p.buf = append(p.buf, `"content":`...)
+			p.buf = appendJSONString(p.buf, text)
+		}
 		p.buf = append(p.buf, `},"logprobs":null,"finish_reason":`...)
-		p.buf = append(p.buf, finishJSON(reason)...)
+		p.buf = append(p.buf, finishJSON(p.finishReason(reason))...)
 		if reason != "" {
 			p.buf = append(p.buf, `,"stop_reason":null`...)
 		}
@@ -117,6 +218,20 @@ func (p *responder) tokenChunk(object, text, reason string) {
 	} else {
 		p.tail(`,"usage":null`)
 	}
+}
+
+// finishReason is the finish_reason sent for the engine's reason: vLLM
+// reports "tool_calls" instead when the response called a tool.
+func (p *responder) finishReason(reason string) string {
+	if reason != "" && p.tool != "" && p.sent > p.s.cfg.ReasoningTokens {
+		return "tool_calls"
+	}
+	return reason
+}
+
+// toolID is the id of the response's tool call, derived from its own.
+func (p *responder) toolID() string {
+	return "chatcmpl-tool-" + strings.TrimPrefix(p.id, "chatcmpl-")
 }
 
 // stream writes the SSE response. vLLM sends nothing until the first token;
@@ -154,7 +269,7 @@ func (p *responder) stream(ctx context.Context, st *stream) error {
 			if i == len(toks)-1 {
 				reason = fin
 			}
-			p.tokenChunk(object, p.s.word(t), reason)
+			p.tokenChunk(object, p.sent-1, p.s.word(t), reason)
 			if err := p.write(nil); err != nil {
 				return err
 			}
@@ -168,7 +283,7 @@ func (p *responder) stream(ctx context.Context, st *stream) error {
 			} else {
 				p.buf = append(p.buf, `{"index":0,"text":"","logprobs":null,"finish_reason":`...)
 			}
-			p.buf = append(p.buf, finishJSON(fin)...)
+			p.buf = append(p.buf, finishJSON(p.finishReason(fin))...)
 			p.buf = append(p.buf, `,"stop_reason":null}`...)
 			p.tail("")
 			if err := p.write(nil); err != nil {
@@ -196,14 +311,22 @@ func (p *responder) stream(ctx context.Context, st *stream) error {
 
 // whole writes a non-streaming response once the request finishes.
 func (p *responder) whole(ctx context.Context, st *stream) error {
-	var text strings.Builder
+	var content, reasoning, args strings.Builder
 	for {
 		toks, fin, err := p.next(ctx, st)
 		if err != nil {
 			return err
 		}
 		for _, t := range toks {
-			text.WriteString(p.s.word(t))
+			switch w := p.s.word(t); p.kind(p.sent) {
+			case kindReasoning:
+				reasoning.WriteString(w)
+			case kindToolName:
+			case kindToolArgs:
+				args.WriteString(w)
+			default:
+				content.WriteString(w)
+			}
 			p.sent++
 		}
 		if fin == "" {
@@ -222,14 +345,39 @@ func (p *responder) whole(ctx context.Context, st *stream) error {
 		p.buf = appendJSONString(p.buf, p.s.cfg.ServedModelName)
 		if p.chat {
 			p.buf = append(p.buf, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
-			p.buf = appendJSONString(p.buf, text.String())
-			p.buf = append(p.buf, `,"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[],"reasoning_content":null},"logprobs":null,"finish_reason":`...)
+			called := p.tool != "" && p.sent > p.s.cfg.ReasoningTokens
+			if called {
+				p.buf = append(p.buf, `null`...)
+			} else {
+				p.buf = appendJSONString(p.buf, content.String())
+			}
+			p.buf = append(p.buf, `,"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[`...)
+			if called {
+				a := "{}"
+				if args.Len() > 0 {
+					a = toolArgs(args.String(), 1, true)
+				}
+				p.buf = append(p.buf, `{"id":`...)
+				p.buf = appendJSONString(p.buf, p.toolID())
+				p.buf = append(p.buf, `,"type":"function","function":{"name":`...)
+				p.buf = appendJSONString(p.buf, p.tool)
+				p.buf = append(p.buf, `,"arguments":`...)
+				p.buf = appendJSONString(p.buf, a)
+				p.buf = append(p.buf, `}}`...)
+			}
+			p.buf = append(p.buf, `],`...)
+			if reasoning.Len() > 0 {
+				p.buf = p.appendReasoning(p.buf, reasoning.String())
+			} else {
+				p.buf = append(p.buf, `"reasoning_content":null`...)
+			}
+			p.buf = append(p.buf, `},"logprobs":null,"finish_reason":`...)
 		} else {
 			p.buf = append(p.buf, `,"choices":[{"index":0,"text":`...)
-			p.buf = appendJSONString(p.buf, text.String())
+			p.buf = appendJSONString(p.buf, content.String())
 			p.buf = append(p.buf, `,"logprobs":null,"finish_reason":`...)
 		}
-		p.buf = append(p.buf, finishJSON(fin)...)
+		p.buf = append(p.buf, finishJSON(p.finishReason(fin))...)
 		p.buf = append(p.buf, `,"stop_reason":null,"prompt_logprobs":null}],"usage":`...)
 		p.usage(p.sent)
 		p.buf = append(p.buf, "}\n"...)

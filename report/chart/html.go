@@ -144,12 +144,23 @@ func htmlTemplate() *template.Template {
 			switch p {
 			case 50:
 				v = d.P50
+			case 90:
+				v = d.P90
 			case 99:
 				v = d.P99
+			case 100:
+				v = d.Max
 			}
 			return report.FormatMS(v, d.Count)
 		},
 		"f1":     func(v float64) string { return fmt.Sprintf("%.1f", v) },
+		"perReq": func(v, n int64) string { return fmt.Sprintf("%.0f", float64(v)/float64(max(n, 1))) },
+		"share": func(part, whole int64) string {
+			if part == 0 {
+				return "–"
+			}
+			return fmt.Sprintf("%.0f %%", 100*float64(part)/float64(max(whole, 1)))
+		},
 		"f2":     func(v float64) string { return fmt.Sprintf("%.2f", v) },
 		"num":    report.FormatNumber,
 		"change": func(drop float64) string { return report.FormatChange(-drop) },
@@ -211,12 +222,28 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 {{with .S.Harness}}{{if .Limited}}<p class="limited" id="limited"><strong>Limited by the client:</strong> {{.Reason}}. {{limitedAdvice}}.</p>{{end}}{{end}}
 <h2>Summary</h2>
 <table id="summary">
-<thead><tr><th>stage</th><th>ok</th><th>failed</th><th>dropped</th><th>canceled</th><th>req/s</th><th>output tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>TPOT p50</th><th>E2E p50</th><th>E2E p99</th></tr></thead>
+{{if gt .S.Overall.Requests.Inputs 0}}<thead><tr><th>stage</th><th>ok</th><th>failed</th><th>dropped</th><th>canceled</th><th>req/s</th><th>inputs/s</th><th>tok/s</th><th>E2E p50</th><th>E2E p90</th><th>E2E p99</th><th>E2E max</th></tr></thead>
+<tbody>
+{{range .Rows}}<tr{{if .Overall}} class="overall"{{end}}><td>{{.Name}}</td><td>{{.Requests.OK}}</td><td>{{.Requests.Failed}}</td><td>{{.Requests.Dropped}}</td><td>{{.Requests.Canceled}}</td><td>{{f2 .RequestsPerSec}}</td><td>{{f1 .InputsPerSec}}</td><td>{{f1 .TotalTokensPerSec}}</td><td>{{ms .E2E 50}}</td><td>{{ms .E2E 90}}</td><td>{{ms .E2E 99}}</td><td>{{ms .E2E 100}}</td></tr>
+{{end}}</tbody>
+</table>
+<p class="note">Embeddings: latencies in milliseconds from the request being sent to the whole response; tok/s counts the inputs' tokens; warmup requests excluded.</p>
+{{else}}<thead><tr><th>stage</th><th>ok</th><th>failed</th><th>dropped</th><th>canceled</th><th>req/s</th><th>output tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>TPOT p50</th><th>E2E p50</th><th>E2E p99</th></tr></thead>
 <tbody>
 {{range .Rows}}<tr{{if .Overall}} class="overall"{{end}}><td>{{.Name}}</td><td>{{.Requests.OK}}</td><td>{{.Requests.Failed}}</td><td>{{.Requests.Dropped}}</td><td>{{.Requests.Canceled}}</td><td>{{f2 .RequestsPerSec}}</td><td>{{f1 .OutputTokensPerSec}}</td><td>{{ms .TTFT 50}}</td><td>{{ms .TTFT 99}}</td><td>{{ms .ITL 50}}</td><td>{{ms .ITL 99}}</td><td>{{ms .TPOT 50}}</td><td>{{ms .E2E 50}}</td><td>{{ms .E2E 99}}</td></tr>
 {{end}}</tbody>
 </table>
 <p class="note">Latencies in milliseconds; TTFT from the request being sent; warmup requests excluded.</p>
+{{end}}{{with .S.Overall.TTFTByTurn}}
+<h2 id="turns">TTFT by conversation turn</h2>
+<table>
+<thead><tr><th>turn</th><th>ok</th><th>TTFT p50</th><th>TTFT p90</th><th>TTFT p99</th><th>prompt tokens</th><th>cached</th></tr></thead>
+<tbody>
+{{range .}}<tr><td>{{.Turn}}{{if .AndLater}}+{{end}}</td><td>{{.Count}}</td><td>{{ms .Dist 50}}</td><td>{{ms .Dist 90}}</td><td>{{ms .Dist 99}}</td><td>{{perReq .PromptTokens .Count}}</td><td>{{share .CachedTokens .PromptTokens}}</td></tr>
+{{end}}</tbody>
+</table>
+<p class="note">Every stage's measured ok requests, by their turn in the conversation: the mean prompt (history included) and the share of it the server served from its prefix cache (– when it reports none).</p>
+{{end}}
 {{with .S.Verdict}}
 <h2 id="verdict">Budgets: {{if .Pass}}<span class="pass">PASS</span>{{else}}<span class="fail">FAIL</span>{{end}}</h2>
 <p>{{.}}{{with .Source}} · budgets from {{.}}{{end}}</p>

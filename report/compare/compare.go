@@ -246,7 +246,11 @@ func Runs(base, cand *report.Aggregate, opts Options) (*Comparison, error) {
 			}
 		}
 		// Rates and ratios have no per-request samples: no test.
-		for _, name := range rateRows() {
+		rows := rateRows()
+		if bst.Requests.Inputs > 0 || nst.Requests.Inputs > 0 {
+			rows = append(rows, embeddingRows()...)
+		}
+		for _, name := range rows {
 			m, _ := results.MetricByName(name)
 			b, _, _ := bst.Figure(name)
 			n, _, _ := nst.Figure(name)
@@ -316,7 +320,9 @@ func stageSettings(a *report.Aggregate) map[int]string {
 		return out
 	}
 	for i, st := range a.Spec().Load.Stages {
-		if st.Open() {
+		if tr := st.Trace; tr != nil {
+			out[i] = fmt.Sprintf("trace %s at %s× speed, max %d in flight", tr.Path, report.FormatDecimal(tr.Speedup, 3), st.MaxConcurrency)
+		} else if st.Open() {
 			s := fmt.Sprintf("open, %s %s req/s, max %d in flight", st.Arrival, report.FormatDecimal(st.Rate, 3), st.MaxConcurrency)
 			if st.Arrival == "gamma" {
 				s += fmt.Sprintf(", burstiness %s", report.FormatDecimal(st.Burstiness, 3))
@@ -393,6 +399,9 @@ type gateKey struct {
 // rates and ratios of a stage summary, which have no per-request samples.
 func rateRows() []string { return []string{"output_tokens_per_s", "requests_per_s", "error_rate"} }
 
+// embeddingRows are the rate rows added when either run embedded texts.
+func embeddingRows() []string { return []string{"inputs_per_s", "total_tokens_per_s"} }
+
 // gateMetrics are the metrics a table shows and a gate may name, from the
 // metric table: the per-request latencies (which take a statistic) and the
 // rate rows.
@@ -402,7 +411,7 @@ func gateMetrics() map[string]bool {
 		switch {
 		case m.Class == results.Latency && m.Budget:
 			out[m.Name] = true
-		case slices.Contains(rateRows(), m.Name):
+		case slices.Contains(rateRows(), m.Name), slices.Contains(embeddingRows(), m.Name):
 			out[m.Name] = false
 		}
 	}

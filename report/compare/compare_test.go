@@ -291,3 +291,55 @@ func okResult(seq uint64, stage int, sent, ttft, itl time.Duration, n int) resul
 	r.End = r.LastToken + msec
 	return r
 }
+
+// embedAggregate is a closed-loop embeddings run: 100 requests of 8
+// texts each, one every 10 ms, each taking e2e.
+func embedAggregate(t testing.TB, e2e time.Duration, every time.Duration) *report.Aggregate {
+	t.Helper()
+	a := report.New()
+	a.AddHeader(&results.Header{Schema: results.Schema, Tool: "servebench", Version: "test",
+		Started: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC), Model: "m",
+		Scenario: json.RawMessage(`{"name":"embed","target":{"api":"embeddings"},"load":{"stages":[{"name":"embed","concurrency":4}]}}`)})
+	for i := range 100 {
+		sent := time.Duration(i)*every + msec
+		r := results.Result{Seq: uint64(i), Outcome: results.OK, API: results.APIEmbeddings, Scheduled: sent, Sent: sent,
+			Headers: sent + e2e, End: sent + e2e, Inputs: 8, InputTokens: 800, PromptTokens: 800}
+		a.Add(&r)
+	}
+	return a
+}
+
+// TestCompareEmbeddings: two embeddings runs are compared on inputs/s and
+// tokens/s as well, and a gate on inputs_per_s judges them.
+func TestCompareEmbeddings(t *testing.T) {
+	t.Parallel()
+	base, cand := embedAggregate(t, 20*msec, 10*msec), embedAggregate(t, 40*msec, 20*msec)
+	c, err := Runs(base, cand, Options{MaxRegression: map[string]float64{"inputs_per_s": 0.1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]Row{}
+	for _, r := range c.Tables[0].Rows {
+		rows[r.Metric+"."+r.Stat] = r
+	}
+	in, ok := rows["inputs_per_s."]
+	if !ok || in.Base < 790 || in.Base > 810 || in.New < 395 || in.New > 405 {
+		t.Fatalf("inputs_per_s row %+v (present %v): want about 800 and 400 inputs/s", in, ok)
+	}
+	if _, ok := rows["total_tokens_per_s."]; !ok {
+		t.Error("no total_tokens_per_s row")
+	}
+	if c.Pass || len(c.Gates) != 1 || c.Gates[0].Pass {
+		t.Errorf("gates %+v: want halving inputs/s to fail a 10 %% gate", c.Gates)
+	}
+	// A generation run has no such rows.
+	g, err := Runs(compareAggregate(t, 1, 100*msec, 10*msec, 20), compareAggregate(t, 2, 100*msec, 10*msec, 20), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range g.Tables[0].Rows {
+		if r.Metric == "inputs_per_s" {
+			t.Errorf("a generation comparison has an inputs_per_s row")
+		}
+	}
+}

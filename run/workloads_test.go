@@ -1,0 +1,224 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/servebench/servebench/client"
+	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scenario"
+	"github.com/servebench/servebench/sim"
+)
+
+// runSim parses doc and runs it with Run into a temporary directory,
+// returning the summary and the request records.
+func runSim(t *testing.T, doc string) (*report.Summary, []results.Result) {
+	t.Helper()
+	sc, err := scenario.Parse("workload.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sum, err := Run(context.Background(), sc, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := results.Open(filepath.Join(dir, FileResults))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var recs []results.Result
+	for r.Scan() {
+		if res := r.Record().Result; res != nil {
+			recs = append(recs, *res)
+		}
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return sum, recs
+}
+
+// TestReasoningPreset checks that the deepseek-r1-32b preset thinks before
+// it answers: its chat responses stream reasoning first, so the time to
+// first token (reasoning) and the time to first content differ by about
+// reasoning_tokens steps. The step overhead is lowered to keep the test
+// short; the preset's own reasoning_tokens is kept.
+func TestReasoningPreset(t *testing.T) {
+	t.Parallel()
+	cfg, err := sim.Preset("deepseek-r1-32b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ReasoningTokens < 16 {
+		t.Fatalf("deepseek-r1-32b reasons for %d tokens: want a visible reasoning phase", cfg.ReasoningTokens)
+	}
+	sum, recs := runSim(t, `name: reasoning
+target: {url: "sim://deepseek-r1-32b?step_overhead_us=2000"}
+scrape: {enabled: false}
+prompts: {input_tokens: 64, output_tokens: 80}
+load: {stages: [{concurrency: 2, requests: 4}]}
+`)
+	o := sum.Overall
+	if o.Requests.OK != 4 {
+		t.Fatalf("requests %+v", o.Requests)
+	}
+	// Each reasoning token is one engine step of at least the overhead.
+	minGap := float64(cfg.ReasoningTokens) * 2.0 // ms
+	t.Logf("TTFT p50 %.1f ms, TTFC p50 %.1f ms", o.TTFT.P50, o.TTFC.P50)
+	if o.TTFC.P50-o.TTFT.P50 < minGap {
+		t.Errorf("TTFT p50 %.1f ms, TTFC p50 %.1f ms: want TTFC later by at least %.0f ms (%d reasoning steps)",
+			o.TTFT.P50, o.TTFC.P50, minGap, cfg.ReasoningTokens)
+	}
+	for _, r := range recs {
+		if r.FirstContent <= r.FirstToken {
+			t.Errorf("request %d: first content %v not after first token %v", r.Seq, r.FirstContent, r.FirstToken)
+		}
+	}
+}
+
+// TestToolCallsOnSim sends chat requests carrying tools with tool_choice
+// required to the simulator, which answers each with a streamed tool call:
+// every request has its TTFT (the call's first delta), its ITL (the
+// argument pieces) and finish_reason tool_calls.
+func TestToolCallsOnSim(t *testing.T) {
+	t.Parallel()
+	sum, recs := runSim(t, `name: tools
+target: {url: "sim://tiny"}
+scrape: {enabled: false}
+request:
+  extra: {tool_choice: required}
+  tools: [{type: function, function: {name: get_weather, parameters: {type: object}}}]
+prompts: {input_tokens: 32, output_tokens: 12}
+load: {stages: [{concurrency: 2, requests: 6}]}
+`)
+	if sum.Overall.Requests.OK != 6 || sum.Overall.TTFT.Count != 6 || sum.Overall.ITL.Count != 6*11 {
+		t.Fatalf("requests %+v, TTFT count %d, ITL count %d: want 6 requests with a TTFT and 11 ITLs each",
+			sum.Overall.Requests, sum.Overall.TTFT.Count, sum.Overall.ITL.Count)
+	}
+	for _, r := range recs {
+		if r.FinishReason != "tool_calls" || len(r.ChunkTimes) != 12 {
+			t.Errorf("request %d: finish %q, %d token chunks", r.Seq, r.FinishReason, len(r.ChunkTimes))
+		}
+	}
+}
+
+// TestEmbeddingsOnSim is issue 10's embeddings check: a closed loop of
+// batched embeddings requests against the simulator's /v1/embeddings.
+// Every record counts its inputs and prompt tokens, the summary reports
+// inputs/s and tokens/s with E2E latencies (no TTFT: nothing streams), and
+// budgets that apply (e2e_ms, inputs_per_s) are judged.
+func TestEmbeddingsOnSim(t *testing.T) {
+	t.Parallel()
+	sum, recs := runSim(t, `name: embeddings
+target: {url: "sim://tiny", api: embeddings}
+scrape: {enabled: false}
+request: {batch: 4}
+prompts: {input_tokens: 100}
+load: {stages: [{concurrency: 3, requests: 12}]}
+budgets:
+  overall:
+    e2e_ms: {p99: 60000}
+    inputs_per_s: {min: 1}
+    total_tokens_per_s: {min: 100}
+`)
+	o := sum.Overall
+	if o.Requests.OK != 12 || o.Requests.Inputs != 48 {
+		t.Fatalf("requests %+v: want 12 ok embedding 48 texts", o.Requests)
+	}
+	if o.E2E.Count != 12 || o.TTFT.Count != 0 || o.ITL.Count != 0 {
+		t.Errorf("E2E count %d, TTFT count %d, ITL count %d: want E2E only", o.E2E.Count, o.TTFT.Count, o.ITL.Count)
+	}
+	if o.Tokens.Prompt != 12*4*100 || o.Tokens.Output != 0 {
+		t.Errorf("tokens %+v: want 4,800 prompt tokens (4 texts of 100 per request), none output", o.Tokens)
+	}
+	// The rates share one window: inputs/s is 4 per ok request, tok/s 100
+	// per input.
+	if o.InputsPerSec <= 0 || math.Abs(o.InputsPerSec-4*o.RequestsPerSec) > 0.01*o.InputsPerSec ||
+		math.Abs(o.TotalTokensPerSec-100*o.InputsPerSec) > 0.01*o.TotalTokensPerSec {
+		t.Errorf("req/s %.2f, inputs/s %.2f, tok/s %.1f: want inputs/s = 4 × req/s and tok/s = 100 × inputs/s",
+			o.RequestsPerSec, o.InputsPerSec, o.TotalTokensPerSec)
+	}
+	if sum.Verdict == nil || !sum.Verdict.Pass || len(sum.Verdict.Checks) != 3 {
+		t.Errorf("verdict %+v: want the three budgets judged and met", sum.Verdict)
+	}
+	for _, r := range recs {
+		if r.API != results.APIEmbeddings || r.Stream || r.Inputs != 4 || r.InputTokens != 400 || r.PromptTokens != 400 || r.MaxTokens != 0 {
+			t.Errorf("record %+v", r)
+			break
+		}
+	}
+	var text strings.Builder
+	if err := report.WriteText(&text, sum); err != nil {
+		t.Fatal(err)
+	}
+	// The table's header (the warnings of a loaded machine may name TTFT).
+	header := ""
+	for line := range strings.Lines(text.String()) {
+		if strings.Contains(line, "stage") && strings.Contains(line, "req/s") {
+			header = line
+			break
+		}
+	}
+	if !strings.Contains(header, "inputs/s") || strings.Contains(header, "TTFT") {
+		t.Errorf("the table of an embeddings run has no inputs/s or has TTFT:\n%s", text.String())
+	}
+}
+
+// TestEmbeddingsBatchKeys checks that batched embeddings requests never
+// repeat a text, within a request, across requests or across shards: with
+// a dataset of 24 prompts split over 2 shards, 3 requests of 4 texts per
+// shard use all 24 once.
+func TestEmbeddingsBatchKeys(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var data strings.Builder
+	for i := range 24 {
+		fmt.Fprintf(&data, "{\"prompt\": \"text number %d\", \"output_tokens\": 1}\n", i)
+	}
+	path := filepath.Join(dir, "texts.jsonl")
+	if err := os.WriteFile(path, []byte(data.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := fmt.Sprintf(`name: keys
+target: {api: embeddings}
+request: {batch: 4}
+prompts: {dataset: {path: %q}}
+load: {stages: [{concurrency: 2, requests: 6}]}
+`, path)
+	sc, err := scenario.Parse(filepath.Join(dir, "keys.yaml"), []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]uint64{}
+	for i := range 2 {
+		sh := scenario.Shard{Index: i, Count: 2}
+		r, err := newScheduler(sc, &client.Client{}, withShard(sh))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range uint64(3) {
+			seq := uint64(i) + 2*k
+			req := r.request(seq, 0)
+			if len(req.Inputs) != 4 || req.MaxTokens != 0 {
+				t.Fatalf("request %d: %d inputs, max_tokens %d: want 4 and none", seq, len(req.Inputs), req.MaxTokens)
+			}
+			for _, in := range req.Inputs {
+				if o, dup := seen[in]; dup {
+					t.Errorf("%q embedded by requests %d and %d", in, o, seq)
+				}
+				seen[in] = seq
+			}
+		}
+	}
+	if len(seen) != 24 {
+		t.Errorf("%d distinct texts: want all 24", len(seen))
+	}
+}
