@@ -256,6 +256,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 			return nil, err
 		}
 	}
+	// The server's version, once, for the report's header: a server without
+	// the route (only vLLM and the simulator have it) just goes without.
+	serverVersion, _ := cl.ServerVersion(ctx)
 	// Open the connections the run will need before the load, so the first
 	// requests' TTFT does not include a burst of dials.
 	if _, err := cl.Warm(ctx, opts.Shard.MaxConcurrency(sc)); err != nil && ctx.Err() == nil {
@@ -279,7 +282,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 	}
 	host, _ := os.Hostname()
 	hdr := &results.Header{Schema: results.Schema, Tool: "servebench", Version: Version(), Started: epoch, Host: host,
-		RunID: runID(), Target: baseURL, Model: sc.Target.Model, Scenario: resolved, Ends: true, Spec: spec}
+		RunID: runID(), Target: baseURL, Model: sc.Target.Model, ServerVersion: serverVersion, Scenario: resolved, Ends: true, Spec: spec}
 	if opts.Shard.Count > 0 {
 		hdr.Shard = &results.Shard{Index: opts.Shard.Index, Count: opts.Shard.Count, ScenarioHash: hash}
 		if !opts.StartAt.IsZero() {
