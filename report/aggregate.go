@@ -385,7 +385,6 @@ func (a *Aggregate) Summary() *Summary {
 	}
 	out.Workload = workload(a.spec)
 	out.Correlation = a.corr.Correlation(a.names)
-	explain(out.Correlation)
 	out.Warnings = append([]string(nil), a.warnings...)
 	for _, why := range sortedKeys(a.skipped) {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d request records were skipped: they have %s (a damaged or foreign results file?)", a.skipped[why], why))
@@ -394,6 +393,7 @@ func (a *Aggregate) Summary() *Summary {
 	if h := out.Harness; h != nil && h.Limited {
 		out.Warnings = append(out.Warnings, "LIMITED BY THE CLIENT: "+h.Reason+"; "+LimitedAdvice)
 	}
+	explain(out.Correlation, out.Harness, out.Stages)
 	out.Incomplete = a.incomplete()
 	if out.Incomplete != "" {
 		out.Warnings = append(out.Warnings, "the run did not complete ("+out.Incomplete+"): the figures cover part of the load")

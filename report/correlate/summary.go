@@ -58,6 +58,11 @@ type Correlation struct {
 
 	Stages []StageCorrelation `json:"stages"`
 
+	// Conclusion answers in one sentence whether the server saturated and
+	// what limited it (package report writes it); it is also the first of
+	// the findings.
+	Conclusion string `json:"conclusion,omitempty"`
+
 	// Findings states the above in plain sentences, for the text and HTML
 	// reports.
 	Findings []string `json:"findings"`
