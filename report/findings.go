@@ -131,7 +131,7 @@ func correlations(c *correlate.Correlation) string {
 		if p == nil {
 			return "–"
 		}
-		return fmt.Sprintf("%.2f", *p)
+		return strings.Replace(fmt.Sprintf("%.2f", *p), "-", "−", 1)
 	}
 	pair := func(k, x *float64) string {
 		var v []string

@@ -24,7 +24,7 @@ const HTMLName = "report.html"
 // error table, the warnings and the resolved scenario. scenario is the
 // resolved scenario JSON from the results header (may be nil).
 func WriteHTML(w io.Writer, s *report.Summary, figs []Figure, scenario json.RawMessage) error {
-	data := htmlData{S: s, Scenario: prettyJSON(scenario)}
+	data := htmlData{S: s, Scenario: prettyJSON(scenario), About: s.About()}
 	rows := append([]report.Stage(nil), s.Stages...)
 	if len(s.Stages) != 1 {
 		rows = append(rows, s.Overall)
@@ -40,7 +40,17 @@ func WriteHTML(w io.Writer, s *report.Summary, figs []Figure, scenario json.RawM
 	}
 	if c := s.Correlation; c != nil {
 		data.Findings = c.Findings
+		if c.Conclusion != "" && len(c.Findings) > 0 && c.Findings[0] == c.Conclusion {
+			data.Findings = c.Findings[1:] // the conclusion opens the page
+		}
 		data.Corr = c
+	}
+	for _, m := range report.LatencyMetrics {
+		g := htmlLatency{Label: m.Label}
+		for _, st := range data.Rows {
+			g.Rows = append(g.Rows, htmlLatencyRow{Stage: st.Name, Overall: st.Overall, Dist: *st.Dist(m.Metric)})
+		}
+		data.Latency = append(data.Latency, g)
 	}
 	for _, f := range figs {
 		svg, err := inlineSVG(f.SVG)
@@ -109,7 +119,9 @@ func prettyJSON(raw json.RawMessage) string {
 
 type htmlData struct {
 	S        *report.Summary
+	About    []report.Fact
 	Rows     []htmlRow
+	Latency  []htmlLatency
 	Errors   []htmlError
 	Findings []string
 	Corr     *correlate.Correlation
@@ -120,6 +132,18 @@ type htmlData struct {
 type htmlRow struct {
 	report.Stage
 	Overall bool
+}
+
+// htmlLatency is one metric's distribution in every stage.
+type htmlLatency struct {
+	Label string
+	Rows  []htmlLatencyRow
+}
+
+type htmlLatencyRow struct {
+	Stage   string
+	Overall bool
+	report.Dist
 }
 
 type htmlError struct {
@@ -136,18 +160,15 @@ type htmlFigure struct {
 
 func htmlTemplate() *template.Template {
 	funcs := template.FuncMap{
-		"ms": func(d report.Dist, p float64) string {
+		"ms": func(d report.Dist, stat string) string {
 			if d.Count == 0 {
 				return "–"
 			}
-			var v float64
-			switch p {
-			case 50:
-				v = d.P50
-			case 99:
-				v = d.P99
+			v := d.Std
+			if stat != "std" {
+				v, _ = d.Stat(stat)
 			}
-			return report.FormatMS(v, d.Count)
+			return report.FormatLatency(v, d.Count)
 		},
 		"f1":     func(v float64) string { return fmt.Sprintf("%.1f", v) },
 		"f2":     func(v float64) string { return fmt.Sprintf("%.2f", v) },
@@ -185,6 +206,13 @@ body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Liberation Sa
 h1 { font-size: 1.6rem; margin-bottom: 0.2rem; }
 h2 { font-size: 1.25rem; margin-top: 2.2rem; border-bottom: 1px solid #ddd; padding-bottom: 0.2rem; }
 .meta { color: #555; margin-top: 0; }
+.conclusion { font-size: 1.1rem; background: #eef4fb; border-left: 4px solid #0072b2; padding: 0.6rem 0.8rem; }
+table.about { margin: 1rem 0; }
+table.about caption { text-align: left; font-weight: 600; padding-bottom: 0.3rem; }
+table.about th { text-align: left; background: none; color: #555; font-weight: normal; vertical-align: top; padding-right: 1.2rem; }
+table.about td { text-align: left; white-space: normal; }
+#latency tr.first td { border-top: 2px solid #ccc; }
+#latency td:nth-child(2), #latency th:nth-child(2) { text-align: left; }
 table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin: 0.5rem 0; }
 th, td { padding: 0.25rem 0.6rem; border-bottom: 1px solid #e4e4e4; text-align: right; }
 td { white-space: nowrap; }
@@ -206,17 +234,39 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 </head>
 <body>
 <h1>servebench report: {{.S.Scenario}}</h1>
-<p class="meta">servebench {{.S.Version}} · target {{.S.Target}} · model {{.S.Model}} · started {{.S.Started.UTC.Format "2006-01-02 15:04:05 UTC"}}{{if gt .S.Files 1}} · {{.S.Files}} results files merged{{end}}</p>
+{{with .Corr}}{{with .Conclusion}}<p class="conclusion" id="conclusion">{{.}}</p>{{end}}{{end}}
+<table class="about" id="about">
+<caption>Workload and environment</caption>
+<tbody>
+{{range .About}}<tr><th scope="row">{{.Label}}</th><td>{{range $i, $l := .Lines}}{{if $i}}<br>{{end}}{{$l}}{{end}}</td></tr>
+{{end}}</tbody>
+</table>
 
 {{with .S.Harness}}{{if .Limited}}<p class="limited" id="limited"><strong>Limited by the client:</strong> {{.Reason}}. {{limitedAdvice}}.</p>{{end}}{{end}}
 <h2>Summary</h2>
 <table id="summary">
 <thead><tr><th>stage</th><th>ok</th><th>failed</th><th>dropped</th><th>canceled</th><th>req/s</th><th>output tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>TPOT p50</th><th>E2E p50</th><th>E2E p99</th></tr></thead>
 <tbody>
-{{range .Rows}}<tr{{if .Overall}} class="overall"{{end}}><td>{{.Name}}</td><td>{{.Requests.OK}}</td><td>{{.Requests.Failed}}</td><td>{{.Requests.Dropped}}</td><td>{{.Requests.Canceled}}</td><td>{{f2 .RequestsPerSec}}</td><td>{{f1 .OutputTokensPerSec}}</td><td>{{ms .TTFT 50}}</td><td>{{ms .TTFT 99}}</td><td>{{ms .ITL 50}}</td><td>{{ms .ITL 99}}</td><td>{{ms .TPOT 50}}</td><td>{{ms .E2E 50}}</td><td>{{ms .E2E 99}}</td></tr>
+{{range .Rows}}<tr{{if .Overall}} class="overall"{{end}}><td>{{.Name}}</td><td>{{.Requests.OK}}</td><td>{{.Requests.Failed}}</td><td>{{.Requests.Dropped}}</td><td>{{.Requests.Canceled}}</td><td>{{f2 .RequestsPerSec}}</td><td>{{f1 .OutputTokensPerSec}}</td><td>{{ms .TTFT "p50"}}</td><td>{{ms .TTFT "p99"}}</td><td>{{ms .ITL "p50"}}</td><td>{{ms .ITL "p99"}}</td><td>{{ms .TPOT "p50"}}</td><td>{{ms .E2E "p50"}}</td><td>{{ms .E2E "p99"}}</td></tr>
 {{end}}</tbody>
 </table>
-<p class="note">Latencies in milliseconds; TTFT from the request being sent; warmup requests excluded.</p>
+<p class="note">Latencies in milliseconds unless a unit is given; TTFT from the request being sent; warmup requests excluded.</p>
+<h3>Throughput</h3>
+<table id="throughput">
+<thead><tr><th>stage</th><th>requests/s</th><th>output tok/s</th><th>peak output tok/s</th><th>total tok/s</th><th>peak in flight</th></tr></thead>
+<tbody>
+{{range .Rows}}<tr{{if .Overall}} class="overall"{{end}}><td>{{.Name}}</td><td>{{f2 .RequestsPerSec}}</td><td>{{num .OutputTokensPerSec}}</td><td>{{num .PeakOutputTokensPerSec}}</td><td>{{num .TotalTokensPerSec}}</td><td>{{.PeakInFlight}}</td></tr>
+{{end}}</tbody>
+</table>
+<p class="note">Peak output tok/s: the most output tokens received in one whole second; total: input and output tokens; peak in flight: the most requests sent and not yet ended at once.</p>
+<h3>Latency</h3>
+<table id="latency">
+<thead><tr><th>metric</th><th>stage</th><th>requests</th><th>mean</th><th>std</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr></thead>
+<tbody>
+{{range .Latency}}{{$m := .Label}}{{range $i, $r := .Rows}}<tr class="{{if $r.Overall}}overall{{end}}{{if not $i}} first{{end}}"><td>{{if not $i}}{{$m}}{{end}}</td><td>{{$r.Stage}}</td><td>{{$r.Count}}</td><td>{{ms $r.Dist "mean"}}</td><td>{{ms $r.Dist "std"}}</td><td>{{ms $r.Dist "p50"}}</td><td>{{ms $r.Dist "p90"}}</td><td>{{ms $r.Dist "p99"}}</td><td>{{ms $r.Dist "max"}}</td></tr>
+{{end}}{{end}}</tbody>
+</table>
+<p class="note">Milliseconds unless a unit is given; std is the standard deviation; ITL counts every token (a chunk of k tokens gives k gaps), so its requests column counts gaps.</p>
 {{with .S.Verdict}}
 <h2 id="verdict">Budgets: {{if .Pass}}<span class="pass">PASS</span>{{else}}<span class="fail">FAIL</span>{{end}}</h2>
 <p>{{.}}{{with .Source}} · budgets from {{.}}{{end}}</p>

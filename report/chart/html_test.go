@@ -2,9 +2,11 @@ package chart
 
 import (
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/scenario"
 
 	"bytes"
 	"context"
+	"flag"
 	"image"
 	"image/png"
 	"os"
@@ -16,6 +18,27 @@ import (
 	"time"
 )
 
+// screenshot names a PNG file for TestHTMLInChromium to keep its
+// screenshot in, for a person to look at:
+//
+//	go test ./report/chart -run Chromium -screenshot /tmp/report.png
+var screenshot = flag.String("screenshot", "", "write report.html's screenshot to this PNG file")
+
+// fixtureBudgets are budgets for the preemption fixture: the TTFT one
+// passes (p99 15.8 ms), the E2E one fails (p99 1,850 ms).
+const fixtureBudgets = `name: preempt
+load:
+  stages:
+    - {name: fits, concurrency: 3, requests: 9}
+    - {name: overflows, concurrency: 8, requests: 16}
+budgets:
+  overall:
+    ttft_ms: {p99: 20}
+    e2e_ms: {p99: 1500}
+`
+
+// fixtureHTML writes the report of the preemption fixture, judged against
+// fixtureBudgets, and returns its path and bytes.
 func fixtureHTML(t *testing.T) (string, []byte) {
 	t.Helper()
 	dir := t.TempDir()
@@ -23,7 +46,13 @@ func fixtureHTML(t *testing.T) (string, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := WriteFiles(dir, a, a.Summary()); err != nil {
+	sc, err := scenario.Parse("budgets.yaml", []byte(fixtureBudgets))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := a.Summary()
+	s.Verdict = a.Evaluate(s, sc.Budgets, sc.SLO)
+	if _, err := WriteFiles(dir, a, s); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, HTMLName)
@@ -41,7 +70,14 @@ func TestHTMLContent(t *testing.T) {
 	_, page := fixtureHTML(t)
 	s := string(page)
 	for _, want := range []string{
+		`<p class="conclusion" id="conclusion">Near capacity but not saturated in stage &#34;overflows&#34;`, // the conclusion opens the page
+		`<table class="about" id="about">`, `<th scope="row">load</th><td>fits: closed loop, 3 workers; 9 requests<br>overflows: closed loop, 8 workers; 16 requests</td>`,
+		`<th scope="row">output tokens</th><td>asked max_tokens 400; measured 400 each</td>`,
 		`<h2>Summary</h2>`, `<table id="summary">`, `<td>overflows</td>`, // summary table rows
+		`<table id="throughput">`, `<td>overflows</td><td>4.71</td><td>1,883</td><td>2,296</td><td>2,353</td><td>8</td>`,
+		`<table id="latency">`, `<th>mean</th><th>std</th><th>p50</th><th>p90</th><th>p99</th>`,
+		`<td>TTFT</td><td>fits</td><td>9</td><td>4.56</td><td>0.68</td><td>4.63</td><td>5.47</td><td>5.49</td>`,
+		`<h2 id="verdict">Budgets: <span class="fail">FAIL</span></h2>`,                             // the budget verdict
 		`<ul class="findings" id="findings">`, "The server preempted 4 times", "seq 12, 15, 23, 24", // findings
 		`<table id="stages">`,
 		`<figure id="plot-timeline">`, `<figure id="plot-decay">`, `<figure id="plot-latency">`, `<figure id="plot-stages">`,
@@ -51,6 +87,9 @@ func TestHTMLContent(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("report.html lacks %q", want)
 		}
+	}
+	if n := strings.Count(s, "Near capacity but not saturated"); n != 1 {
+		t.Errorf("the conclusion is stated %d times, want once (it opens the page, not the findings)", n)
 	}
 	if n := strings.Count(s, `<svg class="plot"`); n != 4 {
 		t.Errorf("%d inline SVG plots, want 4", n)
@@ -105,8 +144,19 @@ func TestHTMLInChromium(t *testing.T) {
 	if n := bytes.Count(dom, []byte(`<svg class="plot"`)); n != 4 {
 		t.Errorf("rendered DOM holds %d plots, want 4", n)
 	}
+	// What a reader must find: the conclusion, the workload box, mean and
+	// std beside the percentiles, and the budget verdict.
+	for _, want := range []string{`id="conclusion"`, `<table class="about" id="about">`, `<th scope="row">server</th>`,
+		`<th>mean</th><th>std</th><th>p50</th><th>p90</th><th>p99</th>`, `<h2 id="verdict">Budgets: <span class="fail">FAIL</span></h2>`} {
+		if !bytes.Contains(dom, []byte(want)) {
+			t.Errorf("rendered DOM lacks %q", want)
+		}
+	}
 
 	shot := filepath.Join(dir, "shot.png")
+	if *screenshot != "" {
+		shot = *screenshot
+	}
 	chrome("--screenshot=" + shot)
 	f, err := os.Open(shot)
 	if err != nil {
