@@ -68,3 +68,32 @@ func TestWriteTextBox(t *testing.T) {
 		t.Errorf("a long latency is printed in milliseconds:\n%s", got)
 	}
 }
+
+// TestOverTime checks the per-request latencies by send time the timeline
+// plots: one per ok request, sent within the run, their largest the E2E
+// maximum of the summary.
+func TestOverTime(t *testing.T) {
+	t.Parallel()
+	a, err := FromFiles(preemptFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := a.Summary()
+	sent, e2e := a.Scope(nil).OverTime("e2e_ms")
+	if int64(len(sent)) != s.Overall.Requests.OK || len(e2e) != len(sent) {
+		t.Fatalf("%d send times and %d values, want %d", len(sent), len(e2e), s.Overall.Requests.OK)
+	}
+	top := 0.0
+	for i := range sent {
+		if sent[i] < 0 || sent[i] > s.DurationS {
+			t.Errorf("request sent at %.3f s, outside the run's %.3f s", sent[i], s.DurationS)
+		}
+		top = max(top, e2e[i])
+	}
+	if d := top - s.Overall.E2E.Max; d < -1 || d > 1 {
+		t.Errorf("largest E2E %.1f ms, summary max %.1f ms", top, s.Overall.E2E.Max)
+	}
+	if sent, _ := a.Scope(nil).OverTime("no_such_metric"); sent != nil {
+		t.Errorf("an unknown metric has %d points", len(sent))
+	}
+}

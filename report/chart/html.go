@@ -57,7 +57,7 @@ func WriteHTML(w io.Writer, s *report.Summary, figs []Figure, scenario json.RawM
 		if err != nil {
 			return fmt.Errorf("write HTML report: plot %s: %w", f.Name, err)
 		}
-		data.Figures = append(data.Figures, htmlFigure{Name: f.Name, Title: f.Title, SVG: svg})
+		data.Figures = append(data.Figures, htmlFigure{Name: f.Name, Title: f.Title, Notes: f.Notes, SVG: svg})
 	}
 	var b bytes.Buffer
 	if err := htmlTemplate().Execute(&b, data); err != nil {
@@ -155,6 +155,7 @@ type htmlError struct {
 
 type htmlFigure struct {
 	Name, Title string
+	Notes       []string
 	SVG         template.HTML
 }
 
@@ -202,7 +203,7 @@ const htmlSource = `<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>servebench · {{.S.Scenario}}</title>
 <style>
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Liberation Sans", sans-serif; margin: 2rem auto; max-width: 72rem; padding: 0 1rem; color: #1a1a1a; line-height: 1.45; }
+body { font-family: "Liberation Sans", Arial, Helvetica, sans-serif; margin: 2rem auto; max-width: 72rem; padding: 0 1rem; color: #1a1a1a; line-height: 1.45; }
 h1 { font-size: 1.6rem; margin-bottom: 0.2rem; }
 h2 { font-size: 1.25rem; margin-top: 2.2rem; border-bottom: 1px solid #ddd; padding-bottom: 0.2rem; }
 .meta { color: #555; margin-top: 0; }
@@ -296,7 +297,7 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 <h2>Plots</h2>
 {{range .Figures}}<figure id="plot-{{.Name}}">
 {{.SVG}}
-<figcaption>{{.Title}} ({{.Name}}.png, {{.Name}}.svg)</figcaption>
+<figcaption>{{.Title}} ({{.Name}}.png, {{.Name}}.svg){{range .Notes}} {{.}}{{end}}</figcaption>
 </figure>
 {{end}}
 

@@ -20,6 +20,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -31,6 +32,10 @@ import (
 type Figure struct {
 	Name  string // file name without extension: "timeline", "decay", "latency" or "stages"
 	Title string // one line saying what the plot shows
+	// Notes say, one sentence each, what the plot leaves out and why (a
+	// panel of an empty or all-zero series); they are also written under
+	// the plot.
+	Notes []string
 	PNG   []byte
 	SVG   []byte
 }
@@ -73,6 +78,7 @@ func Figures(a *report.Aggregate, s *report.Summary) ([]Figure, error) {
 		name, title string
 		w, h        vg.Length
 		draw        func(draw.Canvas)
+		notes       []string
 	}
 	var fit map[int]*correlate.DecodeFit
 	if c := s.Correlation; c != nil {
@@ -84,18 +90,18 @@ func Figures(a *report.Aggregate, s *report.Summary) ([]Figure, error) {
 		}
 	}
 	renders := []render{
-		{"timeline", "Output tok/s, KV-cache usage, running and waiting requests, and preemptions over time",
-			10 * vg.Inch, 8.5 * vg.Inch, func(c draw.Canvas) { drawTimeline(c, ws, names) }},
+		{"timeline", "Output tok/s, each request's TTFT and E2E by the time it was sent, running and waiting requests, KV-cache usage and preemptions over time",
+			10 * vg.Inch, 9.5 * vg.Inch, func(c draw.Canvas) { drawTimeline(c, ws, names, a.Scope(nil)) }, timelineNoteList(ws)},
 		{"decay", "Output tok/s against the mean in-flight context per stream, with the fitted decode law",
-			9 * vg.Inch, 5.5 * vg.Inch, func(c draw.Canvas) { decayPlot(ws, names, fit).Draw(c) }},
+			9 * vg.Inch, 5.5 * vg.Inch, func(c draw.Canvas) { decayPlot(ws, names, fit).Draw(c) }, nil},
 		{"latency", "Distributions of TTFT and ITL, per stage",
-			10 * vg.Inch, 4.5 * vg.Inch, func(c draw.Canvas) { drawLatency(c, a, names) }},
+			10 * vg.Inch, 4.5 * vg.Inch, func(c draw.Canvas) { drawLatency(c, a, names) }, nil},
 		{"stages", "p50 and p99 of TTFT and ITL per stage",
-			10 * vg.Inch, 4.5 * vg.Inch, func(c draw.Canvas) { drawStages(c, s.Stages) }},
+			10 * vg.Inch, 4.5 * vg.Inch, func(c draw.Canvas) { drawStages(c, s.Stages) }, nil},
 	}
 	out := make([]Figure, 0, len(renders))
 	for _, r := range renders {
-		f := Figure{Name: r.name, Title: r.title}
+		f := Figure{Name: r.name, Title: r.title, Notes: r.notes}
 		var err error
 		if f.PNG, f.SVG, err = encode(r.w, r.h, r.draw); err != nil {
 			return nil, fmt.Errorf("plot %s: %w", r.name, err)
@@ -145,9 +151,24 @@ func WritePlots(dir string, figs []Figure) ([]string, error) {
 	return paths, nil
 }
 
+// plotFont is the font family of every plot: Liberation Sans, the family
+// report.html names first, so the page and its plots read alike.
+func plotFont() font.Font { return font.Font{Typeface: "Liberation", Variant: "Sans"} }
+
+// unifyFont sets every text of p in plotFont, keeping the sizes. gonum
+// draws in its serif default otherwise; changing plot.DefaultFont would
+// change a package-level variable.
+func unifyFont(p *plot.Plot) {
+	for _, f := range []*font.Font{&p.Title.TextStyle.Font, &p.X.Label.TextStyle.Font, &p.Y.Label.TextStyle.Font,
+		&p.X.Tick.Label.Font, &p.Y.Tick.Label.Font, &p.Legend.TextStyle.Font} {
+		f.Typeface, f.Variant = plotFont().Typeface, plotFont().Variant
+	}
+}
+
 // newPlot returns a plot with the house look: grid, legend at the top left.
 func newPlot(title, xLabel, yLabel string) *plot.Plot {
 	p := plot.New()
+	unifyFont(p)
 	p.Title.Text = title
 	p.Title.TextStyle.Font.Size = vg.Points(12)
 	p.X.Label.Text = xLabel
@@ -215,16 +236,62 @@ func maxY(sets ...plotter.XYs) float64 {
 	return m
 }
 
-// drawTimeline draws four stacked panels on one time axis.
-func drawTimeline(c draw.Canvas, ws []correlate.Window, names map[int]string) {
+// timelineNotes says which of the timeline's optional panels are left out
+// and why, one sentence each: a panel of an empty or all-zero series tells
+// nothing a line of text cannot.
+func timelineNotes(ws []correlate.Window) (kv, preempt bool, notes []string) {
+	scraped := false
+	anyPreempt := false
+	for i := range ws {
+		w := &ws[i]
+		if !math.IsNaN(w.KVUsagePerc) {
+			kv = true
+		}
+		if !math.IsNaN(w.Running) || !math.IsNaN(w.Waiting) || !math.IsNaN(w.KVUsagePerc) || !math.IsNaN(w.Preemptions) {
+			scraped = true
+		}
+		if !math.IsNaN(w.Preemptions) {
+			anyPreempt = true
+			preempt = preempt || w.Preemptions > 0
+		}
+	}
+	switch {
+	case len(ws) == 0:
+	case !scraped:
+		notes = append(notes, "No /metrics page was scraped: no KV-cache, queue or preemption panel; the timeline holds the client's figures only.")
+	default:
+		if !kv {
+			notes = append(notes, "The server exports no KV-cache usage: no panel for it.")
+		}
+		switch {
+		case !anyPreempt:
+			notes = append(notes, "The server exports no preemption counter: no panel for it.")
+		case !preempt:
+			notes = append(notes, "The server preempted no request: no panel for preemptions.")
+		}
+	}
+	return kv, preempt, notes
+}
+
+func timelineNoteList(ws []correlate.Window) []string {
+	_, _, notes := timelineNotes(ws)
+	return notes
+}
+
+// drawTimeline draws stacked panels on one time axis: output tok/s, each
+// finished request's TTFT and E2E by the time it was sent, requests
+// running, waiting and in flight, and, when they hold data, KV-cache
+// usage and preemptions. The stages are named under the time axis and
+// the notes (panels left out) are written at the bottom.
+func drawTimeline(c draw.Canvas, ws []correlate.Window, names map[int]string, lat *report.Scope) {
 	t := func(w *correlate.Window) float64 { return midS(w) }
 	var x0, x1 float64
 	if len(ws) > 0 {
 		x0, x1 = ws[0].From.Seconds(), ws[len(ws)-1].To.Seconds()
 	}
-	stages := stageTitle(ws, names)
+	hasKV, hasPreempt, notes := timelineNotes(ws)
 
-	tok := newPlot("Timeline"+stages, "", "output tok/s")
+	tok := newPlot("Timeline"+stageTitle(ws, names), "", "output tok/s")
 	client := series(ws, t, func(w *correlate.Window) float64 { return w.OutputTokensPerSec })
 	server := series(ws, t, func(w *correlate.Window) float64 { return w.ServerTokensPerSec })
 	addLine(tok, "client (chunks received)", client, colour(0), false)
@@ -232,13 +299,7 @@ func drawTimeline(c draw.Canvas, ws []correlate.Window, names map[int]string) {
 	headroom(tok, maxY(client, server), 2)
 	tok.Y.Tick.Marker = niceTicks{}
 
-	kv := newPlot("", "", "KV cache usage (%)")
-	kvs := series(ws, t, func(w *correlate.Window) float64 { return w.KVUsagePerc })
-	addLine(kv, "", kvs, colour(2), false)
-	kv.Y.Min, kv.Y.Max = 0, max(100, maxY(kvs))
-	if len(kvs) == 0 {
-		kv.Title.Text = "(the server exports no KV-cache usage)"
-	}
+	panels := []*plot.Plot{tok, latencyOverTime(lat)}
 
 	rq := newPlot("", "", "requests")
 	run := series(ws, t, func(w *correlate.Window) float64 { return w.Running })
@@ -249,23 +310,31 @@ func drawTimeline(c draw.Canvas, ws []correlate.Window, names map[int]string) {
 	addLine(rq, "in flight (client)", fl, grey(), true)
 	headroom(rq, maxY(run, wait, fl), 3)
 	rq.Y.Tick.Marker = niceTicks{integer: true}
+	panels = append(panels, rq)
 
-	pre := newPlot("", "time since start (s)", "preemptions per window")
-	var steps plotter.XYs
-	for _, w := range ws {
-		if math.IsNaN(w.Preemptions) {
-			continue
+	if hasKV {
+		kv := newPlot("", "", "KV cache (%)")
+		kvs := series(ws, t, func(w *correlate.Window) float64 { return w.KVUsagePerc })
+		addLine(kv, "", kvs, colour(2), false)
+		kv.Y.Min, kv.Y.Max = 0, max(100, maxY(kvs))
+		panels = append(panels, kv)
+	}
+	if hasPreempt {
+		pre := newPlot("", "", "preemptions")
+		var steps plotter.XYs
+		for _, w := range ws {
+			if math.IsNaN(w.Preemptions) {
+				continue
+			}
+			steps = append(steps, plotter.XY{X: w.From.Seconds(), Y: w.Preemptions}, plotter.XY{X: w.To.Seconds(), Y: w.Preemptions})
 		}
-		steps = append(steps, plotter.XY{X: w.From.Seconds(), Y: w.Preemptions}, plotter.XY{X: w.To.Seconds(), Y: w.Preemptions})
+		addLine(pre, "", steps, colour(3), false)
+		pre.Y.Min, pre.Y.Max = 0, max(1, maxY(steps)*1.15)
+		pre.Y.Tick.Marker = niceTicks{integer: true}
+		panels = append(panels, pre)
 	}
-	addLine(pre, "", steps, colour(3), false)
-	pre.Y.Min, pre.Y.Max = 0, max(1, maxY(steps)*1.15)
-	pre.Y.Tick.Marker = niceTicks{integer: true}
-	if len(steps) == 0 {
-		pre.Title.Text = "(no preemption counter scraped)"
-	}
+	panels[len(panels)-1].X.Label.Text = "time since start (s)"
 
-	panels := []*plot.Plot{tok, kv, rq, pre}
 	rows := make([][]*plot.Plot, len(panels))
 	for i, p := range panels {
 		if x1 > x0 {
@@ -275,11 +344,99 @@ func drawTimeline(c draw.Canvas, ws []correlate.Window, names map[int]string) {
 		stageLines(p, ws)
 		rows[i] = []*plot.Plot{p}
 	}
+	// Room under the plots for the stage band and the notes.
+	band := vg.Points(16)
+	noteH := vg.Points(13) * vg.Length(len(notes))
+	area := c
+	area.Min.Y += band + noteH + vg.Points(4)
 	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadTop: vg.Points(6), PadBottom: vg.Points(4),
 		PadLeft: vg.Points(6), PadRight: vg.Points(12), PadY: vg.Points(6)}
-	canvases := plot.Align(rows, tiles, c)
+	canvases := plot.Align(rows, tiles, area)
 	for i, p := range panels {
 		p.Draw(canvases[i][0])
+	}
+	last := panels[len(panels)-1]
+	dc := last.DataCanvas(canvases[len(panels)-1][0])
+	drawStageBand(c, dc, last, ws, names, area.Min.Y-band)
+	style := draw.TextStyle{Color: color.Black, Font: font.From(plotFont(), 9), Handler: last.TextHandler}
+	for i, n := range notes {
+		c.FillText(style, vg.Point{X: dc.Min.X, Y: area.Min.Y - band - vg.Points(12)*vg.Length(i+1)}, n)
+	}
+}
+
+// latencyOverTime is the timeline's panel of each finished request's TTFT
+// and E2E by the time it was sent: where overload begins, TTFT climbs.
+func latencyOverTime(lat *report.Scope) *plot.Plot {
+	// No axis label: gonum centres it on the arithmetic middle of the
+	// range, far up a log axis, and pads the panel to fit it; the ticks
+	// carry their units instead.
+	p := newPlot("", "", "")
+	lo, hi := math.Inf(1), 0.0
+	entries := 0
+	for k, m := range []struct{ metric, label string }{{"ttft_ms", "TTFT"}, {"e2e_ms", "E2E"}} {
+		sent, vals := lat.OverTime(m.metric)
+		var pts plotter.XYs
+		for i := range sent {
+			if vals[i] > 0 { // a log axis cannot show 0
+				pts = append(pts, plotter.XY{X: sent[i], Y: vals[i]})
+				lo, hi = min(lo, vals[i]), max(hi, vals[i])
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			continue
+		}
+		sc.GlyphStyle.Color = colour(k)
+		sc.GlyphStyle.Radius = vg.Points(1.3)
+		sc.GlyphStyle.Shape = draw.CircleGlyph{}
+		p.Add(sc)
+		p.Legend.Add(m.label+" (by the time the request was sent)", sc)
+		entries++
+	}
+	if entries == 0 {
+		p.Title.Text = "(no request finished)"
+		return p
+	}
+	if hi/lo >= 20 {
+		// Room above for the legend: a factor per entry on a log axis.
+		p.Y.Min, p.Y.Max = lo/1.5, hi*math.Pow(4, float64(entries))
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = msTicks{inRange{plot.LogTicks{Prec: -1}}}
+	} else {
+		headroom(p, hi, entries)
+		p.Y.Tick.Marker = msTicks{niceTicks{}}
+	}
+	return p
+}
+
+// drawStageBand names the stages under the time axis of the data area dc
+// (of plot p): each stage's name centred on its span, between ticks at
+// its ends, at height y of canvas c.
+func drawStageBand(c, dc draw.Canvas, p *plot.Plot, ws []correlate.Window, names map[int]string, y vg.Length) {
+	spans := correlate.StageSpans(ws)
+	if len(spans) == 0 {
+		return
+	}
+	xf, _ := p.Transforms(&dc)
+	style := draw.TextStyle{Color: color.Black, Font: font.From(plotFont(), 9), XAlign: draw.XCenter, Handler: p.TextHandler}
+	line := draw.LineStyle{Color: grey(), Width: vg.Points(0.8)}
+	for _, i := range sortedKeys(spans) {
+		a, b := xf(spans[i][0].Seconds()), xf(spans[i][1].Seconds())
+		a, b = max(a, dc.Min.X), min(b, dc.Max.X)
+		if b <= a {
+			continue
+		}
+		name := names[i]
+		if name == "" {
+			name = fmt.Sprintf("stage-%d", i)
+		}
+		c.StrokeLine2(line, a+vg.Points(2), y+vg.Points(12), b-vg.Points(2), y+vg.Points(12))
+		c.StrokeLine2(line, a+vg.Points(2), y+vg.Points(8), a+vg.Points(2), y+vg.Points(14))
+		c.StrokeLine2(line, b-vg.Points(2), y+vg.Points(8), b-vg.Points(2), y+vg.Points(14))
+		c.FillText(style, vg.Point{X: (a + b) / 2, Y: y}, "stage "+name)
 	}
 }
 
@@ -470,6 +627,35 @@ func drawLatency(c draw.Canvas, a *report.Aggregate, names map[int]string) {
 	for i, p := range panels {
 		p.Draw(canvases[0][i])
 	}
+}
+
+// inRange keeps the ticks of its Ticker that fall within the axis: gonum's
+// LogTicks runs on to the next power of ten, and a label beyond the axis
+// still takes room, squeezing the plot.
+type inRange struct{ plot.Ticker }
+
+func (t inRange) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	for _, k := range t.Ticker.Ticks(lo, hi) {
+		if k.Value >= lo && k.Value <= hi {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// msTicks labels the ticks of a millisecond axis in the units a person
+// reads ("10 ms", "1 s", "2 min").
+type msTicks struct{ plot.Ticker }
+
+func (t msTicks) Ticks(lo, hi float64) []plot.Tick {
+	ks := t.Ticker.Ticks(lo, hi)
+	for i := range ks {
+		if ks[i].Label != "" {
+			ks[i].Label = report.FormatSeconds(ks[i].Value / 1000)
+		}
+	}
+	return ks
 }
 
 // percentTicks labels 0, 25, 50, 75 and 100 only, leaving the space above

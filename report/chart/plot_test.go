@@ -2,14 +2,17 @@ package chart
 
 import (
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/report/correlate"
 
 	"bytes"
 	"encoding/xml"
 	"image/png"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -140,5 +143,69 @@ func TestNiceTicks(t *testing.T) {
 				t.Errorf("labels = %q, want %q", got, tc.labelled)
 			}
 		})
+	}
+}
+
+// TestTimelineNotes checks which optional panels the timeline leaves out,
+// and that it says so in one sentence each.
+func TestTimelineNotes(t *testing.T) {
+	t.Parallel()
+	nan := math.NaN()
+	win := func(kv, pre, running float64) correlate.Window {
+		return correlate.Window{KVUsagePerc: kv, Preemptions: pre, Running: running, Waiting: running, ServerTokensPerSec: nan}
+	}
+	tests := []struct {
+		name        string
+		ws          []correlate.Window
+		kv, preempt bool
+		notes       []string
+	}{
+		{"everything", []correlate.Window{win(40, 0, 3), win(60, 2, 4)}, true, true, nil},
+		{"no preemption", []correlate.Window{win(40, 0, 3), win(60, 0, 4)}, true, false,
+			[]string{"The server preempted no request: no panel for preemptions."}},
+		{"no KV, no counter", []correlate.Window{win(nan, nan, 3)}, false, false,
+			[]string{"The server exports no KV-cache usage: no panel for it.", "The server exports no preemption counter: no panel for it."}},
+		{"no scrapes", []correlate.Window{win(nan, nan, nan)}, false, false,
+			[]string{"No /metrics page was scraped: no KV-cache, queue or preemption panel; the timeline holds the client's figures only."}},
+		{"nothing sent", nil, false, false, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			kv, pre, notes := timelineNotes(tc.ws)
+			if kv != tc.kv || pre != tc.preempt || !slices.Equal(notes, tc.notes) {
+				t.Errorf("timelineNotes = %v, %v, %q; want %v, %v, %q", kv, pre, notes, tc.kv, tc.preempt, tc.notes)
+			}
+		})
+	}
+}
+
+// TestTimelineContent checks the fixture's timeline SVG: the latency panel
+// by send time, the stage names under the time axis, one font family (the
+// page's) and no panel for preemptions when there were none.
+func TestTimelineContent(t *testing.T) {
+	t.Parallel()
+	a, err := report.FromFiles("../testdata/preempt.jsonl.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	figs, err := Figures(a, a.Summary())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := string(figs[0].SVG)
+	for _, want := range []string{"TTFT (by the time the request was sent)", "E2E (by the time the request was sent)",
+		">stage fits<", ">stage overflows<", ">preemptions<", ">KV cache (%)<", "font-family:Liberation Sans"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("timeline.svg lacks %q", want)
+		}
+	}
+	for _, f := range figs {
+		if strings.Contains(string(f.SVG), "Liberation Serif") {
+			t.Errorf("%s.svg uses a serif font beside the page's sans", f.Name)
+		}
+	}
+	if len(figs[0].Notes) != 0 {
+		t.Errorf("notes %q for a run with every series", figs[0].Notes)
 	}
 }
