@@ -89,11 +89,16 @@ func Figures(a *report.Aggregate, s *report.Summary) ([]Figure, error) {
 			}
 		}
 	}
+	hasKV, _, _ := timelineNotes(ws)
+	decayHeight := 5.5 * vg.Inch
+	if hasKV {
+		decayHeight = 8 * vg.Inch
+	}
 	renders := []render{
 		{"timeline", "Output tok/s, each request's TTFT and E2E by the time it was sent, running and waiting requests, KV-cache usage and preemptions over time",
 			10 * vg.Inch, 9.5 * vg.Inch, func(c draw.Canvas) { drawTimeline(c, ws, names, a.Scope(nil)) }, timelineNoteList(ws)},
-		{"decay", "Output tok/s against the mean in-flight context per stream, with the fitted decode law",
-			9 * vg.Inch, 5.5 * vg.Inch, func(c draw.Canvas) { decayPlot(ws, names, fit).Draw(c) }, nil},
+		{"decay", "Output tok/s against the context in flight, with the fitted decode law, and KV-cache usage on the same axis when it was scraped",
+			9 * vg.Inch, decayHeight, func(c draw.Canvas) { drawDecay(c, ws, names, fit) }, nil},
 		{"latency", "Distributions of TTFT and ITL, per stage",
 			10 * vg.Inch, 4.5 * vg.Inch, func(c draw.Canvas) { drawLatency(c, a, names) }, nil},
 		{"stages", "p50 and p99 of TTFT and ITL per stage",
@@ -479,88 +484,166 @@ func stageLines(p *plot.Plot, ws []correlate.Window) {
 	}
 }
 
-// decayPlot scatters each window's output tok/s against its mean in-flight
-// context per stream, steady windows coloured by stage, and draws each
-// stage's fitted law scaled to its stream count.
-func decayPlot(ws []correlate.Window, names map[int]string, fits map[int]*correlate.DecodeFit) *plot.Plot {
-	p := newPlot("Throughput decay: output tok/s vs context in flight",
-		"context in flight (tokens: prompt + generated so far, summed over streams)", "output tok/s (client)")
+// decayAxes returns the ranges of the decay plot's axes: from the steady
+// windows (the law's evidence) when there are at least three, else from
+// every window with something in flight, so a window where streams started
+// or stalled does not stretch the axes over empty space. The context axis
+// starts at zero when the data spans most of it (the decay story).
+func decayAxes(steady, other []correlate.Window) (x0, x1, y1 float64) {
+	base := steady
+	if len(base) < 3 {
+		base = append(slices.Clone(steady), other...)
+	}
+	x0, x1 = math.Inf(1), 0
+	for _, w := range base {
+		if w.ContextSum > 0 {
+			x0, x1 = min(x0, w.ContextSum), max(x1, w.ContextSum)
+		}
+		y1 = max(y1, w.OutputTokensPerSec)
+	}
+	if x1 == 0 {
+		return 0, 1, max(y1, 1)
+	}
+	pad := max((x1-x0)*0.08, x1*0.01)
+	x0, x1 = max(0, x0-pad), x1+pad
+	if x0 < 0.3*x1 {
+		x0 = 0
+	}
+	return x0, x1, y1 * 1.1
+}
+
+// drawDecay scatters each window's output tok/s against the context in
+// flight, steady windows coloured by stage, and draws each stage's fitted
+// law (scaled to its stream count) over the points. When KV-cache usage
+// was scraped, a second panel below shows it on the same context axis.
+func drawDecay(c draw.Canvas, ws []correlate.Window, names map[int]string, fits map[int]*correlate.DecodeFit) {
+	p := newPlot("Throughput decay: output tok/s vs context in flight", "", "output tok/s (client)")
 	ctx := func(w *correlate.Window) float64 { return w.ContextSum }
 	tps := func(w *correlate.Window) float64 { return w.OutputTokensPerSec }
-	var other []correlate.Window
+	var other, steady []correlate.Window
 	byStage := map[int][]correlate.Window{}
+	hasKV := false
 	for _, w := range ws {
 		if w.InFlight <= 0 {
 			continue
 		}
+		hasKV = hasKV || !math.IsNaN(w.KVUsagePerc)
 		if w.Steady {
 			byStage[w.Stage] = append(byStage[w.Stage], w)
+			steady = append(steady, w)
 		} else {
 			other = append(other, w)
 		}
 	}
-	ymax := 0.0
+	x0, x1, y1 := decayAxes(steady, other)
+	inside := func(pts plotter.XYs) (in plotter.XYs, off int) {
+		for _, q := range pts {
+			if q.X >= x0 && q.X <= x1 && q.Y <= y1 {
+				in = append(in, q)
+			} else {
+				off++
+			}
+		}
+		return in, off
+	}
+	stageName := func(st int) string {
+		if n := names[st]; n != "" {
+			return n
+		}
+		return fmt.Sprintf("stage-%d", st)
+	}
 	entries := 0
-	if pts := series(other, ctx, tps); len(pts) > 0 {
-		s, _ := plotter.NewScatter(pts)
-		s.GlyphStyle.Color = grey()
-		s.GlyphStyle.Radius = vg.Points(1.5)
-		p.Add(s)
-		p.Legend.Add("other windows (streams starting or ending)", s)
-		ymax = max(ymax, maxY(pts))
-		entries++
+	var kv *plot.Plot
+	if hasKV {
+		kv = newPlot("", "context in flight (tokens: prompt + generated so far, summed over streams)", "KV cache (%)")
+		kv.Y.Min, kv.Y.Max = 0, 100
+		kv.Y.Tick.Marker = percentTicks{}
+	} else {
+		p.X.Label.Text = "context in flight (tokens: prompt + generated so far, summed over streams)"
+	}
+	scatter := func(pl *plot.Plot, pts plotter.XYs, col color.Color, r vg.Length, label string) {
+		shown := pts
+		if len(shown) == 0 {
+			// Every point is off the axes: the legend still says so.
+			shown = plotter.XYs{{X: x0, Y: 0}}
+		}
+		sc, err := plotter.NewScatter(shown)
+		if err != nil {
+			return
+		}
+		sc.GlyphStyle.Color = col
+		sc.GlyphStyle.Radius = r
+		sc.GlyphStyle.Shape = draw.CircleGlyph{}
+		if len(pts) > 0 {
+			pl.Add(sc)
+		}
+		if label != "" {
+			pl.Legend.Add(label, sc)
+			entries++
+		}
+	}
+	// Points first, every stage's, then the fitted curves: a curve must
+	// not vanish under another stage's dots.
+	if pts, off := inside(series(other, ctx, tps)); len(pts)+off > 0 {
+		label := "windows where streams started or ended"
+		if off > 0 {
+			label += fmt.Sprintf(" (%d off the axes, not drawn)", off)
+		}
+		scatter(p, pts, grey(), vg.Points(1.5), label)
+		if kv != nil {
+			k, _ := inside(series(other, ctx, func(w *correlate.Window) float64 { return w.KVUsagePerc }))
+			scatter(kv, k, grey(), vg.Points(1.5), "")
+		}
 	}
 	for k, st := range sortedKeys(byStage) {
-		pts := series(byStage[st], ctx, tps)
-		s, _ := plotter.NewScatter(pts)
-		s.GlyphStyle.Color = colour(k)
-		s.GlyphStyle.Radius = vg.Points(2)
-		s.GlyphStyle.Shape = draw.CircleGlyph{}
-		p.Add(s)
-		name := names[st]
-		if name == "" {
-			name = fmt.Sprintf("stage-%d", st)
+		pts, off := inside(series(byStage[st], ctx, tps))
+		label := stageName(st) + ": one dot per window of steady load"
+		if off > 0 {
+			label += fmt.Sprintf(" (%d off the axes, not drawn)", off)
 		}
-		p.Legend.Add(fmt.Sprintf("%s (steady windows)", name), s)
-		ymax = max(ymax, maxY(pts))
-		entries++
+		scatter(p, pts, colour(k), vg.Points(2.2), label)
+		if kv != nil {
+			k2, _ := inside(series(byStage[st], ctx, func(w *correlate.Window) float64 { return w.KVUsagePerc }))
+			scatter(kv, k2, colour(k), vg.Points(2.2), "")
+		}
+	}
+	for k, st := range sortedKeys(byStage) {
 		f := fits[st]
 		if f == nil || f.Streams <= 0 {
 			continue
 		}
 		var curve plotter.XYs
-		lo, hi := f.ContextMin, f.ContextMax
+		lo, hi := max(f.ContextMin, x0), min(f.ContextMax, x1)
 		for i := 0; i <= 60; i++ {
 			x := lo + (hi-lo)*float64(i)/60
 			if y := f.Streams * f.PerStream(x); !math.IsNaN(y) && !math.IsInf(y, 0) {
 				curve = append(curve, plotter.XY{X: x, Y: y})
 			}
 		}
-		addLine(p, fmt.Sprintf("fit: %s streams / (%s ms + %s ns × context), R² %.3f",
-			sig(f.Streams), sig(f.InterceptMS), sig(f.SlopeNSPerToken), f.R2), curve, colour(k), true)
+		addLine(p, fmt.Sprintf("%s, fitted: %s streams, each token %s ms + %s ms per 1,000 tokens of context (R² %.2f)",
+			stageName(st), sig(f.Streams), sig(f.InterceptMS), sig(f.SlopeNSPerToken/1000), f.R2), curve, colour(k), true)
 		entries++
 	}
-	// Start the context axis at zero when the data spans most of it (the
-	// decay story), else zoom in on the data.
-	if lo, hi := xRange(ws); hi > 0 && lo < 0.3*hi {
-		p.X.Min = 0
+	panels := []*plot.Plot{p}
+	if kv != nil {
+		panels = append(panels, kv)
 	}
-	p.X.Tick.Marker = niceTicks{}
+	for _, pl := range panels {
+		pl.X.Min, pl.X.Max = x0, x1
+		pl.X.Tick.Marker = niceTicks{}
+	}
 	p.Y.Tick.Marker = niceTicks{}
-	headroom(p, ymax, entries)
-	return p
-}
-
-// xRange returns the smallest and largest context in flight over the
-// windows with something in flight.
-func xRange(ws []correlate.Window) (lo, hi float64) {
-	lo = math.Inf(1)
-	for _, w := range ws {
-		if w.InFlight > 0 && w.ContextSum > 0 {
-			lo, hi = min(lo, w.ContextSum), max(hi, w.ContextSum)
-		}
+	headroom(p, y1, entries)
+	rows := make([][]*plot.Plot, len(panels))
+	for i, pl := range panels {
+		rows[i] = []*plot.Plot{pl}
 	}
-	return lo, hi
+	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadTop: vg.Points(6), PadBottom: vg.Points(4),
+		PadLeft: vg.Points(6), PadRight: vg.Points(12), PadY: vg.Points(8)}
+	canvases := plot.Align(rows, tiles, c)
+	for i, pl := range panels {
+		pl.Draw(canvases[i][0])
+	}
 }
 
 // sig formats a fitted figure with three significant digits, without an
@@ -572,22 +655,51 @@ func sig(v float64) string {
 	return strconv.FormatFloat(v, 'f', max(0, 2-int(math.Floor(math.Log10(math.Abs(v)+1e-12)))), 64)
 }
 
+// minCDFSamples is the fewest samples a CDF is drawn from: below it the
+// curve is a staircase of single requests that reads as a distribution.
+const minCDFSamples = 20
+
+// gapFloorUS is the shortest gap the ITL plot shows, in microseconds:
+// shorter gaps are chunks read from the socket together, which the client
+// stamps microseconds apart; drawn at their true value they stretch the
+// log axis over decades that say nothing about the server.
+const gapFloorUS = 10
+
 // drawLatency draws the CDFs of TTFT and ITL side by side, one line per
-// stage (and overall with several stages), on log-scaled latency axes.
+// stage with at least minCDFSamples samples (and overall with several
+// stages), on log-scaled latency axes that end at 100 %.
 func drawLatency(c draw.Canvas, a *report.Aggregate, names map[int]string) {
 	panels := []*plot.Plot{
 		newPlot("TTFT distribution", "time to first token (ms, log scale)", "requests ≤ x (%)"),
 		newPlot("ITL distribution", "inter-token latency (ms, log scale)", "tokens ≤ x (%)"),
 	}
 	overall := func(metric string) *hdrhistogram.Histogram { return a.Histogram(-1, metric) }
+	var notes []string
 	for k, metric := range []string{"ttft_ms", "itl_ms"} {
 		p := panels[k]
+		// The legend keeps the top left corner, which a CDF leaves empty
+		// (it rises from the bottom left), so the axis can end at 100 %.
 		idx := a.StageIndexes()
 		lines := 0
 		lo, hi := math.Inf(1), 0.0
 		all := overall(metric)
+		floor := int64(1)
+		if metric == "itl_ms" {
+			floor = gapFloorUS
+			if n := all.TotalCount(); n > 0 {
+				if below := countBelow(all, gapFloorUS); below > 0 {
+					notes = append(notes, fmt.Sprintf("ITL: %s of the gaps are under 10 µs (chunks read from the socket together); they are drawn at 10 µs.",
+						report.FormatPercent(float64(below)/float64(n))))
+				}
+			}
+		}
+		var few []string
 		add := func(label string, h *hdrhistogram.Histogram, col color.Color, dashed bool) {
-			pts := cdf(h, all)
+			if n := h.TotalCount(); n > 0 && n < minCDFSamples {
+				few = append(few, fmt.Sprintf("%s: %d", label, n))
+				return
+			}
+			pts := cdf(h, all, floor)
 			if len(pts) == 0 {
 				return
 			}
@@ -605,7 +717,11 @@ func drawLatency(c draw.Canvas, a *report.Aggregate, names map[int]string) {
 		if len(idx) > 1 {
 			add("overall", all, colour(6), true)
 		}
-		p.Y.Min, p.Y.Max = 0, 100+14*float64(lines)
+		if len(few) > 0 {
+			notes = append(notes, fmt.Sprintf("%s: no curve from fewer than %d samples (%s).", p.Title.Text[:strings.Index(p.Title.Text, " ")],
+				minCDFSamples, strings.Join(few, ", ")))
+		}
+		p.Y.Min, p.Y.Max = 0, 100
 		if lines == 0 {
 			p.Title.Text += " (no data)"
 			continue
@@ -613,7 +729,7 @@ func drawLatency(c draw.Canvas, a *report.Aggregate, names map[int]string) {
 		// Log scale only with positive bounds: plot.LogScale panics on 0.
 		p.X.Min, p.X.Max = lo/1.5, hi*1.5
 		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.X.Tick.Marker = inRange{plot.LogTicks{Prec: -1}}
 		if hi/lo < 30 {
 			// Less than a decade and a half: decade ticks would leave
 			// one label or none.
@@ -623,10 +739,36 @@ func drawLatency(c draw.Canvas, a *report.Aggregate, names map[int]string) {
 	}
 	tiles := draw.Tiles{Rows: 1, Cols: 2, PadTop: vg.Points(6), PadBottom: vg.Points(4),
 		PadLeft: vg.Points(6), PadRight: vg.Points(12), PadX: vg.Points(24)}
-	canvases := plot.Align([][]*plot.Plot{panels}, tiles, c)
+	canvases := plot.Align([][]*plot.Plot{panels}, tiles, drawNotes(c, notes))
 	for i, p := range panels {
 		p.Draw(canvases[0][i])
 	}
+}
+
+// drawNotes writes notes, one line each, at the bottom left of c and
+// returns the part of c above them.
+func drawNotes(c draw.Canvas, notes []string) draw.Canvas {
+	if len(notes) == 0 {
+		return c
+	}
+	style := draw.TextStyle{Color: color.Black, Font: font.From(plotFont(), 9), Handler: plot.New().TextHandler}
+	line := vg.Points(12)
+	for i, n := range notes {
+		c.FillText(style, vg.Point{X: c.Min.X + vg.Points(8), Y: c.Min.Y + vg.Points(4) + line*vg.Length(len(notes)-1-i)}, n)
+	}
+	c.Min.Y += line*vg.Length(len(notes)) + vg.Points(6)
+	return c
+}
+
+// countBelow counts the values of h (microseconds) below v.
+func countBelow(h *hdrhistogram.Histogram, v int64) int64 {
+	var n int64
+	for _, b := range h.Distribution() {
+		if b.To <= v {
+			n += b.Count
+		}
+	}
+	return n
 }
 
 // inRange keeps the ticks of its Ticker that fall within the axis: gonum's
@@ -672,15 +814,15 @@ func (percentTicks) Ticks(lo, hi float64) []plot.Tick {
 
 // cdf returns the cumulative distribution of a histogram in microseconds as
 // (milliseconds, percent) points. Values below the overall histogram's
-// 0.1th percentile are folded into the first point, so a few near-zero
-// gaps (tokens arriving in one read) do not stretch the log axis over
-// decades of empty space.
-func cdf(h, overall *hdrhistogram.Histogram) plotter.XYs {
+// 0.1th percentile, or below minUS, are folded into the first point, so a
+// few near-zero gaps (tokens arriving in one read) do not stretch the log
+// axis over decades of empty space. The last point is at 100 %.
+func cdf(h, overall *hdrhistogram.Histogram, minUS int64) plotter.XYs {
 	n := h.TotalCount()
 	if n == 0 {
 		return nil
 	}
-	floor := max(overall.ValueAtQuantile(0.1), 1)
+	floor := max(overall.ValueAtQuantile(0.1), minUS, 1)
 	var out plotter.XYs
 	var cum int64
 	for _, b := range h.Distribution() {
@@ -736,6 +878,24 @@ func drawStages(c draw.Canvas, stages []report.Stage) {
 			b.Offset = (vg.Length(j) - 0.5) * w
 			p.Add(b)
 			p.Legend.Add([]string{"p50", "p99"}[j], b)
+			// Each bar's value above it: a p99 twenty times the p50
+			// leaves the p50 bar a sliver a reader cannot measure.
+			var xy plotter.XYLabels
+			for i, v := range vs {
+				xy.XYs = append(xy.XYs, plotter.XY{X: float64(i), Y: v})
+				xy.Labels = append(xy.Labels, report.FormatLatency(v, 1)+" ms")
+				if v >= 10_000 {
+					xy.Labels[i] = report.FormatLatency(v, 1)
+				}
+			}
+			if l, err := plotter.NewLabels(xy); err == nil {
+				for i := range l.TextStyle {
+					l.TextStyle[i].Font = font.From(plotFont(), 8)
+					l.TextStyle[i].XAlign = draw.XCenter
+				}
+				l.Offset = vg.Point{X: b.Offset, Y: vg.Points(2)}
+				p.Add(l)
+			}
 		}
 		p.NominalX(names...)
 		if len(stages) > 4 {
@@ -748,6 +908,7 @@ func drawStages(c draw.Canvas, stages []report.Stage) {
 			ymax = max(ymax, v)
 		}
 		headroom(p, ymax, 2)
+		p.Y.Tick.Marker = niceTicks{}
 	}
 	tiles := draw.Tiles{Rows: 1, Cols: 2, PadTop: vg.Points(6), PadBottom: vg.Points(4),
 		PadLeft: vg.Points(6), PadRight: vg.Points(12), PadX: vg.Points(24)}
