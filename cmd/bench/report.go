@@ -33,15 +33,29 @@ func reportCmd(ctx context.Context, e env, args []string) error {
 		fs.Usage()
 		return usagef("report: no results file given")
 	}
-	if *format != "text" && *format != "json" {
-		return usagef("report: --format %q: want text or json", *format)
+	switch *format {
+	case "text", "json", "vllm":
+	case "csv":
+		warns, err := report.WriteCSV(e.stdout, paths...)
+		for _, w := range warns {
+			fmt.Fprintf(e.stderr, "warning: %v\n", w)
+		}
+		if err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		return nil
+	default:
+		return usagef("report: --format %q: want text, json, csv or vllm", *format)
 	}
 	_, s, err := report.Reader{Partial: *partial}.Rebuild(paths...)
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	if *format == "json" {
+	switch *format {
+	case "json":
 		return report.WriteJSON(e.stdout, s)
+	case "vllm":
+		return report.WriteVLLM(e.stdout, s)
 	}
 	return report.WriteText(e.stdout, s)
 }
