@@ -3,6 +3,7 @@ package chart
 import (
 	"github.com/servebench/servebench/internal/atomicfile"
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/results"
 
 	"github.com/servebench/servebench/report/correlate"
 
@@ -24,7 +25,7 @@ const HTMLName = "report.html"
 // error table, the warnings and the resolved scenario. scenario is the
 // resolved scenario JSON from the results header (may be nil).
 func WriteHTML(w io.Writer, s *report.Summary, figs []Figure, scenario json.RawMessage) error {
-	data := htmlData{S: s, Scenario: prettyJSON(scenario), About: s.About()}
+	data := htmlData{S: s, Scenario: prettyJSON(scenario), About: s.About(), Script: template.JS(readoutScript)}
 	rows := append([]report.Stage(nil), s.Stages...)
 	if len(s.Stages) != 1 {
 		rows = append(rows, s.Overall)
@@ -46,18 +47,22 @@ func WriteHTML(w io.Writer, s *report.Summary, figs []Figure, scenario json.RawM
 		data.Corr = c
 	}
 	for _, m := range report.LatencyMetrics {
-		g := htmlLatency{Label: m.Label}
+		g := htmlLatency{Label: m.Label, Metric: m.Metric}
 		for _, st := range data.Rows {
 			g.Rows = append(g.Rows, htmlLatencyRow{Stage: st.Name, Overall: st.Overall, Dist: *st.Dist(m.Metric)})
 		}
 		data.Latency = append(data.Latency, g)
 	}
 	for _, f := range figs {
-		svg, err := inlineSVG(f.SVG)
+		svg, err := inlineSVG(f.SVG, f.Title)
 		if err != nil {
 			return fmt.Errorf("write HTML report: plot %s: %w", f.Name, err)
 		}
-		data.Figures = append(data.Figures, htmlFigure{Name: f.Name, Title: f.Title, Notes: f.Notes, SVG: svg})
+		panels, err := json.Marshal(f.Panels)
+		if err != nil {
+			return fmt.Errorf("write HTML report: plot %s: %w", f.Name, err)
+		}
+		data.Figures = append(data.Figures, htmlFigure{Name: f.Name, Title: f.Title, Notes: f.Notes, SVG: svg, Panels: string(panels)})
 	}
 	var b bytes.Buffer
 	if err := htmlTemplate().Execute(&b, data); err != nil {
@@ -94,14 +99,19 @@ func WriteFiles(dir string, a *report.Aggregate, s *report.Summary) ([]string, e
 }
 
 // inlineSVG strips the XML prolog and comment gonum writes before <svg, so
-// the document can sit inside HTML, and makes it scale with the page.
-func inlineSVG(doc []byte) (template.HTML, error) {
+// the document can sit inside HTML, makes it scale with the page, and
+// gives it title as its <title> (the browser's tooltip, and its name for a
+// screen reader).
+func inlineSVG(doc []byte, title string) (template.HTML, error) {
 	i := bytes.Index(doc, []byte("<svg"))
 	if i < 0 {
 		return "", fmt.Errorf("no <svg> element")
 	}
 	svg := string(doc[i:])
 	svg = strings.Replace(svg, "<svg ", `<svg class="plot" role="img" `, 1)
+	if j := strings.Index(svg, ">"); j >= 0 {
+		svg = svg[:j+1] + "\n<title>" + template.HTMLEscapeString(title) + "</title>" + svg[j+1:]
+	}
 	// The SVG comes from our own renderer, not from user input.
 	return template.HTML(svg), nil
 }
@@ -118,6 +128,7 @@ func prettyJSON(raw json.RawMessage) string {
 }
 
 type htmlData struct {
+	Script   template.JS
 	S        *report.Summary
 	About    []report.Fact
 	Rows     []htmlRow
@@ -136,8 +147,9 @@ type htmlRow struct {
 
 // htmlLatency is one metric's distribution in every stage.
 type htmlLatency struct {
-	Label string
-	Rows  []htmlLatencyRow
+	Label  string
+	Metric string // its name in results.Metrics
+	Rows   []htmlLatencyRow
 }
 
 type htmlLatencyRow struct {
@@ -157,6 +169,7 @@ type htmlFigure struct {
 	Name, Title string
 	Notes       []string
 	SVG         template.HTML
+	Panels      string // JSON of the figure's Panels, for the readout script
 }
 
 func htmlTemplate() *template.Template {
@@ -182,6 +195,14 @@ func htmlTemplate() *template.Template {
 			return report.FormatPercent(*p)
 		},
 		"limitedAdvice": func() string { return report.LimitedAdvice },
+		"about": func(metric string) string {
+			for _, m := range results.Metrics() {
+				if m.Name == metric {
+					return m.About
+				}
+			}
+			return ""
+		},
 		"describe": func(c report.Check) []string {
 			m, l, g := c.Describe()
 			return []string{m, l, g}
@@ -221,7 +242,10 @@ th:first-child, td:first-child { text-align: left; }
 thead th { background: #f4f4f4; }
 tr.overall td { font-weight: 600; }
 ul.findings li { margin: 0.35rem 0; }
-figure { margin: 1.5rem 0; }
+figure { margin: 1.5rem 0; position: relative; cursor: zoom-in; }
+figure.zoomed { position: fixed; inset: 0; margin: 0; padding: 1rem; background: #fff; z-index: 10; overflow: auto; cursor: zoom-out; }
+figure.zoomed svg.plot { height: calc(100vh - 4rem); }
+.readout { position: absolute; pointer-events: none; background: #fff; border: 1px solid #999; padding: 0.1rem 0.35rem; font-size: 0.85rem; white-space: nowrap; display: none; z-index: 11; }
 figcaption { color: #555; font-size: 0.95rem; }
 svg.plot { width: 100%; height: auto; display: block; }
 pre { background: #f7f7f7; padding: 0.8rem; overflow: auto; font-size: 0.85rem; }
@@ -246,7 +270,7 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 {{with .S.Harness}}{{if .Limited}}<p class="limited" id="limited"><strong>Limited by the client:</strong> {{.Reason}}. {{limitedAdvice}}.</p>{{end}}{{end}}
 <h2>Summary</h2>
 <table id="summary">
-<thead><tr><th>stage</th><th>ok</th><th>failed</th><th>dropped</th><th>canceled</th><th>req/s</th><th>output tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>TPOT p50</th><th>E2E p50</th><th>E2E p99</th></tr></thead>
+<thead><tr><th>stage</th><th>ok</th><th>failed</th><th title="open loop: arrivals that found max_concurrency requests in flight and were never sent">dropped</th><th>canceled</th><th title="requests completed ok per second of the stage's window">req/s</th><th title="output tokens received per second of the stage's window">output tok/s</th><th title="{{about "ttft_ms"}}">TTFT p50</th><th title="{{about "ttft_ms"}}">TTFT p99</th><th title="{{about "itl_ms"}}">ITL p50</th><th title="{{about "itl_ms"}}">ITL p99</th><th title="{{about "tpot_ms"}}">TPOT p50</th><th title="{{about "e2e_ms"}}">E2E p50</th><th title="{{about "e2e_ms"}}">E2E p99</th></tr></thead>
 <tbody>
 {{range .Rows}}<tr{{if .Overall}} class="overall"{{end}}><td>{{.Name}}</td><td>{{.Requests.OK}}</td><td>{{.Requests.Failed}}</td><td>{{.Requests.Dropped}}</td><td>{{.Requests.Canceled}}</td><td>{{f2 .RequestsPerSec}}</td><td>{{f1 .OutputTokensPerSec}}</td><td>{{ms .TTFT "p50"}}</td><td>{{ms .TTFT "p99"}}</td><td>{{ms .ITL "p50"}}</td><td>{{ms .ITL "p99"}}</td><td>{{ms .TPOT "p50"}}</td><td>{{ms .E2E "p50"}}</td><td>{{ms .E2E "p99"}}</td></tr>
 {{end}}</tbody>
@@ -262,9 +286,9 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 <p class="note">Peak output tok/s: the most output tokens received in one whole second; total: input and output tokens; peak in flight: the most requests sent and not yet ended at once.</p>
 <h3>Latency</h3>
 <table id="latency">
-<thead><tr><th>metric</th><th>stage</th><th>requests</th><th>mean</th><th>std</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr></thead>
+<thead><tr><th>metric</th><th>stage</th><th>requests</th><th>mean</th><th title="standard deviation, of the population (as vLLM's std_*_ms)">std</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr></thead>
 <tbody>
-{{range .Latency}}{{$m := .Label}}{{range $i, $r := .Rows}}<tr class="{{if $r.Overall}}overall{{end}}{{if not $i}} first{{end}}"><td>{{if not $i}}{{$m}}{{end}}</td><td>{{$r.Stage}}</td><td>{{$r.Count}}</td><td>{{ms $r.Dist "mean"}}</td><td>{{ms $r.Dist "std"}}</td><td>{{ms $r.Dist "p50"}}</td><td>{{ms $r.Dist "p90"}}</td><td>{{ms $r.Dist "p99"}}</td><td>{{ms $r.Dist "max"}}</td></tr>
+{{range .Latency}}{{$m := .Label}}{{$metric := .Metric}}{{range $i, $r := .Rows}}<tr class="{{if $r.Overall}}overall{{end}}{{if not $i}} first{{end}}"><td{{if not $i}} title="{{about $metric}}"{{end}}>{{if not $i}}{{$m}}{{end}}</td><td>{{$r.Stage}}</td><td>{{$r.Count}}</td><td>{{ms $r.Dist "mean"}}</td><td>{{ms $r.Dist "std"}}</td><td>{{ms $r.Dist "p50"}}</td><td>{{ms $r.Dist "p90"}}</td><td>{{ms $r.Dist "p99"}}</td><td>{{ms $r.Dist "max"}}</td></tr>
 {{end}}{{end}}</tbody>
 </table>
 <p class="note">Milliseconds unless a unit is given; std is the standard deviation; ITL counts every token (a chunk of k tokens gives k gaps), so its requests column counts gaps.</p>
@@ -295,7 +319,9 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 {{end}}{{end}}
 
 <h2>Plots</h2>
-{{range .Figures}}<figure id="plot-{{.Name}}">
+<p class="note">Point at a plot to read the values under the pointer; click it to see it across the window (Esc or a click closes it).</p>
+{{range .Figures}}<figure id="plot-{{.Name}}" data-panels="{{.Panels}}" title="Click to enlarge">
+<div class="readout" aria-live="polite"></div>
 {{.SVG}}
 <figcaption>{{.Title}} ({{.Name}}.png, {{.Name}}.svg){{range .Notes}} {{.}}{{end}}</figcaption>
 </figure>
@@ -313,6 +339,55 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 
 <h2>Scenario</h2>
 {{if .Scenario}}<pre id="scenario">{{.Scenario}}</pre>{{else}}<p>The results file holds no scenario.</p>{{end}}
+<script>{{.Script}}</script>
 </body>
 </html>
+`
+
+// readoutScript is the page's only script, inline: over a plot it shows
+// the values under the pointer, from the figure's panels (data-panels:
+// each data area's rectangle in the SVG's coordinates and its axes'
+// ranges); a click shows the plot across the window, and Esc or another
+// click closes it. It loads nothing.
+const readoutScript = `
+(function () {
+  function fmt(v) {
+    var a = Math.abs(v);
+    if (a >= 1000) return Math.round(v).toLocaleString("en-US");
+    if (a >= 100) return v.toFixed(0);
+    if (a >= 10) return v.toFixed(1);
+    return v.toPrecision(3);
+  }
+  function at(f, lo, hi, log) {
+    return log ? Math.exp(Math.log(lo) + f * (Math.log(hi) - Math.log(lo))) : lo + f * (hi - lo);
+  }
+  document.querySelectorAll("figure[data-panels]").forEach(function (fig) {
+    var panels = JSON.parse(fig.dataset.panels || "[]");
+    var svg = fig.querySelector("svg");
+    var tip = fig.querySelector(".readout");
+    if (!svg || !tip) return;
+    fig.readout = function (clientX, clientY) {
+      var pt = svg.createSVGPoint();
+      pt.x = clientX; pt.y = clientY;
+      var q = pt.matrixTransform(svg.getScreenCTM().inverse());
+      var p = panels.find(function (p) { return q.x >= p.l && q.x <= p.r && q.y >= p.t && q.y <= p.b; });
+      if (!p) { tip.style.display = "none"; return ""; }
+      var parts = [];
+      if (p.xn) parts.push(p.xn + " " + fmt(at((q.x - p.l) / (p.r - p.l), p.x0, p.x1, p.xl)));
+      if (p.yn) parts.push(p.yn + " " + fmt(at((p.b - q.y) / (p.b - p.t), p.y0, p.y1, p.yl)));
+      tip.textContent = parts.join(" · ");
+      var box = fig.getBoundingClientRect();
+      tip.style.left = (clientX - box.left + 14) + "px";
+      tip.style.top = (clientY - box.top + 14) + "px";
+      tip.style.display = "block";
+      return tip.textContent;
+    };
+    svg.addEventListener("mousemove", function (e) { fig.readout(e.clientX, e.clientY); });
+    svg.addEventListener("mouseleave", function () { tip.style.display = "none"; });
+    fig.addEventListener("click", function () { fig.classList.toggle("zoomed"); });
+  });
+  document.addEventListener("keydown", function (e) {
+    if (e.key === "Escape") document.querySelectorAll("figure.zoomed").forEach(function (f) { f.classList.remove("zoomed"); });
+  });
+})();
 `

@@ -6,13 +6,17 @@ import (
 
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
+	"html"
 	"image"
 	"image/png"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -75,12 +79,13 @@ func TestHTMLContent(t *testing.T) {
 		`<th scope="row">output tokens</th><td>asked max_tokens 400; measured 400 each</td>`,
 		`<h2>Summary</h2>`, `<table id="summary">`, `<td>overflows</td>`, // summary table rows
 		`<table id="throughput">`, `<td>overflows</td><td>4.71</td><td>1,883</td><td>2,296</td><td>2,353</td><td>8</td>`,
-		`<table id="latency">`, `<th>mean</th><th>std</th><th>p50</th><th>p90</th><th>p99</th>`,
-		`<td>TTFT</td><td>fits</td><td>9</td><td>4.56</td><td>0.68</td><td>4.63</td><td>5.47</td><td>5.49</td>`,
+		`<table id="latency">`, `<th>mean</th><th title="standard deviation, of the population (as vLLM's std_*_ms)">std</th><th>p50</th><th>p90</th><th>p99</th>`,
+		`<td title="time to first token, sent → first content or reasoning">TTFT</td><td>fits</td><td>9</td><td>4.56</td><td>0.68</td><td>4.63</td><td>5.47</td><td>5.49</td>`,
+		`<th title="inter-token latency, per token">ITL p50</th>`,                                   // hover titles on the columns
 		`<h2 id="verdict">Budgets: <span class="fail">FAIL</span></h2>`,                             // the budget verdict
 		`<ul class="findings" id="findings">`, "The server preempted 4 times", "seq 12, 15, 23, 24", // findings
 		`<table id="stages">`,
-		`<figure id="plot-timeline">`, `<figure id="plot-decay">`, `<figure id="plot-latency">`, `<figure id="plot-stages">`,
+		`<figure id="plot-timeline" `, `<figure id="plot-decay" `, `<figure id="plot-latency" `, `<figure id="plot-stages" `,
 		`id="errors"`,
 		`<pre id="scenario">`, `&#34;name&#34;: &#34;preempt&#34;`, // the resolved scenario, escaped
 	} {
@@ -94,9 +99,20 @@ func TestHTMLContent(t *testing.T) {
 	if n := strings.Count(s, `<svg class="plot"`); n != 4 {
 		t.Errorf("%d inline SVG plots, want 4", n)
 	}
-	external := regexp.MustCompile(`(?i)(\ssrc\s*=|\shref\s*=|url\(|@import|<link|<script|<iframe|<img)`)
+	external := regexp.MustCompile(`(?i)(\ssrc\s*=|\shref\s*=|url\(|@import|<link|<iframe|<img|fetch\(|XMLHttpRequest|import\(|WebSocket)`)
 	if m := external.FindAllString(s, 5); len(m) > 0 {
 		t.Errorf("report.html references external resources: %q", m)
+	}
+	if n := strings.Count(s, "<script"); n != 1 || !strings.Contains(s, "<script>\n(function () {") {
+		t.Errorf("report.html has %d scripts, want the one inline readout script", n)
+	}
+	for _, name := range PlotNames() {
+		if !regexp.MustCompile(`<figure id="plot-` + name + `" data-panels="\[\{`).MatchString(s) {
+			t.Errorf("plot %s has no panels for the readout", name)
+		}
+	}
+	if !strings.Contains(s, "<title>Output tok/s, each request&#39;s TTFT") {
+		t.Error("the timeline's SVG has no <title> (the browser's tooltip)")
 	}
 }
 
@@ -121,18 +137,7 @@ func TestHTMLInChromium(t *testing.T) {
 	dir := t.TempDir()
 	chrome := func(args ...string) (stdout, stderr []byte) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-			"--disable-background-networking", "--disable-component-update", "--disable-sync",
-			"--user-data-dir=" + t.TempDir(), "--enable-logging=stderr", "--v=0", "--window-size=1200,6000"}
-		cmd := exec.CommandContext(ctx, bin, append(append(base, args...), "file://"+path)...)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("chromium %v: %v\n%s", args, err, errb.String())
-		}
-		return out.Bytes(), errb.Bytes()
+		return chromeAt(t, bin, path, args...)
 	}
 
 	dom, logs := chrome("--dump-dom")
@@ -147,10 +152,61 @@ func TestHTMLInChromium(t *testing.T) {
 	// What a reader must find: the conclusion, the workload box, mean and
 	// std beside the percentiles, and the budget verdict.
 	for _, want := range []string{`id="conclusion"`, `<table class="about" id="about">`, `<th scope="row">server</th>`,
-		`<th>mean</th><th>std</th><th>p50</th><th>p90</th><th>p99</th>`, `<h2 id="verdict">Budgets: <span class="fail">FAIL</span></h2>`} {
+		`<th>mean</th><th title="standard deviation, of the population (as vLLM's std_*_ms)">std</th><th>p50</th><th>p90</th><th>p99</th>`, `<h2 id="verdict">Budgets: <span class="fail">FAIL</span></h2>`} {
 		if !bytes.Contains(dom, []byte(want)) {
 			t.Errorf("rendered DOM lacks %q", want)
 		}
+	}
+
+	// Point at the middle of the timeline's first panel, from a script
+	// appended to a copy of the page: the readout must give the time and
+	// the tok/s there; a click must enlarge the plot.
+	page, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := `<script>
+(function () {
+  var fig = document.getElementById("plot-timeline"), svg = fig.querySelector("svg");
+  var p = JSON.parse(fig.dataset.panels)[0], pt = svg.createSVGPoint();
+  pt.x = (p.l + p.r) / 2; pt.y = (p.t + p.b) / 2;
+  var s = pt.matrixTransform(svg.getScreenCTM());
+  var out = document.createElement("pre"); out.id = "probe"; out.textContent = fig.readout(s.x, s.y);
+  fig.click();
+  var z = document.createElement("pre"); z.id = "zoom"; z.textContent = "zoomed=" + fig.classList.contains("zoomed");
+  document.body.append(out, z);
+})();
+</script>
+</body>`
+	probePath := filepath.Join(dir, "probe.html")
+	if err := os.WriteFile(probePath, bytes.Replace(page, []byte("</body>"), []byte(probe), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	probeDOM, probeLogs := chromeAt(t, bin, probePath, "--dump-dom")
+	for _, line := range strings.Split(string(probeLogs), "\n") {
+		if strings.Contains(line, ":CONSOLE") {
+			t.Errorf("console message: %s", line)
+		}
+	}
+	m := regexp.MustCompile(`<pre id="probe">time since start \(s\) ([0-9.]+) · output tok/s ([0-9,]+)</pre>`).FindSubmatch(probeDOM)
+	if m == nil {
+		i := bytes.Index(probeDOM, []byte(`<pre id="probe">`))
+		t.Fatalf("no readout in the probed page: %q", probeDOM[max(i, 0):min(max(i, 0)+200, len(probeDOM))])
+	}
+	var panels []Panel
+	if err := json.Unmarshal([]byte(html.UnescapeString(regexp.MustCompile(`<figure id="plot-timeline" data-panels="([^"]*)"`).FindStringSubmatch(string(page))[1])), &panels); err != nil {
+		t.Fatal(err)
+	}
+	near := func(got string, want float64) bool {
+		v, err := strconv.ParseFloat(strings.ReplaceAll(got, ",", ""), 64)
+		return err == nil && math.Abs(v-want) <= 0.01*math.Abs(want)+0.01
+	}
+	p := panels[0]
+	if !near(string(m[1]), (p.XMin+p.XMax)/2) || !near(string(m[2]), (p.YMin+p.YMax)/2) {
+		t.Errorf("readout %q at the panel's middle, want time %.2f s and %.0f tok/s", m[0], (p.XMin+p.XMax)/2, (p.YMin+p.YMax)/2)
+	}
+	if !bytes.Contains(probeDOM, []byte(`<pre id="zoom">zoomed=true</pre>`)) {
+		t.Error("a click does not enlarge the plot")
 	}
 
 	shot := filepath.Join(dir, "shot.png")
@@ -174,6 +230,23 @@ func TestHTMLInChromium(t *testing.T) {
 	if n < 2000 {
 		t.Errorf("screenshot has %d plot-blue pixels, want ≥ 2000: the plots are not shown", n)
 	}
+}
+
+// chromeAt runs headless Chromium on the page at path with args.
+func chromeAt(t *testing.T, bin, path string, args ...string) (stdout, stderr []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir=" + t.TempDir(), "--enable-logging=stderr", "--v=0", "--window-size=1200,6000"}
+	cmd := exec.CommandContext(ctx, bin, append(append(base, args...), "file://"+path)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium %v: %v\n%s", args, err, errb.String())
+	}
+	return out.Bytes(), errb.Bytes()
 }
 
 func countNear(img image.Image, r, g, b int) int {

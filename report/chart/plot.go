@@ -36,8 +36,44 @@ type Figure struct {
 	// panel of an empty or all-zero series); they are also written under
 	// the plot.
 	Notes []string
-	PNG   []byte
-	SVG   []byte
+	// Panels are where the plot's data areas are and what their axes
+	// span, for the HTML page's readout of the value under the pointer.
+	Panels []Panel
+	PNG    []byte
+	SVG    []byte
+}
+
+// Panel is one data area of a figure: its rectangle in the SVG's
+// coordinates (points, origin at the top left, as the viewBox has them)
+// and its axes' ranges, names and scales. An axis with an empty name
+// (stage names, say) has no readout.
+type Panel struct {
+	Left   float64 `json:"l"`
+	Top    float64 `json:"t"`
+	Right  float64 `json:"r"`
+	Bottom float64 `json:"b"`
+	XMin   float64 `json:"x0"`
+	XMax   float64 `json:"x1"`
+	YMin   float64 `json:"y0"`
+	YMax   float64 `json:"y1"`
+	XLog   bool    `json:"xl,omitempty"`
+	YLog   bool    `json:"yl,omitempty"`
+	XName  string  `json:"xn,omitempty"`
+	YName  string  `json:"yn,omitempty"`
+}
+
+// record appends p's data area on canvas c (the canvas p was drawn on, of
+// a figure h high) to rec, naming its axes xName and yName.
+func record(rec *[]Panel, h vg.Length, p *plot.Plot, c draw.Canvas, xName, yName string) {
+	if rec == nil {
+		return
+	}
+	dc := p.DataCanvas(c)
+	_, xlog := p.X.Scale.(plot.LogScale)
+	_, ylog := p.Y.Scale.(plot.LogScale)
+	pt := func(l vg.Length) float64 { return math.Round(l.Points()*100) / 100 }
+	*rec = append(*rec, Panel{Left: pt(dc.Min.X), Right: pt(dc.Max.X), Top: pt(h - dc.Max.Y), Bottom: pt(h - dc.Min.Y),
+		XMin: p.X.Min, XMax: p.X.Max, YMin: p.Y.Min, YMax: p.Y.Max, XLog: xlog, YLog: ylog, XName: xName, YName: yName})
 }
 
 // PlotNames returns the names of the figures Figures renders, in order.
@@ -77,7 +113,7 @@ func Figures(a *report.Aggregate, s *report.Summary) ([]Figure, error) {
 	type render struct {
 		name, title string
 		w, h        vg.Length
-		draw        func(draw.Canvas)
+		draw        func(draw.Canvas, *[]Panel)
 		notes       []string
 	}
 	var fit map[int]*correlate.DecodeFit
@@ -96,19 +132,23 @@ func Figures(a *report.Aggregate, s *report.Summary) ([]Figure, error) {
 	}
 	renders := []render{
 		{"timeline", "Output tok/s, each request's TTFT and E2E by the time it was sent, running and waiting requests, KV-cache usage and preemptions over time",
-			10 * vg.Inch, 9.5 * vg.Inch, func(c draw.Canvas) { drawTimeline(c, ws, names, a.Scope(nil)) }, timelineNoteList(ws)},
+			10 * vg.Inch, 9.5 * vg.Inch, func(c draw.Canvas, rec *[]Panel) { drawTimeline(c, rec, ws, names, a.Scope(nil)) }, timelineNoteList(ws)},
 		{"decay", "Output tok/s against the context in flight, with the fitted decode law, and KV-cache usage on the same axis when it was scraped",
-			9 * vg.Inch, decayHeight, func(c draw.Canvas) { drawDecay(c, ws, names, fit) }, nil},
+			9 * vg.Inch, decayHeight, func(c draw.Canvas, rec *[]Panel) { drawDecay(c, rec, ws, names, fit) }, nil},
 		{"latency", "Distributions of TTFT and ITL, per stage",
-			10 * vg.Inch, 4.5 * vg.Inch, func(c draw.Canvas) { drawLatency(c, a, names) }, nil},
+			10 * vg.Inch, 4.5 * vg.Inch, func(c draw.Canvas, rec *[]Panel) { drawLatency(c, rec, a, names) }, nil},
 		{"stages", "p50 and p99 of TTFT and ITL per stage",
-			10 * vg.Inch, 4.5 * vg.Inch, func(c draw.Canvas) { drawStages(c, s.Stages) }, nil},
+			10 * vg.Inch, 4.5 * vg.Inch, func(c draw.Canvas, rec *[]Panel) { drawStages(c, rec, s.Stages) }, nil},
 	}
 	out := make([]Figure, 0, len(renders))
 	for _, r := range renders {
 		f := Figure{Name: r.name, Title: r.title, Notes: r.notes}
+		paint := func(c draw.Canvas) {
+			f.Panels = f.Panels[:0] // each format paints the same panels
+			r.draw(c, &f.Panels)
+		}
 		var err error
-		if f.PNG, f.SVG, err = encode(r.w, r.h, r.draw); err != nil {
+		if f.PNG, f.SVG, err = encode(r.w, r.h, paint); err != nil {
 			return nil, fmt.Errorf("plot %s: %w", r.name, err)
 		}
 		out = append(out, f)
@@ -288,7 +328,7 @@ func timelineNoteList(ws []correlate.Window) []string {
 // running, waiting and in flight, and, when they hold data, KV-cache
 // usage and preemptions. The stages are named under the time axis and
 // the notes (panels left out) are written at the bottom.
-func drawTimeline(c draw.Canvas, ws []correlate.Window, names map[int]string, lat *report.Scope) {
+func drawTimeline(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[int]string, lat *report.Scope) {
 	t := func(w *correlate.Window) float64 { return midS(w) }
 	var x0, x1 float64
 	if len(ws) > 0 {
@@ -305,6 +345,7 @@ func drawTimeline(c draw.Canvas, ws []correlate.Window, names map[int]string, la
 	tok.Y.Tick.Marker = niceTicks{}
 
 	panels := []*plot.Plot{tok, latencyOverTime(lat)}
+	panelNames := []string{"output tok/s", "latency (ms)"}
 
 	rq := newPlot("", "", "requests")
 	run := series(ws, t, func(w *correlate.Window) float64 { return w.Running })
@@ -316,6 +357,7 @@ func drawTimeline(c draw.Canvas, ws []correlate.Window, names map[int]string, la
 	headroom(rq, maxY(run, wait, fl), 3)
 	rq.Y.Tick.Marker = niceTicks{integer: true}
 	panels = append(panels, rq)
+	panelNames = append(panelNames, "requests")
 
 	if hasKV {
 		kv := newPlot("", "", "KV cache (%)")
@@ -323,6 +365,7 @@ func drawTimeline(c draw.Canvas, ws []correlate.Window, names map[int]string, la
 		addLine(kv, "", kvs, colour(2), false)
 		kv.Y.Min, kv.Y.Max = 0, max(100, maxY(kvs))
 		panels = append(panels, kv)
+		panelNames = append(panelNames, "KV cache (%)")
 	}
 	if hasPreempt {
 		pre := newPlot("", "", "preemptions")
@@ -337,6 +380,7 @@ func drawTimeline(c draw.Canvas, ws []correlate.Window, names map[int]string, la
 		pre.Y.Min, pre.Y.Max = 0, max(1, maxY(steps)*1.15)
 		pre.Y.Tick.Marker = niceTicks{integer: true}
 		panels = append(panels, pre)
+		panelNames = append(panelNames, "preemptions")
 	}
 	panels[len(panels)-1].X.Label.Text = "time since start (s)"
 
@@ -359,6 +403,7 @@ func drawTimeline(c draw.Canvas, ws []correlate.Window, names map[int]string, la
 	canvases := plot.Align(rows, tiles, area)
 	for i, p := range panels {
 		p.Draw(canvases[i][0])
+		record(rec, c.Max.Y, p, canvases[i][0], "time since start (s)", panelNames[i])
 	}
 	last := panels[len(panels)-1]
 	dc := last.DataCanvas(canvases[len(panels)-1][0])
@@ -516,7 +561,7 @@ func decayAxes(steady, other []correlate.Window) (x0, x1, y1 float64) {
 // flight, steady windows coloured by stage, and draws each stage's fitted
 // law (scaled to its stream count) over the points. When KV-cache usage
 // was scraped, a second panel below shows it on the same context axis.
-func drawDecay(c draw.Canvas, ws []correlate.Window, names map[int]string, fits map[int]*correlate.DecodeFit) {
+func drawDecay(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[int]string, fits map[int]*correlate.DecodeFit) {
 	p := newPlot("Throughput decay: output tok/s vs context in flight", "", "output tok/s (client)")
 	ctx := func(w *correlate.Window) float64 { return w.ContextSum }
 	tps := func(w *correlate.Window) float64 { return w.OutputTokensPerSec }
@@ -643,6 +688,7 @@ func drawDecay(c draw.Canvas, ws []correlate.Window, names map[int]string, fits 
 	canvases := plot.Align(rows, tiles, c)
 	for i, pl := range panels {
 		pl.Draw(canvases[i][0])
+		record(rec, c.Max.Y, pl, canvases[i][0], "context in flight (tokens)", []string{"output tok/s", "KV cache (%)"}[i])
 	}
 }
 
@@ -668,7 +714,7 @@ const gapFloorUS = 10
 // drawLatency draws the CDFs of TTFT and ITL side by side, one line per
 // stage with at least minCDFSamples samples (and overall with several
 // stages), on log-scaled latency axes that end at 100 %.
-func drawLatency(c draw.Canvas, a *report.Aggregate, names map[int]string) {
+func drawLatency(c draw.Canvas, rec *[]Panel, a *report.Aggregate, names map[int]string) {
 	panels := []*plot.Plot{
 		newPlot("TTFT distribution", "time to first token (ms, log scale)", "requests ≤ x (%)"),
 		newPlot("ITL distribution", "inter-token latency (ms, log scale)", "tokens ≤ x (%)"),
@@ -742,6 +788,7 @@ func drawLatency(c draw.Canvas, a *report.Aggregate, names map[int]string) {
 	canvases := plot.Align([][]*plot.Plot{panels}, tiles, drawNotes(c, notes))
 	for i, p := range panels {
 		p.Draw(canvases[0][i])
+		record(rec, c.Max.Y, p, canvases[0][i], []string{"TTFT (ms)", "ITL (ms)"}[i], "share ≤ x (%)")
 	}
 }
 
@@ -842,7 +889,7 @@ func cdf(h, overall *hdrhistogram.Histogram, minUS int64) plotter.XYs {
 }
 
 // drawStages draws grouped bars of p50 and p99 per stage for TTFT and ITL.
-func drawStages(c draw.Canvas, stages []report.Stage) {
+func drawStages(c draw.Canvas, rec *[]Panel, stages []report.Stage) {
 	panels := []*plot.Plot{
 		newPlot("TTFT per stage", "", "time to first token (ms)"),
 		newPlot("ITL per stage", "", "inter-token latency (ms)"),
@@ -915,6 +962,7 @@ func drawStages(c draw.Canvas, stages []report.Stage) {
 	canvases := plot.Align([][]*plot.Plot{panels}, tiles, c)
 	for i, p := range panels {
 		p.Draw(canvases[0][i])
+		record(rec, c.Max.Y, p, canvases[0][i], "", []string{"TTFT (ms)", "ITL (ms)"}[i])
 	}
 }
 
