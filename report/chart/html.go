@@ -231,7 +231,7 @@ h2 { font-size: 1.25rem; margin-top: 2.2rem; border-bottom: 1px solid #ddd; padd
 .conclusion { font-size: 1.1rem; background: #eef4fb; border-left: 4px solid #0072b2; padding: 0.6rem 0.8rem; }
 table.about { margin: 1rem 0; }
 table.about caption { text-align: left; font-weight: 600; padding-bottom: 0.3rem; }
-table.about th { text-align: left; background: none; color: #555; font-weight: normal; vertical-align: top; padding-right: 1.2rem; }
+table.about th { text-align: left; white-space: nowrap; background: none; color: #555; font-weight: normal; vertical-align: top; padding-right: 1.2rem; }
 table.about td { text-align: left; white-space: normal; }
 #latency tr.first td { border-top: 2px solid #ccc; }
 #latency td:nth-child(2), #latency th:nth-child(2) { text-align: left; }
