@@ -21,10 +21,13 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/servebench/servebench/client"
 	"github.com/servebench/servebench/internal/atomicfile"
 	"github.com/servebench/servebench/internal/loopback"
 	"github.com/servebench/servebench/internal/simurl"
+	"github.com/servebench/servebench/live"
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/report/chart"
 	"github.com/servebench/servebench/results"
@@ -142,6 +145,11 @@ type Options struct {
 	// NoScrape turns the /metrics scraper off whatever the scenario says:
 	// with several shards, one scrapes the server for all.
 	NoScrape bool
+	// Metrics, when not nil, receives the run's client-side figures as
+	// Prometheus metrics while the run goes (package live: requests by
+	// outcome, tokens, latency histograms, requests in flight); serve it
+	// with live.Serve. Nil: none.
+	Metrics prometheus.Registerer
 }
 
 // MaxStartDelay bounds Options.StartAt: a start further away, ahead or
@@ -296,7 +304,15 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 		return nil, err
 	}
 	agg := report.New()
-	runErr := load(ctx, sc, opts, w, agg, hdr, sched, cl, baseURL, epoch)
+	var exp *live.Exporter
+	if opts.Metrics != nil {
+		exp, err = live.New(opts.Metrics, live.Run{Scenario: sc.Name, Target: baseURL, Model: sc.Target.Model, Version: Version(),
+			Started: epoch, StageName: spec.StageName, InFlight: func() int64 { return sched.counters().InFlight }})
+		if err != nil {
+			return nil, errors.Join(err, w.Close())
+		}
+	}
+	runErr := load(ctx, sc, opts, w, agg, hdr, sched, cl, baseURL, epoch, exp)
 	if ctx.Err() != nil && runErr == nil {
 		runErr = fmt.Errorf("run stopped: %w", context.Cause(ctx))
 	}
@@ -345,7 +361,7 @@ func noSuccess(sum *report.Summary) error {
 // load writes the header, runs the scheduler and the scraper, and writes
 // every record as it arrives, adding it to agg. It closes w.
 func load(ctx context.Context, sc *scenario.Scenario, opts Options, w *results.Writer, agg *report.Aggregate,
-	hdr *results.Header, sched *scheduler, cl *client.Client, baseURL string, epoch time.Time) error {
+	hdr *results.Header, sched *scheduler, cl *client.Client, baseURL string, epoch time.Time, exp *live.Exporter) error {
 	if err := w.Write(results.HeaderRecord(hdr)); err != nil {
 		return errors.Join(err, w.Close())
 	}
@@ -364,6 +380,9 @@ func load(ctx context.Context, sc *scenario.Scenario, opts Options, w *results.W
 		for rec := range records {
 			if rec.Result != nil {
 				prog.add(rec.Result)
+			}
+			if exp != nil && rec.Result != nil {
+				exp.Observe(rec.Result)
 			}
 			if werr == nil {
 				if werr = w.Write(rec); werr != nil {
