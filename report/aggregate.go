@@ -377,6 +377,13 @@ func (a *Aggregate) Summary() *Summary {
 	out.Stages = make([]Stage, 0, len(idx))
 	for _, i := range idx {
 		out.Stages = append(out.Stages, a.stageSummary(a.stages[i], i, a.stageName(i)))
+		// The whole run's peak counts its seconds from each stage's start
+		// too: seconds counted from the run's start alone can straddle a
+		// stage's busiest second and report less than the stage does.
+		if s := a.stages[i]; s.haveRange {
+			peak, _ := a.corr.Peaks(-1, s.first, s.last)
+			out.Overall.PeakOutputTokensPerSec = max(out.Overall.PeakOutputTokensPerSec, peak)
+		}
 	}
 	out.Host = joinSet(a.hosts)
 	out.ServerVersion = joinSet(a.versions)

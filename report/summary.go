@@ -94,7 +94,9 @@ type Stage struct {
 	// PeakOutputTokensPerSec is the most output tokens received in one
 	// second of the window (whole seconds from its start, as vLLM's bench
 	// serve counts its max_output_tokens_per_s; over the whole run, the
-	// stages' tokens summed), by every request of the stage; 0 in a window
+	// stages' tokens summed, in seconds counted from the run's start and
+	// from each stage's, so it is never below a stage's), by every request
+	// of the stage; 0 in a window
 	// shorter than a second. PeakInFlight is the most requests in flight at
 	// once, sent and not yet ended (vLLM's max_concurrent_requests),
 	// sampled every 10 ms (coarser for stages over 21 minutes).

@@ -97,3 +97,20 @@ func TestOverTime(t *testing.T) {
 		t.Errorf("an unknown metric has %d points", len(sent))
 	}
 }
+
+// TestOverallPeakNotBelowStages checks that the whole run's peak output
+// tok/s is never below a stage's: the fixture's run-aligned seconds
+// straddle the busiest second of stage "overflows".
+func TestOverallPeakNotBelowStages(t *testing.T) {
+	t.Parallel()
+	a, err := FromFiles(preemptFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := a.Summary()
+	for _, st := range s.Stages {
+		if st.PeakOutputTokensPerSec > s.Overall.PeakOutputTokensPerSec {
+			t.Errorf("stage %s peaks at %v tok/s, above the whole run's %v", st.Name, st.PeakOutputTokensPerSec, s.Overall.PeakOutputTokensPerSec)
+		}
+	}
+}
