@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -28,7 +29,31 @@ load:
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
+	// Gathered while the run writes, as Prometheus scrapes it (the race
+	// detector watches this in CI's -race pass).
+	done := make(chan struct{})
+	gathered := make(chan int)
+	go func() {
+		n := 0
+		defer func() { gathered <- n }()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if _, err := reg.Gather(); err == nil {
+					n++
+				}
+			}
+		}
+	}()
 	sum, err := Run(context.Background(), sc, Options{Dir: t.TempDir(), Metrics: reg})
+	close(done)
+	if n := <-gathered; n == 0 {
+		t.Error("the registry was never gathered during the run")
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
