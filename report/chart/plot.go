@@ -117,11 +117,20 @@ func Figures(a *report.Aggregate, s *report.Summary) ([]Figure, error) {
 		notes       []string
 	}
 	var fit map[int]*correlate.DecodeFit
+	pooled := map[int]bool{}
 	if c := s.Correlation; c != nil {
 		fit = map[int]*correlate.DecodeFit{}
 		for _, st := range c.Stages {
-			if st.Fit != nil && st.Fit.Holds {
+			switch {
+			case st.Fit != nil && st.Fit.Holds:
 				fit[st.Index] = st.Fit
+			case c.Fit != nil && c.Fit.Holds && st.End != nil && st.End.Streams > 0:
+				// No law of its own (too few steady windows): the law
+				// fitted over every stage, at this stage's streams, over
+				// the contexts it was fitted on.
+				f := *c.Fit
+				f.Streams = st.End.Streams
+				fit[st.Index], pooled[st.Index] = &f, true
 			}
 		}
 	}
@@ -134,7 +143,7 @@ func Figures(a *report.Aggregate, s *report.Summary) ([]Figure, error) {
 		{"timeline", "Output tok/s, each request's TTFT and E2E by the time it was sent, running and waiting requests, KV-cache usage and preemptions over time",
 			10 * vg.Inch, 9.5 * vg.Inch, func(c draw.Canvas, rec *[]Panel) { drawTimeline(c, rec, ws, names, a.Scope(nil)) }, timelineNoteList(ws)},
 		{"decay", "Output tok/s against the context in flight, with the fitted decode law, and KV-cache usage on the same axis when it was scraped",
-			9 * vg.Inch, decayHeight, func(c draw.Canvas, rec *[]Panel) { drawDecay(c, rec, ws, names, fit) }, nil},
+			9 * vg.Inch, decayHeight, func(c draw.Canvas, rec *[]Panel) { drawDecay(c, rec, ws, names, fit, pooled) }, nil},
 		{"latency", "Distributions of TTFT and ITL, per stage",
 			10 * vg.Inch, 4.5 * vg.Inch, func(c draw.Canvas, rec *[]Panel) { drawLatency(c, rec, a, names) }, nil},
 		{"stages", "p50 and p99 of TTFT and ITL per stage",
@@ -561,7 +570,7 @@ func decayAxes(steady, other []correlate.Window) (x0, x1, y1 float64) {
 // flight, steady windows coloured by stage, and draws each stage's fitted
 // law (scaled to its stream count) over the points. When KV-cache usage
 // was scraped, a second panel below shows it on the same context axis.
-func drawDecay(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[int]string, fits map[int]*correlate.DecodeFit) {
+func drawDecay(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[int]string, fits map[int]*correlate.DecodeFit, pooled map[int]bool) {
 	p := newPlot("Throughput decay: output tok/s vs context in flight", "", "output tok/s (client)")
 	ctx := func(w *correlate.Window) float64 { return w.ContextSum }
 	tps := func(w *correlate.Window) float64 { return w.OutputTokensPerSec }
@@ -659,14 +668,25 @@ func drawDecay(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[int
 		}
 		var curve plotter.XYs
 		lo, hi := max(f.ContextMin, x0), min(f.ContextMax, x1)
+		if lo == hi {
+			// One context (a single window): a short stretch of the law
+			// either side, so it shows as a line.
+			lo, hi = max(x0, lo-(x1-x0)*0.04), min(x1, hi+(x1-x0)*0.04)
+		}
 		for i := 0; i <= 60; i++ {
 			x := lo + (hi-lo)*float64(i)/60
-			if y := f.Streams * f.PerStream(x); !math.IsNaN(y) && !math.IsInf(y, 0) {
+			// Within the points' range: the law drawn where it reaches
+			// above them would push the axis up and under the legend.
+			if y := f.Streams * f.PerStream(x); !math.IsNaN(y) && !math.IsInf(y, 0) && y <= y1 {
 				curve = append(curve, plotter.XY{X: x, Y: y})
 			}
 		}
-		addLine(p, fmt.Sprintf("%s, fitted: %s streams, each token %s ms + %s ms per 1,000 tokens of context (R² %.2f)",
-			stageName(st), sig(f.Streams), sig(f.InterceptMS), sig(f.SlopeNSPerToken/1000), f.R2), curve, colour(k), true)
+		how := "fitted"
+		if pooled[st] {
+			how = "law fitted over all stages"
+		}
+		addLine(p, fmt.Sprintf("%s, %s: %s streams, each token %s ms + %s ms per 1,000 tokens of context (R² %.2f)",
+			stageName(st), how, sig(f.Streams), sig(f.InterceptMS), sig(f.SlopeNSPerToken/1000), f.R2), curve, colour(k), true)
 		entries++
 	}
 	panels := []*plot.Plot{p}
