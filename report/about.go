@@ -37,7 +37,7 @@ func (s *Summary) About() []Fact {
 	add("model", s.Model)
 	server := s.ServerVersion
 	if server == "" {
-		server = "did not answer GET /version"
+		server = "unknown: no answer to GET /version is recorded"
 	} else {
 		server = "version " + server + " (GET /version)"
 	}
