@@ -319,7 +319,7 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 {{end}}{{end}}
 
 <h2>Plots</h2>
-<p class="note">Point at a plot to read the values under the pointer; click it to see it across the window (Esc or a click closes it).</p>
+<p class="note">Point at a plot to read the values under the pointer; click it to see it across the window, where the wheel zooms (a double click shows all of it again; Esc or a click closes it).</p>
 {{range .Figures}}<figure id="plot-{{.Name}}" data-panels="{{.Panels}}" title="Click to enlarge">
 <div class="readout" aria-live="polite"></div>
 {{.SVG}}
@@ -347,8 +347,9 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 // readoutScript is the page's only script, inline: over a plot it shows
 // the values under the pointer, from the figure's panels (data-panels:
 // each data area's rectangle in the SVG's coordinates and its axes'
-// ranges); a click shows the plot across the window, and Esc or another
-// click closes it. It loads nothing.
+// ranges); a click shows the plot across the window, where the wheel
+// zooms about the pointer, and Esc or another click closes it. It loads
+// nothing.
 const readoutScript = `
 (function () {
   function fmt(v) {
@@ -384,10 +385,28 @@ const readoutScript = `
     };
     svg.addEventListener("mousemove", function (e) { fig.readout(e.clientX, e.clientY); });
     svg.addEventListener("mouseleave", function () { tip.style.display = "none"; });
-    fig.addEventListener("click", function () { fig.classList.toggle("zoomed"); });
+    var full = svg.getAttribute("viewBox");
+    // Enlarged, the wheel zooms about the pointer; a double click or Esc
+    // goes back to the whole plot.
+    fig.zoom = function (clientX, clientY, factor) {
+      var vb = svg.viewBox.baseVal, pt = svg.createSVGPoint();
+      pt.x = clientX; pt.y = clientY;
+      var q = pt.matrixTransform(svg.getScreenCTM().inverse());
+      svg.setAttribute("viewBox", [q.x - (q.x - vb.x) * factor, q.y - (q.y - vb.y) * factor, vb.width * factor, vb.height * factor].join(" "));
+    };
+    svg.addEventListener("wheel", function (e) {
+      if (!fig.classList.contains("zoomed")) return;
+      e.preventDefault();
+      fig.zoom(e.clientX, e.clientY, e.deltaY < 0 ? 0.8 : 1.25);
+    }, {passive: false});
+    svg.addEventListener("dblclick", function () { svg.setAttribute("viewBox", full); });
+    fig.addEventListener("click", function () {
+      if (fig.classList.toggle("zoomed")) return;
+      svg.setAttribute("viewBox", full);
+    });
   });
   document.addEventListener("keydown", function (e) {
-    if (e.key === "Escape") document.querySelectorAll("figure.zoomed").forEach(function (f) { f.classList.remove("zoomed"); });
+    if (e.key === "Escape") document.querySelectorAll("figure.zoomed").forEach(function (f) { f.click(); });
   });
 })();
 `

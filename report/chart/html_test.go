@@ -173,7 +173,11 @@ func TestHTMLInChromium(t *testing.T) {
   var s = pt.matrixTransform(svg.getScreenCTM());
   var out = document.createElement("pre"); out.id = "probe"; out.textContent = fig.readout(s.x, s.y);
   fig.click();
-  var z = document.createElement("pre"); z.id = "zoom"; z.textContent = "zoomed=" + fig.classList.contains("zoomed");
+  var before = svg.getAttribute("viewBox");
+  var c = svg.getBoundingClientRect();
+  fig.zoom(c.left + c.width / 2, c.top + c.height / 2, 0.5);
+  var z = document.createElement("pre"); z.id = "zoom";
+  z.textContent = "zoomed=" + fig.classList.contains("zoomed") + " viewBox " + before + " → " + svg.getAttribute("viewBox");
   document.body.append(out, z);
 })();
 </script>
@@ -205,8 +209,23 @@ func TestHTMLInChromium(t *testing.T) {
 	if !near(string(m[1]), (p.XMin+p.XMax)/2) || !near(string(m[2]), (p.YMin+p.YMax)/2) {
 		t.Errorf("readout %q at the panel's middle, want time %.2f s and %.0f tok/s", m[0], (p.XMin+p.XMax)/2, (p.YMin+p.YMax)/2)
 	}
-	if !bytes.Contains(probeDOM, []byte(`<pre id="zoom">zoomed=true</pre>`)) {
+	// Enlarged, zooming by half about the middle halves the viewBox about
+	// its centre.
+	z := regexp.MustCompile(`<pre id="zoom">zoomed=(\w+) viewBox 0 0 ([0-9.]+) ([0-9.]+) → ([-0-9.]+) ([-0-9.]+) ([0-9.]+) ([0-9.]+)</pre>`).FindSubmatch(probeDOM)
+	switch {
+	case z == nil:
+		t.Error("no zoom probe in the page")
+	case string(z[1]) != "true":
 		t.Error("a click does not enlarge the plot")
+	default:
+		f := make([]float64, 7)
+		for i := 2; i < len(z); i++ {
+			f[i-2], _ = strconv.ParseFloat(string(z[i]), 64)
+		}
+		w, h, x, y, nw, nh := f[0], f[1], f[2], f[3], f[4], f[5]
+		if math.Abs(nw-w/2) > 1 || math.Abs(nh-h/2) > 1 || math.Abs(x+nw/2-w/2) > w*0.02 || math.Abs(y+nh/2-h/2) > h*0.02 {
+			t.Errorf("zoom by half about the middle: viewBox %q", z[0])
+		}
 	}
 
 	shot := filepath.Join(dir, "shot.png")
