@@ -6,9 +6,10 @@
 // sweep's points, or the start-up phases and stats lines package vllmlog
 // read from a server log) and produces PNG and SVG figures (timeline,
 // decay, latency, stages; sweep; startup and the log's decay) and
-// report.html, one page with the summary, the budget verdict, the
-// findings, the plots inline, the errors and the resolved scenario,
-// loading nothing from anywhere. The output is a pure function of the
+// report.html, one page with the conclusion, the workload box, the
+// summary, the budget verdict, the findings, the plots inline (with an
+// inline script that reads the value under the pointer and zooms), the
+// errors and the resolved scenario, loading nothing from anywhere. The output is a pure function of the
 // records and the verdict, so `bench plot` redraws exactly what `bench
 // run` drew.
 package chart
