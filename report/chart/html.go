@@ -20,10 +20,12 @@ import (
 const HTMLName = "report.html"
 
 // WriteHTML writes the HTML report: one self-contained page (plots inline
-// as SVG, no script, style sheet, font or image loaded from anywhere) with
-// the summary table, the correlation findings in sentences, the plots, the
-// error table, the warnings and the resolved scenario. scenario is the
-// resolved scenario JSON from the results header (may be nil).
+// as SVG, one inline script for the readout and zoom, no script, style
+// sheet, font or image loaded from anywhere) with the conclusion, the
+// workload and environment box, the summary, throughput and latency
+// tables, the budget verdict, the correlation findings in sentences, the
+// plots, the error table, the warnings and the resolved scenario. scenario
+// is the resolved scenario JSON from the results header (may be nil).
 func WriteHTML(w io.Writer, s *report.Summary, figs []Figure, scenario json.RawMessage) error {
 	data := htmlData{S: s, Scenario: prettyJSON(scenario), About: s.About(), Script: template.JS(readoutScript)}
 	rows := append([]report.Stage(nil), s.Stages...)
