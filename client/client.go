@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -348,4 +350,48 @@ func normalizeBaseURL(raw string, policy loopback.Policy) (string, error) {
 	p := strings.TrimRight(u.Path, "/")
 	p = strings.TrimSuffix(p, "/v1")
 	return u.Scheme + "://" + u.Host + p, nil
+}
+
+// versionTimeout bounds ServerVersion: the answer is a nicety for the
+// report, never worth delaying a run for.
+const versionTimeout = 3 * time.Second
+
+// ServerVersion asks the server for its version (GET /version, which vLLM
+// and the simulator answer with {"version": "0.11.2"}) and returns it, or
+// an error when the server does not answer that way within a few seconds.
+// Not every server has the route: callers record the version when there is
+// one and carry on without it otherwise.
+func (c *Client) ServerVersion(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.root+"/version", nil)
+	if err != nil {
+		return "", err
+	}
+	c.setHeaders(req)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("server version from %s/version: %s", c.root, c.redact.String(err.Error()))
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return "", fmt.Errorf("server version from %s/version: %w", c.root, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("server version from %s/version: HTTP %d", c.root, resp.StatusCode)
+	}
+	var v struct {
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil || strings.TrimSpace(v.Version) == "" {
+		return "", fmt.Errorf("server version from %s/version: the answer holds no \"version\" string", c.root)
+	}
+	// A version is a short word; anything longer or with control
+	// characters is not one, and would garble the report's header line.
+	s := strings.TrimSpace(v.Version)
+	if len(s) > 100 || strings.ContainsFunc(s, unicode.IsControl) {
+		return "", fmt.Errorf("server version from %s/version: %q is not a version", c.root, s[:min(len(s), 100)])
+	}
+	return s, nil
 }

@@ -536,3 +536,46 @@ func TestFirstTokens(t *testing.T) {
 		t.Errorf("a stream without tokens counted %d first tokens", n)
 	}
 }
+
+func TestServerVersion(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		status  int
+		body    string
+		want    string
+		wantErr string
+	}{
+		{"vllm", 200, `{"version":"0.11.2"}`, "0.11.2", ""},
+		{"padded", 200, `{"version":" 0.19.0rc1+cu128 "}`, "0.19.0rc1+cu128", ""},
+		{"no route", 404, `{"detail":"Not Found"}`, "", "HTTP 404"},
+		{"not json", 200, `<html>hello</html>`, "", `no "version" string`},
+		{"empty", 200, `{"version":""}`, "", `no "version" string`},
+		{"control characters", 200, `{"version":"1.0\u001b[2J"}`, "", "is not a version"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/version" || r.Method != http.MethodGet {
+					http.NotFound(w, r)
+					return
+				}
+				w.WriteHeader(tc.status)
+				io.WriteString(w, tc.body)
+			}))
+			defer srv.Close()
+			c := newTestClient(t, srv.URL+"/v1", Config{})
+			got, err := c.ServerVersion(context.Background())
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), srv.URL) {
+					t.Errorf("error %v, want one naming %s and saying %q", err, srv.URL, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("ServerVersion = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}

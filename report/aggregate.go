@@ -55,6 +55,8 @@ type Aggregate struct {
 	skipped  map[string]int // records not aggregated, by reason
 	buf      []time.Duration
 
+	hosts, versions map[string]bool // distinct hosts and server versions of the headers
+
 	shardFiles []shardFile // one per shard header added (shards.go)
 	curShard   int         // the shardFiles entry of the latest header; −1 when it is not a shard's
 }
@@ -85,6 +87,15 @@ func (a *Aggregate) AddHeader(h *results.Header) {
 	a.log.header(h)
 	a.addShardHeader(h)
 	a.files++
+	if a.hosts == nil {
+		a.hosts, a.versions = map[string]bool{}, map[string]bool{}
+	}
+	if h.Host != "" {
+		a.hosts[h.Host] = true
+	}
+	if h.ServerVersion != "" {
+		a.versions[h.ServerVersion] = true
+	}
 	if h.Ends {
 		a.ending++
 	}
@@ -197,6 +208,10 @@ type stageAgg struct {
 	warmInputs             []int32         // and the texts each embedded (embeddings), alike
 
 	turns map[int]*turnAgg // conversation turns' TTFT by turn row (turns.go); nil without
+
+	// Tokens per request: usage of the ok requests, and what was asked of
+	// every request sent.
+	prompt, output, inputAsked, outputAsked counter
 }
 
 func newStageAgg(metrics int) *stageAgg {
@@ -269,7 +284,15 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 	}
 	s.haveRange = true
 	s.recvOutput, s.recvPrompt = s.recvOutput+received(r), s.recvPrompt+prefilled(r)
+	if r.InputTokens > 0 {
+		s.inputAsked.add(int64(r.InputTokens))
+	}
+	if r.MaxTokens > 0 {
+		s.outputAsked.add(int64(r.MaxTokens))
+	}
 	if r.Outcome == results.OK {
+		s.prompt.add(int64(r.PromptTokens))
+		s.output.add(int64(r.OutputTokens))
 		// A response shorter than asked for, when the server was told to
 		// ignore EOS or said it stopped at a length: it hit its context
 		// limit and ended with HTTP 200 all the same.
@@ -336,6 +359,10 @@ func (s *stageAgg) merge(o *stageAgg) {
 	s.tokens.PromptCompared += o.tokens.PromptCompared
 	s.tokens.PromptMismatched += o.tokens.PromptMismatched
 	s.tokens.PromptDiff += o.tokens.PromptDiff
+	s.prompt.merge(&o.prompt)
+	s.output.merge(&o.output)
+	s.inputAsked.merge(&o.inputAsked)
+	s.outputAsked.merge(&o.outputAsked)
 	if o.haveRange {
 		if !s.haveRange || o.first < s.first {
 			s.first = o.first
@@ -370,9 +397,21 @@ func (a *Aggregate) Summary() *Summary {
 	out.Stages = make([]Stage, 0, len(idx))
 	for _, i := range idx {
 		out.Stages = append(out.Stages, a.stageSummary(a.stages[i], i, a.stageName(i)))
+		// The whole run's peak counts its seconds from each stage's start
+		// too: seconds counted from the run's start alone can straddle a
+		// stage's busiest second and report less than the stage does.
+		if s := a.stages[i]; s.haveRange {
+			peak, _ := a.corr.Peaks(-1, s.first, s.last)
+			out.Overall.PeakOutputTokensPerSec = max(out.Overall.PeakOutputTokensPerSec, peak)
+		}
 	}
+	out.Host = joinSet(a.hosts)
+	out.ServerVersion = joinSet(a.versions)
+	if from, to, ok := a.corr.Span(); ok && to > from {
+		out.DurationS = round((to - from).Seconds(), 3)
+	}
+	out.Workload = workload(a.spec)
 	out.Correlation = a.corr.Correlation(a.names)
-	explain(out.Correlation)
 	out.Warnings = append([]string(nil), a.warnings...)
 	for _, why := range sortedKeys(a.skipped) {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d request records were skipped: they have %s (a damaged or foreign results file?)", a.skipped[why], why))
@@ -381,6 +420,7 @@ func (a *Aggregate) Summary() *Summary {
 	if h := out.Harness; h != nil && h.Limited {
 		out.Warnings = append(out.Warnings, "LIMITED BY THE CLIENT: "+h.Reason+"; "+LimitedAdvice)
 	}
+	explain(out.Correlation, out.Harness, out.Stages)
 	out.Incomplete = a.incomplete()
 	if out.Incomplete != "" {
 		out.Warnings = append(out.Warnings, "the run did not complete ("+out.Incomplete+"): the figures cover part of the load")
@@ -515,6 +555,8 @@ func (a *Aggregate) stageName(i int) string {
 // reads low whenever warmup requests overlap it.
 func (a *Aggregate) stageSummary(s *stageAgg, index int, name string) Stage {
 	st := Stage{Index: index, Name: name, Requests: s.req, Errors: s.errors, Tokens: s.tokens}
+	st.Tokens.PromptPerRequest, st.Tokens.OutputPerRequest = s.prompt.counts(), s.output.counts()
+	st.Tokens.InputRequested, st.Tokens.OutputRequested = s.inputAsked.counts(), s.outputAsked.counts()
 	if len(s.messages) > 0 {
 		st.ErrorMessages = s.messages
 	}
@@ -539,6 +581,9 @@ func (a *Aggregate) stageSummary(s *stageAgg, index int, name string) Stage {
 		st.OutputTokensPerSec = round(out/st.Duration, 3)
 		st.TotalTokensPerSec = round((out+s.recvPrompt+warmPrompt)/st.Duration, 3)
 		st.RequestsPerSec = round(float64(completed)/st.Duration, 3)
+	}
+	if s.haveRange {
+		st.PeakOutputTokensPerSec, st.PeakInFlight = a.corr.Peaks(index, s.first, s.last)
 	}
 	return st
 }
@@ -606,6 +651,7 @@ func dist(h *hdrhistogram.Histogram) Dist {
 	return Dist{
 		Count: n,
 		Mean:  round(h.Mean()/1000, 3),
+		Std:   round(h.StdDev()/1000, 3),
 		P50:   ms(quantile(h, 50)),
 		P90:   ms(quantile(h, 90)),
 		P95:   ms(quantile(h, 95)),
@@ -629,6 +675,16 @@ func quantile(h *hdrhistogram.Histogram, q float64) float64 {
 		width *= 2
 	}
 	return float64(hi) - float64(width-1)/2
+}
+
+// joinSet lists a set's members in order, comma-separated: at most five,
+// then how many more.
+func joinSet(set map[string]bool) string {
+	keys := sortedKeys(set)
+	if len(keys) > 5 {
+		return fmt.Sprintf("%s and %d more", strings.Join(keys[:5], ", "), len(keys)-5)
+	}
+	return strings.Join(keys, ", ")
 }
 
 func round(x float64, digits int) float64 {

@@ -332,3 +332,37 @@ func TestPercentilesUnbiased(t *testing.T) {
 		t.Errorf("mean relative error of p50 = %+.2e: biased (a bucket's top gives about +2.4e-4)", mean)
 	}
 }
+
+// TestPeaks checks the peak output throughput (whole seconds from the
+// window's start, as vLLM's bench serve buckets them) and the peak number
+// of requests in flight, per stage and over the run.
+func TestPeaks(t *testing.T) {
+	t.Parallel()
+	a := New()
+	// Stage 0: 10 requests sent at 1 s, each receiving 100 one-token
+	// chunks evenly over [1.1 s, 1.991 s]: 1,000 tokens in the second
+	// [1 s, 2 s), none in [2 s, 3 s); the last ends at 2.5 s so the window
+	// is 1.5 s long and holds one whole second.
+	for i := range 10 {
+		r := okResult(uint64(i), 0, time.Second, 100*msec, 9*msec, 100)
+		r.End = 2500 * msec
+		a.Add(&r)
+	}
+	// Stage 1: 4 requests from 10 s to 13 s, 50 tokens a second each.
+	for i := range 4 {
+		a.Add(ptr(okResult(uint64(10+i), 1, 10*time.Second, 20*msec, 20*msec, 150)))
+	}
+	s := a.Summary()
+	if st := s.Stages[0]; st.PeakOutputTokensPerSec != 1000 || st.PeakInFlight != 10 {
+		t.Errorf("stage 0: peak %v tok/s, %d in flight; want 1000 and 10", st.PeakOutputTokensPerSec, st.PeakInFlight)
+	}
+	if st := s.Stages[1]; math.Abs(st.PeakOutputTokensPerSec-200) > 1 || st.PeakInFlight != 4 {
+		t.Errorf("stage 1: peak %v tok/s, %d in flight; want 200 and 4", st.PeakOutputTokensPerSec, st.PeakInFlight)
+	}
+	if o := s.Overall; o.PeakOutputTokensPerSec != 1000 || o.PeakInFlight != 10 {
+		t.Errorf("overall: peak %v tok/s, %d in flight; want 1000 and 10", o.PeakOutputTokensPerSec, o.PeakInFlight)
+	}
+	if s.DurationS != 12.001 {
+		t.Errorf("duration %v s, want 12.001 (1 s to the last end at 13.001 s)", s.DurationS)
+	}
+}

@@ -297,7 +297,7 @@ func TestCorrelationWithoutScrapes(t *testing.T) {
 	if c.Fit == nil || c.Fit.R2 < 0.99 {
 		t.Errorf("fit = %+v, want one from client data alone", c.Fit)
 	}
-	if len(c.Findings) == 0 || c.Findings[0] != "No server metrics were scraped: the timeline holds client-side figures only." {
+	if len(c.Findings) == 0 || c.Findings[0] != "Whether the server saturated cannot be told: no /metrics page was scraped, so the timeline holds the client's figures only." {
 		t.Errorf("findings = %q", c.Findings)
 	}
 }

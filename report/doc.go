@@ -1,7 +1,9 @@
 // Package report turns results into a summary and judges it: per-stage
 // and overall statistics from HdrHistograms, the correlation of client
 // figures with server state (package correlate), budget verdicts, baseline
-// comparisons, and the writers for the terminal, JSON, JUnit and Markdown.
+// comparisons, and the writers for the terminal, JSON, JUnit and Markdown,
+// and the exports: a per-request CSV read straight from results files
+// (WriteCSV) and vLLM's saved-result format (WriteVLLM).
 // Package chart draws the plots and the HTML page; it is the only part
 // that needs a plotting library.
 //

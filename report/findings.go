@@ -6,12 +6,15 @@ import (
 	"strings"
 
 	"github.com/servebench/servebench/report/correlate"
+	"github.com/servebench/servebench/results"
 )
 
-// findings states the correlation in sentences, most telling first.
-func findings(c *correlate.Correlation) []string {
+// findings states the correlation in sentences, most telling first,
+// leaving out the verdict sentence of stage skip (the conclusion states
+// it).
+func findings(c *correlate.Correlation, skip int) []string {
 	var out []string
-	if !c.Aligned {
+	if !c.Aligned && !strings.HasPrefix(c.Conclusion, cannotTell) {
 		out = append(out, "No server metrics were scraped: the timeline holds client-side figures only.")
 	}
 	for _, st := range c.Stages {
@@ -52,16 +55,7 @@ func findings(c *correlate.Correlation) []string {
 		}
 	}
 	if c.RKVUsage != nil || c.RContext != nil {
-		// These are Pearson correlations over the steady windows of all
-		// stages; the per-stage ones are in the stage table.
-		var parts []string
-		if c.RKVUsage != nil {
-			parts = append(parts, fmt.Sprintf("with KV-cache usage at r = %.2f", *c.RKVUsage))
-		}
-		if c.RContext != nil {
-			parts = append(parts, fmt.Sprintf("with in-flight context at r = %.2f", *c.RContext))
-		}
-		out = append(out, "Over the steady windows of all stages, output tok/s correlates "+strings.Join(parts, " and ")+".")
+		out = append(out, correlations(c))
 	}
 	if c.WholeResponses > 0 {
 		out = append(out, fmt.Sprintf("%d responses were not streamed: their tokens count when each response ends, so the client's rate per window comes in bursts; the cross-check compares totals.", c.WholeResponses))
@@ -113,10 +107,50 @@ func findings(c *correlate.Correlation) []string {
 	for _, st := range c.Stages {
 		switch st.Verdict {
 		case "saturated", "queueing":
-			out = append(out, fmt.Sprintf("Stage %q is %s: %s.", st.Name, st.Verdict, st.VerdictReason))
+			if st.Index != skip {
+				out = append(out, fmt.Sprintf("Stage %q is %s: %s.", st.Name, st.Verdict, st.VerdictReason))
+			}
 		}
 	}
 	return out
+}
+
+// correlations states the Pearson r of output tok/s with KV-cache usage
+// and with the context in flight, saying which is which: overall (the
+// steady windows of all stages pooled) and within each stage.
+func correlations(c *correlate.Correlation) string {
+	var what []string
+	kv, ctx := c.RKVUsage != nil, c.RContext != nil
+	if kv {
+		what = append(what, "KV-cache usage")
+	}
+	if ctx {
+		what = append(what, "in-flight context")
+	}
+	r := func(p *float64) string {
+		if p == nil {
+			return "–"
+		}
+		return strings.Replace(fmt.Sprintf("%.2f", *p), "-", "−", 1)
+	}
+	pair := func(k, x *float64) string {
+		var v []string
+		if kv {
+			v = append(v, r(k))
+		}
+		if ctx {
+			v = append(v, r(x))
+		}
+		return "r = " + strings.Join(v, " and ")
+	}
+	s := fmt.Sprintf("Output tok/s against %s (Pearson r over steady windows): overall, all stages pooled, %s",
+		strings.Join(what, " and against "), pair(c.RKVUsage, c.RContext))
+	for _, st := range c.Stages {
+		if st.RKVUsage != nil || st.RContext != nil {
+			s += fmt.Sprintf("; within stage %q, %s", st.Name, pair(st.RKVUsage, st.RContext))
+		}
+	}
+	return s + "."
 }
 
 // num formats a figure for a sentence: thousands separated, one decimal
@@ -190,13 +224,23 @@ func deref(p *float64) float64 {
 }
 
 // explain writes the sentences of a correlation: each stage's verdict
-// reason and the findings.
-func explain(c *correlate.Correlation) {
+// reason, the conclusion (is the server saturated, and what limits it),
+// then the findings, the conclusion first and the arrivals dropped next.
+func explain(c *correlate.Correlation, h *results.Harness, stages []Stage) {
 	if c == nil {
 		return
 	}
 	for i := range c.Stages {
 		c.Stages[i].VerdictReason = verdictReason(&c.Stages[i])
 	}
-	c.Findings = findings(c)
+	var skip int
+	c.Conclusion, skip = conclusion(c, h)
+	c.Findings = nil
+	if c.Conclusion != "" {
+		c.Findings = append(c.Findings, c.Conclusion)
+	}
+	if d := dropped(stages); d != "" {
+		c.Findings = append(c.Findings, d)
+	}
+	c.Findings = append(c.Findings, findings(c, skip)...)
 }

@@ -1,5 +1,10 @@
 package report
 
+import (
+	"fmt"
+	"math"
+)
+
 // Formatting shared by the writers here and the plots and HTML page of
 // package chart, so every output writes a figure the same way.
 
@@ -21,3 +26,40 @@ func FormatMS(v float64, n int64) string { return ms(v, n) }
 // FormatDecimal formats x with at most digits decimals, trailing zeros
 // dropped ("12.5", "3").
 func FormatDecimal(x float64, digits int) string { return trimFloat(x, digits) }
+
+// FormatLatency formats a latency of a distribution with n samples for a
+// table: milliseconds as a bare number below 10 s (as FormatMS), and above
+// that in the units a person reads ("12.3 s", "6 min 24 s", "1 h 02 min"),
+// so a long stream's 383,517 ms does not have to be counted in digits; "-"
+// when there were no samples.
+func FormatLatency(v float64, n int64) string {
+	if n == 0 {
+		return "-"
+	}
+	if v < 10_000 {
+		return ms(v, n)
+	}
+	return FormatSeconds(v / 1000)
+}
+
+// FormatSeconds formats a duration given in seconds in the units a person
+// reads: "850 ms", "9.85 s", "29.6 s", "6 min 24 s", "2 min", "1 h 02 min".
+func FormatSeconds(s float64) string {
+	switch {
+	case s < 1:
+		return trimFloat(s*1000, 0) + " ms"
+	case s < 10:
+		return trimFloat(s, 2) + " s"
+	case s < 59.95:
+		return trimFloat(s, 1) + " s"
+	case s < 3600-0.5:
+		t := int64(math.Round(s))
+		if t%60 == 0 {
+			return fmt.Sprintf("%d min", t/60)
+		}
+		return fmt.Sprintf("%d min %d s", t/60, t%60)
+	default:
+		t := int64(math.Round(s / 60))
+		return fmt.Sprintf("%d h %02d min", t/60, t%60)
+	}
+}

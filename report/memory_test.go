@@ -30,7 +30,7 @@ func synthetic(r *results.Result, i int) {
 // each (200 M chunks, about 2.4 hours of a 256-stream closed loop, in three
 // stages) and checks that the heap in use stays under 200 MB throughout
 // and while the summary is computed: the aggregate keeps histograms, fine
-// time bins and 20 bytes per request, never the chunks. Run it alone with
+// time bins and 24 bytes per request, never the chunks. Run it alone with
 // go test ./report -run MemoryBounded -v to see the figures.
 func TestAggregateMemoryBounded(t *testing.T) {
 	if testing.Short() {

@@ -16,7 +16,7 @@ import (
 // objectives are only known when judging, and rank tests between runs
 // compare requests), token-count checks, and the server's KV usage and
 // preemption counter over time. It costs 4 bytes per per-request metric
-// (20 in all) per completed request. Aggregate feeds it from Add,
+// (20 in all) and 4 for the send time per completed request. Aggregate feeds it from Add,
 // AddHeader and AddSample.
 type requestLog struct {
 	metrics   []results.Metric // the per-request metrics: latencies a budget may limit
@@ -75,9 +75,10 @@ type stageLog struct {
 	// in a burst (near-zero gaps after a long one), and a median can fall
 	// inside the burst.
 	figs      []float32
-	finished  int64 // ok + failed
-	checked   int64 // ok requests whose output-token count could be checked against max_tokens
-	mismatch  int64 // … of which differed
+	sent      []float32 // each completed request's send time, seconds from the run's epoch, in figs' order
+	finished  int64     // ok + failed
+	checked   int64     // ok requests whose output-token count could be checked against max_tokens
+	mismatch  int64     // … of which differed
 	from, to  time.Duration
 	haveRange bool
 
@@ -145,6 +146,7 @@ func (l *requestLog) add(r *results.Result, buf []time.Duration) []time.Duration
 			s.mismatch++
 		}
 	}
+	s.sent = append(s.sent, float32(r.Sent.Seconds()))
 	for _, m := range l.metrics {
 		buf = m.Observe(r, buf[:0])
 		v := nan32
@@ -182,6 +184,7 @@ func ms32(d time.Duration) float32 { return float32(float64(d) / float64(time.Mi
 type scope struct {
 	log       *requestLog
 	figs      []float32 // len(log.metrics) per completed request
+	sent      []float32 // per completed request
 	finished  int64
 	checked   int64
 	mismatch  int64
@@ -205,6 +208,7 @@ func (l *requestLog) scopeOf(idx []int) scope {
 	for _, i := range keys {
 		s := l.stages[i]
 		out.figs = append(out.figs, s.figs...)
+		out.sent = append(out.sent, s.sent...)
 		out.finished += s.finished
 		out.checked += s.checked
 		out.mismatch += s.mismatch
@@ -314,6 +318,23 @@ func (s *scope) values(metric string) []float64 {
 	return out
 }
 
+// overTime returns, for each completed request of the scope whose metric
+// is defined, its send time (seconds from the run's epoch) and its value
+// (milliseconds).
+func (s *scope) overTime(metric string) (sent, values []float64) {
+	i, k := s.log.index(metric), len(s.log.metrics)
+	if i < 0 {
+		return nil, nil
+	}
+	for r, j := 0, i; j < len(s.figs); r, j = r+1, j+k {
+		if v := s.figs[j]; !math.IsNaN(float64(v)) {
+			sent = append(sent, float64(s.sent[r]))
+			values = append(values, float64(v))
+		}
+	}
+	return sent, values
+}
+
 // Scope is the per-request view of some stages of an Aggregate: what rank
 // tests compare and the realised arrival rate. It is a snapshot.
 type Scope struct{ s scope }
@@ -328,6 +349,12 @@ func (a *Aggregate) PerRequestMetrics() []results.Metric { return slices.Clone(a
 // Values returns the per-request values of a per-request metric over the
 // scope, in milliseconds, undefined ones left out.
 func (s *Scope) Values(metric string) []float64 { return s.s.values(metric) }
+
+// OverTime returns, for each completed request of the scope, its send
+// time in seconds from the run's epoch and its value of a per-request
+// metric in milliseconds (requests where it is undefined left out), in no
+// particular order: latency by start time, for the timeline.
+func (s *Scope) OverTime(metric string) (sent, values []float64) { return s.s.overTime(metric) }
 
 // ArrivalsPerSec is the realised arrival rate of a single-stage scope:
 // scheduled requests, dropped ones included, over the span of their

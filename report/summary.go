@@ -13,14 +13,27 @@ const SummarySchema = 1
 
 // Summary is the content of summary.json.
 type Summary struct {
-	Schema   int       `json:"schema"`
-	Tool     string    `json:"tool"`
-	Version  string    `json:"version"`  // of the tool that wrote the results
-	Scenario string    `json:"scenario"` // scenario name
-	Target   string    `json:"target"`
-	Model    string    `json:"model"`
-	Started  time.Time `json:"started"` // the (earliest) run epoch
-	Files    int       `json:"files"`   // results files merged into this summary
+	Schema   int    `json:"schema"`
+	Tool     string `json:"tool"`
+	Version  string `json:"version"`  // of the tool that wrote the results
+	Scenario string `json:"scenario"` // scenario name
+	Target   string `json:"target"`
+	Model    string `json:"model"`
+	// ServerVersion is the server's answer to GET /version at the start
+	// of the run (vLLM's version); empty when it did not answer.
+	ServerVersion string `json:"server_version,omitempty"`
+	// Host names the machine (or, merged, the machines, comma-separated)
+	// that sent the load.
+	Host    string    `json:"host,omitempty"`
+	Started time.Time `json:"started"` // the (earliest) run epoch
+	// DurationS is the time from the first request sent to the last one
+	// ended, warmup requests included, in seconds (the stages' duration_s
+	// leave the warmup out).
+	DurationS float64 `json:"duration_s"`
+	Files     int     `json:"files"` // results files merged into this summary
+	// Workload is what the run asked of the server, from the scenario;
+	// nil when the results hold no scenario.
+	Workload *Workload `json:"workload,omitempty"`
 	// Shards describes the shards of a sharded run whose results this
 	// summary merges (bench run --shard); nil for whole runs.
 	Shards *Shards `json:"shards,omitempty"`
@@ -88,6 +101,17 @@ type Stage struct {
 	// requests completed ok in the window, per second (absent for
 	// generation).
 	InputsPerSec float64 `json:"inputs_per_s,omitempty"`
+	// PeakOutputTokensPerSec is the most output tokens received in one
+	// second of the window (whole seconds from its start, as vLLM's bench
+	// serve counts its max_output_tokens_per_s; over the whole run, the
+	// stages' tokens summed, in seconds counted from the run's start and
+	// from each stage's, so it is never below a stage's), by every request
+	// of the stage; 0 in a window
+	// shorter than a second. PeakInFlight is the most requests in flight at
+	// once, sent and not yet ended (vLLM's max_concurrent_requests),
+	// sampled every 10 ms (coarser for stages over 21 minutes).
+	PeakOutputTokensPerSec float64 `json:"peak_output_tokens_per_s"`
+	PeakInFlight           int     `json:"peak_in_flight"`
 }
 
 // Dist returns the distribution of the latency metric named metric (a name
@@ -192,6 +216,15 @@ type Tokens struct {
 	PromptCompared   int64 `json:"prompt_compared,omitempty"`
 	PromptMismatched int64 `json:"prompt_mismatched,omitempty"`
 	PromptDiff       int64 `json:"prompt_diff,omitempty"`
+
+	// Per request: the prompt and output tokens of the ok requests (from
+	// the server's usage), and the input length and max_tokens the
+	// scenario drew for every request sent (what was asked). Nil when no
+	// request had the figure.
+	PromptPerRequest *Counts `json:"prompt_per_request,omitempty"`
+	OutputPerRequest *Counts `json:"output_per_request,omitempty"`
+	InputRequested   *Counts `json:"input_requested,omitempty"`
+	OutputRequested  *Counts `json:"output_requested,omitempty"`
 }
 
 // The prompt-length check: a request's prompt mismatches when the
@@ -207,6 +240,7 @@ const (
 type Dist struct {
 	Count int64   `json:"count"`
 	Mean  float64 `json:"mean"`
+	Std   float64 `json:"std"` // standard deviation (of the population, as vLLM's std_*_ms)
 	P50   float64 `json:"p50"`
 	P90   float64 `json:"p90"`
 	P95   float64 `json:"p95"`

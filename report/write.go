@@ -21,11 +21,28 @@ func WriteJSON(w io.Writer, s *Summary) error {
 	return nil
 }
 
-// WriteText writes the compact terminal summary: one row per stage and one
-// for the whole run, then errors and warnings.
+// WriteText writes the compact terminal summary: the workload and
+// environment box (Summary.About), one row per stage and one for the whole
+// run, the whole run's throughput and latency distributions (mean and
+// standard deviation beside the percentiles, as vLLM's bench serve prints
+// them), then errors, findings and warnings.
 func WriteText(w io.Writer, s *Summary) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "servebench %s · scenario %q · target %s · model %s\n", s.Version, s.Scenario, s.Target, s.Model)
+	fmt.Fprintf(&b, "servebench · scenario %q\n", s.Scenario)
+	about := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	for _, f := range s.About() {
+		for i, line := range f.Lines {
+			label := f.Label
+			if i > 0 {
+				label = ""
+			}
+			fmt.Fprintf(about, "  %s\t%s\n", label, line)
+		}
+	}
+	if err := about.Flush(); err != nil {
+		return err
+	}
+	b.WriteString("\n")
 	if h := s.Harness; h != nil && h.Limited {
 		// Said first: every figure below is in doubt.
 		fmt.Fprintf(&b, "LIMITED BY THE CLIENT: %s\n  %s\n", h.Reason, LimitedAdvice)
@@ -49,9 +66,9 @@ func WriteText(w io.Writer, s *Summary) error {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.2f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
 			st.Name, st.Requests.OK, st.Requests.Failed, st.Requests.Dropped, st.Requests.Canceled,
 			st.RequestsPerSec, st.OutputTokensPerSec,
-			ms(st.TTFT.P50, st.TTFT.Count), ms(st.TTFT.P99, st.TTFT.Count),
-			ms(st.ITL.P50, st.ITL.Count), ms(st.ITL.P99, st.ITL.Count),
-			ms(st.TPOT.P50, st.TPOT.Count), ms(st.E2E.P50, st.E2E.Count), ms(st.E2E.P99, st.E2E.Count))
+			FormatLatency(st.TTFT.P50, st.TTFT.Count), FormatLatency(st.TTFT.P99, st.TTFT.Count),
+			FormatLatency(st.ITL.P50, st.ITL.Count), FormatLatency(st.ITL.P99, st.ITL.Count),
+			FormatLatency(st.TPOT.P50, st.TPOT.Count), FormatLatency(st.E2E.P50, st.E2E.Count), FormatLatency(st.E2E.P99, st.E2E.Count))
 	}
 	for _, st := range s.Stages {
 		row(st)
@@ -65,7 +82,11 @@ func WriteText(w io.Writer, s *Summary) error {
 	if embeddings {
 		b.WriteString("(embeddings: latencies in ms from send; tok/s counts the inputs' tokens; warmup requests excluded)\n")
 	} else {
-		b.WriteString("(latencies in ms; TTFT from send; warmup requests excluded)\n")
+		b.WriteString("(latencies in ms unless a unit is given; TTFT from send; warmup requests excluded)\n")
+		if err := writeOverall(&b, s.Overall, len(s.Stages) != 1); err != nil {
+			return err
+		}
+		b.WriteString("\n")
 	}
 	if lag := s.Overall.ScheduleLag; lag.Count > 0 && lag.P99 >= 1 {
 		name, from := "TTFT", s.Overall.TTFTFromSchedule
@@ -89,7 +110,7 @@ func WriteText(w io.Writer, s *Summary) error {
 		}
 	}
 	if c := s.Correlation; c != nil && len(c.Findings) > 0 {
-		b.WriteString("correlation:\n")
+		b.WriteString("findings:\n")
 		for _, f := range c.Findings {
 			fmt.Fprintf(&b, "  %s\n", f)
 		}
@@ -99,6 +120,36 @@ func WriteText(w io.Writer, s *Summary) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// LatencyMetrics are the distributions the summaries show with mean and
+// standard deviation beside the percentiles, as vLLM's bench serve does:
+// the metric's short name and its Stage.Dist name.
+var LatencyMetrics = []struct{ Label, Metric string }{
+	{"TTFT", "ttft_ms"}, {"TPOT", "tpot_ms"}, {"ITL", "itl_ms"}, {"E2E", "e2e_ms"},
+}
+
+// writeOverall writes the throughput of st and its latency table (mean,
+// std, p50, p90, p99, max), headed "all stages" when st pools several.
+func writeOverall(b *strings.Builder, st Stage, pooled bool) error {
+	scope := ""
+	if pooled {
+		scope = ", all stages"
+	}
+	fmt.Fprintf(b, "\nthroughput%s: %.2f req/s; output %s tok/s (peak %s in one second); total %s tok/s (input + output)\n",
+		scope, st.RequestsPerSec, num(st.OutputTokensPerSec), num(st.PeakOutputTokensPerSec), num(st.TotalTokensPerSec))
+	fmt.Fprintf(b, "concurrency%s: at most %d requests in flight\n", scope, st.PeakInFlight)
+	head := "latency" + scope + " (ms)"
+	width := len(head)
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%s\tmean\tstd\tp50\tp90\tp99\tmax\t\n", head)
+	for _, m := range LatencyMetrics {
+		d := st.Dist(m.Metric)
+		// Padded to the heading's width: the names read left-aligned.
+		fmt.Fprintf(tw, "%-*s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", width, m.Label, FormatLatency(d.Mean, d.Count), FormatLatency(d.Std, d.Count),
+			FormatLatency(d.P50, d.Count), FormatLatency(d.P90, d.Count), FormatLatency(d.P99, d.Count), FormatLatency(d.Max, d.Count))
+	}
+	return tw.Flush()
 }
 
 // ms formats a millisecond figure, or "-" when there were no samples.

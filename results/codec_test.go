@@ -48,7 +48,7 @@ func TestCodecRoundTrip(t *testing.T) {
 			}
 			h := Header{Schema: Schema, Tool: "servebench", Version: "test",
 				Started: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC), Target: "http://127.0.0.1:1",
-				Model: "m", Scenario: json.RawMessage(`{"name":"x"}`),
+				Model: "m", ServerVersion: "0.11.2", Host: "vm", Scenario: json.RawMessage(`{"name":"x"}`),
 				Shard: &Shard{Index: 2, Count: 3, ScenarioHash: "abc", StartAt: time.Date(2026, 11, 22, 3, 1, 0, 0, time.UTC)}}
 			if err := w.Write(HeaderRecord(&h)); err != nil {
 				t.Fatal(err)

@@ -110,10 +110,13 @@ type Header struct {
 	Host    string    `json:"host,omitempty"`
 	// RunID identifies the run (random, set by the run); merging refuses
 	// two files of one run.
-	RunID    string          `json:"run_id,omitempty"`
-	Target   string          `json:"target"` // base URL requests went to (sim://PRESET is resolved to its loopback URL)
-	Model    string          `json:"model"`
-	Scenario json.RawMessage `json:"scenario"` // the resolved scenario, defaults applied; never holds secrets
+	RunID  string `json:"run_id,omitempty"`
+	Target string `json:"target"` // base URL requests went to (sim://PRESET is resolved to its loopback URL)
+	Model  string `json:"model"`
+	// ServerVersion is what the server answered to GET /version at the
+	// start of the run ("0.11.2" from vLLM); empty when it did not answer.
+	ServerVersion string          `json:"server_version,omitempty"`
+	Scenario      json.RawMessage `json:"scenario"` // the resolved scenario, defaults applied; never holds secrets
 
 	// Ends is true when the file's last record is an End once the run
 	// ended by itself (files from before End existed lack both), so that a

@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -13,6 +14,7 @@ import (
 // JSON keys are a subset.
 type Spec struct {
 	Name    string      `json:"name"`
+	Target  SpecTarget  `json:"target"`
 	Request SpecRequest `json:"request"`
 	Prompts SpecPrompts `json:"prompts"`
 	Scrape  SpecScrape  `json:"scrape"`
@@ -21,18 +23,72 @@ type Spec struct {
 	Budgets *Budgets    `json:"budgets,omitempty"`
 }
 
+// SpecTarget holds the target as the scenario named it.
+type SpecTarget struct {
+	URL string `json:"url,omitempty"` // as written: sim://tiny, or the server's URL
+	API string `json:"api,omitempty"` // chat or completions
+}
+
+// SpecPrompts holds what the scenario asked of the prompts: the token
+// length distributions, or a dataset.
+type SpecPrompts struct {
+	// Tokenizer is what the run counted prompt lengths with (an encoding,
+	// a tokenizer.json path, or "server"); empty when unknown.
+	Tokenizer          string      `json:"tokenizer,omitempty"`
+	InputTokens        *SpecDist   `json:"input_tokens,omitempty"`  // prompt length (synthetic prompts)
+	OutputTokens       *SpecDist   `json:"output_tokens,omitempty"` // max_tokens
+	SharedPrefixTokens int         `json:"shared_prefix_tokens,omitempty"`
+	Dataset            SpecDataset `json:"dataset,omitzero"`
+}
+
+// SpecDataset names the prompt dataset; Path is empty without one.
+type SpecDataset struct {
+	Path   string `json:"path,omitempty"`
+	Format string `json:"format,omitempty"`
+}
+
+// SpecDist is a token-length distribution: fixed (Value), uniform (Min to
+// Max) or normal (Mean, Stddev, clamped to Min and Max when set).
+type SpecDist struct {
+	Dist   string  `json:"dist"`
+	Value  int     `json:"value,omitempty"`
+	Min    int     `json:"min,omitempty"`
+	Max    int     `json:"max,omitempty"`
+	Mean   float64 `json:"mean,omitempty"`
+	Stddev float64 `json:"stddev,omitempty"`
+}
+
+// String describes the distribution in words: "100", "uniform 64–192",
+// "normal mean 512, sd 64, 256–1024".
+func (d *SpecDist) String() string {
+	if d == nil {
+		return ""
+	}
+	switch d.Dist {
+	case "fixed":
+		return strconv.Itoa(d.Value)
+	case "uniform":
+		return fmt.Sprintf("uniform %d–%d", d.Min, d.Max)
+	case "normal":
+		s := fmt.Sprintf("normal mean %s, sd %s", strconv.FormatFloat(d.Mean, 'f', -1, 64), strconv.FormatFloat(d.Stddev, 'f', -1, 64))
+		switch {
+		case d.Min > 0 && d.Max > 0:
+			s += fmt.Sprintf(", %d–%d", d.Min, d.Max)
+		case d.Min > 0:
+			s += fmt.Sprintf(", at least %d", d.Min)
+		case d.Max > 0:
+			s += fmt.Sprintf(", at most %d", d.Max)
+		}
+		return s
+	}
+	return d.Dist
+}
+
 // SpecRequest holds the request options that matter to reports.
 type SpecRequest struct {
 	// IgnoreEOS is vLLM's ignore_eos: every ok response should be exactly
 	// max_tokens long (nil when the scenario does not say).
 	IgnoreEOS *bool `json:"ignore_eos"`
-}
-
-// SpecPrompts holds the prompt options that matter to reports.
-type SpecPrompts struct {
-	// Tokenizer is what the run counted prompt lengths with (an encoding,
-	// a tokenizer.json path, or "server"); empty when unknown.
-	Tokenizer string `json:"tokenizer,omitempty"`
 }
 
 // SpecScrape holds the scrape options that matter to reports.
@@ -48,14 +104,24 @@ type SpecLoad struct {
 
 // SpecStage is one stage's load setting.
 type SpecStage struct {
-	Name           string  `json:"name"`
-	Concurrency    int     `json:"concurrency,omitempty"`     // closed loop: workers
-	Rate           float64 `json:"rate,omitempty"`            // open loop: arrivals per second
-	Arrival        string  `json:"arrival,omitempty"`         // open loop: constant, poisson or gamma
-	Burstiness     float64 `json:"burstiness,omitempty"`      // gamma shape
-	MaxConcurrency int     `json:"max_concurrency,omitempty"` // open loop: cap on requests in flight
+	Name           string     `json:"name"`
+	Concurrency    int        `json:"concurrency,omitempty"`     // closed loop: workers
+	Rate           float64    `json:"rate,omitempty"`            // open loop: arrivals per second
+	Arrival        string     `json:"arrival,omitempty"`         // open loop: constant, poisson or gamma
+	Burstiness     float64    `json:"burstiness,omitempty"`      // gamma shape
+	MaxConcurrency int        `json:"max_concurrency,omitempty"` // open loop: cap on requests in flight
+	Requests       int        `json:"requests,omitempty"`        // bound by count (arrivals); 0: none
+	Duration       string     `json:"duration,omitempty"`        // bound by time ("30s"); empty: none
+	Warmup         SpecWarmup `json:"warmup,omitzero"`
 	// Trace is a trace-replay stage's file and speed-up; nil for others.
 	Trace *SpecTrace `json:"trace,omitempty"`
+}
+
+// SpecWarmup is a stage's warmup: its first Requests requests, or those
+// scheduled within Duration of its start.
+type SpecWarmup struct {
+	Requests int    `json:"requests,omitempty"`
+	Duration string `json:"duration,omitempty"`
 }
 
 // SpecTrace is a trace-replay stage's setting.

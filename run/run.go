@@ -21,12 +21,15 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/servebench/servebench/client"
 	"github.com/servebench/servebench/internal/atomicfile"
 	"github.com/servebench/servebench/internal/loopback"
 	"github.com/servebench/servebench/internal/openfiles"
 	"github.com/servebench/servebench/internal/simurl"
 	"github.com/servebench/servebench/internal/tokenizer"
+	"github.com/servebench/servebench/live"
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/report/chart"
 	"github.com/servebench/servebench/results"
@@ -157,14 +160,22 @@ type Options struct {
 	Observe func(rec results.Record, inFlight int)
 	// MetricsAddr, when not empty, serves the run's client-side figures
 	// live at http://MetricsAddr/metrics in the Prometheus text format
-	// while the load runs (see deploy/grafana). A loopback address unless
-	// target.allow_remote.
+	// while the load runs (package live; deploy/grafana charts them). A
+	// loopback address unless target.allow_remote; port 0 picks one, and
+	// the run prints the URL on Progress.
 	MetricsAddr string
 	metrics     net.Listener // MetricsAddr's, opened before the load
 	// NoPlots skips the plots and report.html (results.jsonl, summary.json
 	// and the verdict files are still written): for the many runs of a
 	// search or a prediction, whose page is the sweep's.
 	NoPlots bool
+	// Metrics, when not nil, receives the run's client-side figures as
+	// Prometheus metrics while the run goes (package live: requests by
+	// outcome, tokens, latency histograms, requests in flight, first
+	// tokens of the streams still running), for a caller that serves its
+	// own registry; MetricsAddr serves a registry of the run's own. Nil:
+	// none.
+	Metrics prometheus.Registerer
 }
 
 // MaxStartDelay bounds Options.StartAt: a start further away, ahead or
@@ -269,7 +280,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 		return nil, &ConfigError{err}
 	}
 	if opts.MetricsAddr != "" {
-		l, err := listenMetrics(opts.MetricsAddr, sc.Target.AllowRemote)
+		l, err := live.Listen(opts.MetricsAddr, sc.Target.AllowRemote)
 		if err != nil {
 			return nil, &ConfigError{err}
 		}
@@ -316,6 +327,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 			return nil, err
 		}
 	}
+	// The server's version, once, for the report's header: a server without
+	// the route (only vLLM and the simulator have it) just goes without.
+	serverVersion, _ := cl.ServerVersion(ctx)
 	// Open the connections the run will need before the load, so the first
 	// requests' TTFT does not include a burst of dials.
 	if _, err := cl.Warm(ctx, opts.Shard.MaxConcurrency(sc)); err != nil && ctx.Err() == nil {
@@ -339,7 +353,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 	}
 	host, _ := os.Hostname()
 	hdr := &results.Header{Schema: results.Schema, Tool: "servebench", Version: Version(), Started: epoch, Host: host,
-		RunID: runID(), Target: baseURL, Model: sc.Target.Model, Scenario: resolved, Ends: true, Spec: spec}
+		RunID: runID(), Target: baseURL, Model: sc.Target.Model, ServerVersion: serverVersion, Scenario: resolved, Ends: true, Spec: spec}
 	if opts.Shard.Count > 0 {
 		hdr.Shard = &results.Shard{Index: opts.Shard.Index, Count: opts.Shard.Count, ScenarioHash: hash}
 		if !opts.StartAt.IsZero() {
@@ -353,7 +367,29 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 		return nil, err
 	}
 	agg := report.New()
-	runErr := load(ctx, sc, opts, w, agg, hdr, sched, cl, baseURL, epoch)
+	var exp *live.Exporter
+	reg := opts.Metrics
+	var own *prometheus.Registry
+	if reg == nil && opts.metrics != nil {
+		own = prometheus.NewRegistry()
+		reg = own
+	}
+	if reg != nil {
+		exp, err = live.New(reg, live.Run{Scenario: sc.Name, Target: baseURL, Model: sc.Target.Model, Version: Version(),
+			Started: epoch, StageName: spec.StageName, InFlight: func() int64 { return sched.counters().InFlight },
+			Stage: func() int { return sched.counters().Stage }, StageCount: len(sc.Load.Stages), Chunks: cl.Chunks, FirstTokens: cl.FirstTokens})
+		if err != nil {
+			return nil, errors.Join(err, w.Close())
+		}
+	}
+	if own != nil {
+		stop := live.ServeListener(opts.metrics, own)
+		defer stop()
+		if opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, "live metrics: http://%s/metrics\n", opts.metrics.Addr())
+		}
+	}
+	runErr := load(ctx, sc, opts, w, agg, hdr, sched, cl, baseURL, epoch, exp)
 	if ctx.Err() != nil && runErr == nil {
 		runErr = fmt.Errorf("run stopped: %w", context.Cause(ctx))
 	}
@@ -402,7 +438,7 @@ func noSuccess(sum *report.Summary) error {
 // load writes the header, runs the scheduler and the scraper, and writes
 // every record as it arrives, adding it to agg. It closes w.
 func load(ctx context.Context, sc *scenario.Scenario, opts Options, w *results.Writer, agg *report.Aggregate,
-	hdr *results.Header, sched *scheduler, cl *client.Client, baseURL string, epoch time.Time) error {
+	hdr *results.Header, sched *scheduler, cl *client.Client, baseURL string, epoch time.Time, exp *live.Exporter) error {
 	if err := w.Write(results.HeaderRecord(hdr)); err != nil {
 		return errors.Join(err, w.Close())
 	}
@@ -413,17 +449,6 @@ func load(ctx context.Context, sc *scenario.Scenario, opts Options, w *results.W
 		shares[i] = opts.Shard.Stage(&sc.Load.Stages[i])
 	}
 	prog := newProgress(epoch, shares, liveSource{counters: sched.counters, chunks: cl.Chunks, firsts: cl.FirstTokens})
-	if opts.metrics != nil {
-		info := metricsInfo{scenario: sc.Name, target: baseURL, model: sc.Target.Model}
-		for i := range shares {
-			info.stages = append(info.stages, shares[i].Name)
-		}
-		m := serveLiveMetrics(opts.metrics, prog, info)
-		defer m.stop()
-		if opts.Progress != nil {
-			fmt.Fprintf(opts.Progress, "live metrics: http://%s/metrics\n", m.addr)
-		}
-	}
 	health := startHealth(epoch, simurl.Is(sc.Target.URL))
 	records := make(chan results.Record, 4096)
 	// runCtx ends the load when the user interrupts or when the results
@@ -436,6 +461,9 @@ func load(ctx context.Context, sc *scenario.Scenario, opts Options, w *results.W
 		for rec := range records {
 			if rec.Result != nil {
 				prog.add(rec.Result)
+			}
+			if exp != nil && rec.Result != nil {
+				exp.Observe(rec.Result)
 			}
 			if werr == nil {
 				if werr = w.Write(rec); werr != nil {

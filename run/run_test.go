@@ -125,6 +125,10 @@ func TestRunRecordsEveryRequestOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		kinds[rec.Kind]++
+		if h := rec.Header; h != nil && h.ServerVersion != "0.11.2" {
+			// The simulator answers GET /version as vLLM does.
+			t.Errorf("header server_version = %q, want the simulator's 0.11.2", h.ServerVersion)
+		}
 		if rec.Result != nil {
 			seen[rec.Result.Seq]++
 		}

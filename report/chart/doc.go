@@ -6,10 +6,12 @@
 // sweep's points, or the start-up phases and stats lines package vllmlog
 // read from a server log) and produces PNG and SVG figures (timeline,
 // decay, latency, stages; startup and the log's decay) and report.html,
-// one page with the summary, the budget verdict, the findings, the plots
-// inline, the errors and the resolved scenario, loading nothing from
-// anywhere. The output is a pure function of the records and the verdict,
-// so `bench plot` redraws exactly what `bench run` drew.
+// one page with the conclusion, the workload box, the summary, the budget
+// verdict, the findings, the plots inline (with an inline script that
+// reads the value under the pointer and zooms), the errors and the
+// resolved scenario, loading nothing from anywhere. The output is a pure
+// function of the records and the verdict, so `bench plot` redraws exactly
+// what `bench run` drew.
 //
 // For a sweep or a search it draws the trade-off plot (SweepPlot, with the
 // budgets as lines and each value's verdict marked), latency and

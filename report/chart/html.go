@@ -3,6 +3,7 @@ package chart
 import (
 	"github.com/servebench/servebench/internal/atomicfile"
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/results"
 
 	"github.com/servebench/servebench/report/correlate"
 
@@ -19,12 +20,14 @@ import (
 const HTMLName = "report.html"
 
 // WriteHTML writes the HTML report: one self-contained page (plots inline
-// as SVG, no script, style sheet, font or image loaded from anywhere) with
-// the summary table, the correlation findings in sentences, the plots, the
-// error table, the warnings and the resolved scenario. scenario is the
-// resolved scenario JSON from the results header (may be nil).
+// as SVG, one inline script for the readout and zoom, no script, style
+// sheet, font or image loaded from anywhere) with the conclusion, the
+// workload and environment box, the summary, throughput and latency
+// tables, the budget verdict, the correlation findings in sentences, the
+// plots, the error table, the warnings and the resolved scenario. scenario
+// is the resolved scenario JSON from the results header (may be nil).
 func WriteHTML(w io.Writer, s *report.Summary, figs []Figure, scenario json.RawMessage) error {
-	data := htmlData{S: s, Scenario: prettyJSON(scenario)}
+	data := htmlData{S: s, Scenario: prettyJSON(scenario), About: s.About(), Script: template.JS(readoutScript)}
 	rows := append([]report.Stage(nil), s.Stages...)
 	if len(s.Stages) != 1 {
 		rows = append(rows, s.Overall)
@@ -40,14 +43,28 @@ func WriteHTML(w io.Writer, s *report.Summary, figs []Figure, scenario json.RawM
 	}
 	if c := s.Correlation; c != nil {
 		data.Findings = c.Findings
+		if c.Conclusion != "" && len(c.Findings) > 0 && c.Findings[0] == c.Conclusion {
+			data.Findings = c.Findings[1:] // the conclusion opens the page
+		}
 		data.Corr = c
 	}
+	for _, m := range report.LatencyMetrics {
+		g := htmlLatency{Label: m.Label, Metric: m.Metric}
+		for _, st := range data.Rows {
+			g.Rows = append(g.Rows, htmlLatencyRow{Stage: st.Name, Overall: st.Overall, Dist: *st.Dist(m.Metric)})
+		}
+		data.Latency = append(data.Latency, g)
+	}
 	for _, f := range figs {
-		svg, err := inlineSVG(f.SVG)
+		svg, err := inlineSVG(f.SVG, f.Title)
 		if err != nil {
 			return fmt.Errorf("write HTML report: plot %s: %w", f.Name, err)
 		}
-		data.Figures = append(data.Figures, htmlFigure{Name: f.Name, Title: f.Title, SVG: svg})
+		panels, err := json.Marshal(f.Panels)
+		if err != nil {
+			return fmt.Errorf("write HTML report: plot %s: %w", f.Name, err)
+		}
+		data.Figures = append(data.Figures, htmlFigure{Name: f.Name, Title: f.Title, Notes: f.Notes, SVG: svg, Panels: string(panels)})
 	}
 	var b bytes.Buffer
 	if err := htmlTemplate().Execute(&b, data); err != nil {
@@ -84,14 +101,19 @@ func WriteFiles(dir string, a *report.Aggregate, s *report.Summary) ([]string, e
 }
 
 // inlineSVG strips the XML prolog and comment gonum writes before <svg, so
-// the document can sit inside HTML, and makes it scale with the page.
-func inlineSVG(doc []byte) (template.HTML, error) {
+// the document can sit inside HTML, makes it scale with the page, and
+// gives it title as its <title> (the browser's tooltip, and its name for a
+// screen reader).
+func inlineSVG(doc []byte, title string) (template.HTML, error) {
 	i := bytes.Index(doc, []byte("<svg"))
 	if i < 0 {
 		return "", fmt.Errorf("no <svg> element")
 	}
 	svg := string(doc[i:])
 	svg = strings.Replace(svg, "<svg ", `<svg class="plot" role="img" `, 1)
+	if j := strings.Index(svg, ">"); j >= 0 {
+		svg = svg[:j+1] + "\n<title>" + template.HTMLEscapeString(title) + "</title>" + svg[j+1:]
+	}
 	// The SVG comes from our own renderer, not from user input.
 	return template.HTML(svg), nil
 }
@@ -108,8 +130,11 @@ func prettyJSON(raw json.RawMessage) string {
 }
 
 type htmlData struct {
+	Script   template.JS
 	S        *report.Summary
+	About    []report.Fact
 	Rows     []htmlRow
+	Latency  []htmlLatency
 	Errors   []htmlError
 	Findings []string
 	Corr     *correlate.Correlation
@@ -122,6 +147,19 @@ type htmlRow struct {
 	Overall bool
 }
 
+// htmlLatency is one metric's distribution in every stage.
+type htmlLatency struct {
+	Label  string
+	Metric string // its name in results.Metrics
+	Rows   []htmlLatencyRow
+}
+
+type htmlLatencyRow struct {
+	Stage   string
+	Overall bool
+	report.Dist
+}
+
 type htmlError struct {
 	Stage    string
 	Class    string
@@ -131,27 +169,22 @@ type htmlError struct {
 
 type htmlFigure struct {
 	Name, Title string
+	Notes       []string
 	SVG         template.HTML
+	Panels      string // JSON of the figure's Panels, for the readout script
 }
 
 func htmlTemplate() *template.Template {
 	funcs := template.FuncMap{
-		"ms": func(d report.Dist, p float64) string {
+		"ms": func(d report.Dist, stat string) string {
 			if d.Count == 0 {
 				return "–"
 			}
-			var v float64
-			switch p {
-			case 50:
-				v = d.P50
-			case 90:
-				v = d.P90
-			case 99:
-				v = d.P99
-			case 100:
-				v = d.Max
+			v := d.Std
+			if stat != "std" {
+				v, _ = d.Stat(stat)
 			}
-			return report.FormatMS(v, d.Count)
+			return report.FormatLatency(v, d.Count)
 		},
 		"f1":     func(v float64) string { return fmt.Sprintf("%.1f", v) },
 		"perReq": func(v, n int64) string { return fmt.Sprintf("%.0f", float64(v)/float64(max(n, 1))) },
@@ -171,6 +204,14 @@ func htmlTemplate() *template.Template {
 			return report.FormatPercent(*p)
 		},
 		"limitedAdvice": func() string { return report.LimitedAdvice },
+		"about": func(metric string) string {
+			for _, m := range results.Metrics() {
+				if m.Name == metric {
+					return m.About
+				}
+			}
+			return ""
+		},
 		"describe": func(c report.Check) []string {
 			m, l, g := c.Describe()
 			return []string{m, l, g}
@@ -192,10 +233,17 @@ const htmlSource = `<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>servebench · {{.S.Scenario}}</title>
 <style>
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Liberation Sans", sans-serif; margin: 2rem auto; max-width: 72rem; padding: 0 1rem; color: #1a1a1a; line-height: 1.45; }
+body { font-family: "Liberation Sans", Arial, Helvetica, sans-serif; margin: 2rem auto; max-width: 72rem; padding: 0 1rem; color: #1a1a1a; line-height: 1.45; }
 h1 { font-size: 1.6rem; margin-bottom: 0.2rem; }
 h2 { font-size: 1.25rem; margin-top: 2.2rem; border-bottom: 1px solid #ddd; padding-bottom: 0.2rem; }
 .meta { color: #555; margin-top: 0; }
+.conclusion { font-size: 1.1rem; background: #eef4fb; border-left: 4px solid #0072b2; padding: 0.6rem 0.8rem; }
+table.about { margin: 1rem 0; }
+table.about caption { text-align: left; font-weight: 600; padding-bottom: 0.3rem; }
+table.about th { text-align: left; white-space: nowrap; background: none; color: #555; font-weight: normal; vertical-align: top; padding-right: 1.2rem; }
+table.about td { text-align: left; white-space: normal; }
+#latency tr.first td { border-top: 2px solid #ccc; }
+#latency td:nth-child(2), #latency th:nth-child(2) { text-align: left; }
 table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin: 0.5rem 0; }
 th, td { padding: 0.25rem 0.6rem; border-bottom: 1px solid #e4e4e4; text-align: right; }
 td { white-space: nowrap; }
@@ -203,7 +251,10 @@ th:first-child, td:first-child { text-align: left; }
 thead th { background: #f4f4f4; }
 tr.overall td { font-weight: 600; }
 ul.findings li { margin: 0.35rem 0; }
-figure { margin: 1.5rem 0; }
+figure { margin: 1.5rem 0; position: relative; cursor: zoom-in; }
+figure.zoomed { position: fixed; inset: 0; margin: 0; padding: 1rem; background: #fff; z-index: 10; overflow: auto; cursor: zoom-out; }
+figure.zoomed svg.plot { height: calc(100vh - 4rem); }
+.readout { position: absolute; pointer-events: none; background: #fff; border: 1px solid #999; padding: 0.1rem 0.35rem; font-size: 0.85rem; white-space: nowrap; display: none; z-index: 11; }
 figcaption { color: #555; font-size: 0.95rem; }
 svg.plot { width: 100%; height: auto; display: block; }
 pre { background: #f7f7f7; padding: 0.8rem; overflow: auto; font-size: 0.85rem; }
@@ -217,29 +268,52 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 </head>
 <body>
 <h1>servebench report: {{.S.Scenario}}</h1>
-<p class="meta">servebench {{.S.Version}} · target {{.S.Target}} · model {{.S.Model}} · started {{.S.Started.UTC.Format "2006-01-02 15:04:05 UTC"}}{{if gt .S.Files 1}} · {{.S.Files}} results files merged{{end}}{{if .S.Virtual}} · <strong>virtual time</strong> (the simulator's engine on a virtual clock, no HTTP){{end}}</p>
+{{with .Corr}}{{with .Conclusion}}<p class="conclusion" id="conclusion">{{.}}</p>{{end}}{{end}}
+{{if .S.Virtual}}<p class="meta" id="virtual"><strong>Virtual time</strong>: the simulator's engine on a virtual clock, no HTTP and no client.</p>{{end}}
+<table class="about" id="about">
+<caption>Workload and environment</caption>
+<tbody>
+{{range .About}}<tr><th scope="row">{{.Label}}</th><td>{{range $i, $l := .Lines}}{{if $i}}<br>{{end}}{{$l}}{{end}}</td></tr>
+{{end}}</tbody>
+</table>
 
 {{with .S.Harness}}{{if .Limited}}<p class="limited" id="limited"><strong>Limited by the client:</strong> {{.Reason}}. {{limitedAdvice}}.</p>{{end}}{{end}}
 <h2>Summary</h2>
 <table id="summary">
 {{if gt .S.Overall.Requests.Inputs 0}}<thead><tr><th>stage</th><th>ok</th><th>failed</th><th>dropped</th><th>canceled</th><th>req/s</th><th>inputs/s</th><th>tok/s</th><th>E2E p50</th><th>E2E p90</th><th>E2E p99</th><th>E2E max</th></tr></thead>
 <tbody>
-{{range .Rows}}<tr{{if .Overall}} class="overall"{{end}}><td>{{.Name}}</td><td>{{.Requests.OK}}</td><td>{{.Requests.Failed}}</td><td>{{.Requests.Dropped}}</td><td>{{.Requests.Canceled}}</td><td>{{f2 .RequestsPerSec}}</td><td>{{f1 .InputsPerSec}}</td><td>{{f1 .TotalTokensPerSec}}</td><td>{{ms .E2E 50}}</td><td>{{ms .E2E 90}}</td><td>{{ms .E2E 99}}</td><td>{{ms .E2E 100}}</td></tr>
+{{range .Rows}}<tr{{if .Overall}} class="overall"{{end}}><td>{{.Name}}</td><td>{{.Requests.OK}}</td><td>{{.Requests.Failed}}</td><td>{{.Requests.Dropped}}</td><td>{{.Requests.Canceled}}</td><td>{{f2 .RequestsPerSec}}</td><td>{{f1 .InputsPerSec}}</td><td>{{f1 .TotalTokensPerSec}}</td><td>{{ms .E2E "p50"}}</td><td>{{ms .E2E "p90"}}</td><td>{{ms .E2E "p99"}}</td><td>{{ms .E2E "max"}}</td></tr>
 {{end}}</tbody>
 </table>
 <p class="note">Embeddings: latencies in milliseconds from the request being sent to the whole response; tok/s counts the inputs' tokens; warmup requests excluded.</p>
-{{else}}<thead><tr><th>stage</th><th>ok</th><th>failed</th><th>dropped</th><th>canceled</th><th>req/s</th><th>output tok/s</th><th>TTFT p50</th><th>TTFT p99</th><th>ITL p50</th><th>ITL p99</th><th>TPOT p50</th><th>E2E p50</th><th>E2E p99</th></tr></thead>
+{{else}}<thead><tr><th>stage</th><th>ok</th><th>failed</th><th title="open loop: arrivals that found max_concurrency requests in flight and were never sent">dropped</th><th>canceled</th><th title="requests completed ok per second of the stage's window">req/s</th><th title="output tokens received per second of the stage's window">output tok/s</th><th title="{{about "ttft_ms"}}">TTFT p50</th><th title="{{about "ttft_ms"}}">TTFT p99</th><th title="{{about "itl_ms"}}">ITL p50</th><th title="{{about "itl_ms"}}">ITL p99</th><th title="{{about "tpot_ms"}}">TPOT p50</th><th title="{{about "e2e_ms"}}">E2E p50</th><th title="{{about "e2e_ms"}}">E2E p99</th></tr></thead>
 <tbody>
-{{range .Rows}}<tr{{if .Overall}} class="overall"{{end}}><td>{{.Name}}</td><td>{{.Requests.OK}}</td><td>{{.Requests.Failed}}</td><td>{{.Requests.Dropped}}</td><td>{{.Requests.Canceled}}</td><td>{{f2 .RequestsPerSec}}</td><td>{{f1 .OutputTokensPerSec}}</td><td>{{ms .TTFT 50}}</td><td>{{ms .TTFT 99}}</td><td>{{ms .ITL 50}}</td><td>{{ms .ITL 99}}</td><td>{{ms .TPOT 50}}</td><td>{{ms .E2E 50}}</td><td>{{ms .E2E 99}}</td></tr>
+{{range .Rows}}<tr{{if .Overall}} class="overall"{{end}}><td>{{.Name}}</td><td>{{.Requests.OK}}</td><td>{{.Requests.Failed}}</td><td>{{.Requests.Dropped}}</td><td>{{.Requests.Canceled}}</td><td>{{f2 .RequestsPerSec}}</td><td>{{f1 .OutputTokensPerSec}}</td><td>{{ms .TTFT "p50"}}</td><td>{{ms .TTFT "p99"}}</td><td>{{ms .ITL "p50"}}</td><td>{{ms .ITL "p99"}}</td><td>{{ms .TPOT "p50"}}</td><td>{{ms .E2E "p50"}}</td><td>{{ms .E2E "p99"}}</td></tr>
 {{end}}</tbody>
 </table>
-<p class="note">Latencies in milliseconds; TTFT from the request being sent; warmup requests excluded.</p>
+<p class="note">Latencies in milliseconds unless a unit is given; TTFT from the request being sent; warmup requests excluded.</p>
+<h3>Throughput</h3>
+<table id="throughput">
+<thead><tr><th>stage</th><th>requests/s</th><th>output tok/s</th><th>peak output tok/s</th><th>total tok/s</th><th>peak in flight</th></tr></thead>
+<tbody>
+{{range .Rows}}<tr{{if .Overall}} class="overall"{{end}}><td>{{.Name}}</td><td>{{f2 .RequestsPerSec}}</td><td>{{num .OutputTokensPerSec}}</td><td>{{num .PeakOutputTokensPerSec}}</td><td>{{num .TotalTokensPerSec}}</td><td>{{.PeakInFlight}}</td></tr>
+{{end}}</tbody>
+</table>
+<p class="note">Peak output tok/s: the most output tokens received in one whole second; total: input and output tokens; peak in flight: the most requests sent and not yet ended at once.</p>
+<h3>Latency</h3>
+<table id="latency">
+<thead><tr><th>metric</th><th>stage</th><th>requests</th><th>mean</th><th title="standard deviation, of the population (as vLLM's std_*_ms)">std</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr></thead>
+<tbody>
+{{range .Latency}}{{$m := .Label}}{{$metric := .Metric}}{{range $i, $r := .Rows}}<tr class="{{if $r.Overall}}overall{{end}}{{if not $i}} first{{end}}"><td{{if not $i}} title="{{about $metric}}"{{end}}>{{if not $i}}{{$m}}{{end}}</td><td>{{$r.Stage}}</td><td>{{$r.Count}}</td><td>{{ms $r.Dist "mean"}}</td><td>{{ms $r.Dist "std"}}</td><td>{{ms $r.Dist "p50"}}</td><td>{{ms $r.Dist "p90"}}</td><td>{{ms $r.Dist "p99"}}</td><td>{{ms $r.Dist "max"}}</td></tr>
+{{end}}{{end}}</tbody>
+</table>
+<p class="note">Milliseconds unless a unit is given; std is the standard deviation; ITL counts every token (a chunk of k tokens gives k gaps), so its requests column counts gaps.</p>
 {{end}}{{with .S.Overall.TTFTByTurn}}
 <h2 id="turns">TTFT by conversation turn</h2>
 <table>
 <thead><tr><th>turn</th><th>ok</th><th>TTFT p50</th><th>TTFT p90</th><th>TTFT p99</th><th>prompt tokens</th><th>cached</th></tr></thead>
 <tbody>
-{{range .}}<tr><td>{{.Turn}}{{if .AndLater}}+{{end}}</td><td>{{.Count}}</td><td>{{ms .Dist 50}}</td><td>{{ms .Dist 90}}</td><td>{{ms .Dist 99}}</td><td>{{perReq .PromptTokens .Count}}</td><td>{{share .CachedTokens .PromptTokens}}</td></tr>
+{{range .}}<tr><td>{{.Turn}}{{if .AndLater}}+{{end}}</td><td>{{.Count}}</td><td>{{ms .Dist "p50"}}</td><td>{{ms .Dist "p90"}}</td><td>{{ms .Dist "p99"}}</td><td>{{perReq .PromptTokens .Count}}</td><td>{{share .CachedTokens .PromptTokens}}</td></tr>
 {{end}}</tbody>
 </table>
 <p class="note">Every stage's measured ok requests, by their turn in the conversation: the mean prompt (history included) and the share of it the server served from its prefix cache (– when it reports none).</p>
@@ -271,9 +345,11 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 {{end}}{{end}}
 
 <h2>Plots</h2>
-{{range .Figures}}<figure id="plot-{{.Name}}">
+<p class="note">Point at a plot to read the values under the pointer; click it to see it across the window, where the wheel zooms (a double click shows all of it again; Esc or a click closes it).</p>
+{{range .Figures}}<figure id="plot-{{.Name}}" data-panels="{{.Panels}}" title="Click to enlarge">
+<div class="readout" aria-live="polite"></div>
 {{.SVG}}
-<figcaption>{{.Title}} ({{.Name}}.png, {{.Name}}.svg)</figcaption>
+<figcaption>{{.Title}} ({{.Name}}.png, {{.Name}}.svg){{range .Notes}} {{.}}{{end}}</figcaption>
 </figure>
 {{end}}
 
@@ -289,6 +365,74 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 
 <h2>Scenario</h2>
 {{if .Scenario}}<pre id="scenario">{{.Scenario}}</pre>{{else}}<p>The results file holds no scenario.</p>{{end}}
+<script>{{.Script}}</script>
 </body>
 </html>
+`
+
+// readoutScript is the page's only script, inline: over a plot it shows
+// the values under the pointer, from the figure's panels (data-panels:
+// each data area's rectangle in the SVG's coordinates and its axes'
+// ranges); a click shows the plot across the window, where the wheel
+// zooms about the pointer, and Esc or another click closes it. It loads
+// nothing.
+const readoutScript = `
+(function () {
+  function fmt(v) {
+    var a = Math.abs(v);
+    if (a >= 1000) return Math.round(v).toLocaleString("en-US");
+    if (a >= 100) return v.toFixed(0);
+    if (a >= 10) return v.toFixed(1);
+    return v.toPrecision(3);
+  }
+  function at(f, lo, hi, log) {
+    return log ? Math.exp(Math.log(lo) + f * (Math.log(hi) - Math.log(lo))) : lo + f * (hi - lo);
+  }
+  document.querySelectorAll("figure[data-panels]").forEach(function (fig) {
+    var panels = JSON.parse(fig.dataset.panels || "[]");
+    var svg = fig.querySelector("svg");
+    var tip = fig.querySelector(".readout");
+    if (!svg || !tip) return;
+    fig.readout = function (clientX, clientY) {
+      var pt = svg.createSVGPoint();
+      pt.x = clientX; pt.y = clientY;
+      var q = pt.matrixTransform(svg.getScreenCTM().inverse());
+      var p = panels.find(function (p) { return q.x >= p.l && q.x <= p.r && q.y >= p.t && q.y <= p.b; });
+      if (!p) { tip.style.display = "none"; return ""; }
+      var parts = [];
+      if (p.xn) parts.push(p.xn + " " + fmt(at((q.x - p.l) / (p.r - p.l), p.x0, p.x1, p.xl)));
+      if (p.yn) parts.push(p.yn + " " + fmt(at((p.b - q.y) / (p.b - p.t), p.y0, p.y1, p.yl)));
+      tip.textContent = parts.join(" · ");
+      var box = fig.getBoundingClientRect();
+      tip.style.left = (clientX - box.left + 14) + "px";
+      tip.style.top = (clientY - box.top + 14) + "px";
+      tip.style.display = "block";
+      return tip.textContent;
+    };
+    svg.addEventListener("mousemove", function (e) { fig.readout(e.clientX, e.clientY); });
+    svg.addEventListener("mouseleave", function () { tip.style.display = "none"; });
+    var full = svg.getAttribute("viewBox");
+    // Enlarged, the wheel zooms about the pointer; a double click or Esc
+    // goes back to the whole plot.
+    fig.zoom = function (clientX, clientY, factor) {
+      var vb = svg.viewBox.baseVal, pt = svg.createSVGPoint();
+      pt.x = clientX; pt.y = clientY;
+      var q = pt.matrixTransform(svg.getScreenCTM().inverse());
+      svg.setAttribute("viewBox", [q.x - (q.x - vb.x) * factor, q.y - (q.y - vb.y) * factor, vb.width * factor, vb.height * factor].join(" "));
+    };
+    svg.addEventListener("wheel", function (e) {
+      if (!fig.classList.contains("zoomed")) return;
+      e.preventDefault();
+      fig.zoom(e.clientX, e.clientY, e.deltaY < 0 ? 0.8 : 1.25);
+    }, {passive: false});
+    svg.addEventListener("dblclick", function () { svg.setAttribute("viewBox", full); });
+    fig.addEventListener("click", function () {
+      if (fig.classList.toggle("zoomed")) return;
+      svg.setAttribute("viewBox", full);
+    });
+  });
+  document.addEventListener("keydown", function (e) {
+    if (e.key === "Escape") document.querySelectorAll("figure.zoomed").forEach(function (f) { f.click(); });
+  });
+})();
 `

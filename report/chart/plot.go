@@ -20,6 +20,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -31,8 +32,48 @@ import (
 type Figure struct {
 	Name  string // file name without extension: "timeline", "decay", "latency" or "stages"
 	Title string // one line saying what the plot shows
-	PNG   []byte
-	SVG   []byte
+	// Notes say, one sentence each, what the plot leaves out and why (a
+	// panel of an empty or all-zero series); they are also written under
+	// the plot.
+	Notes []string
+	// Panels are where the plot's data areas are and what their axes
+	// span, for the HTML page's readout of the value under the pointer.
+	Panels []Panel
+	PNG    []byte
+	SVG    []byte
+}
+
+// Panel is one data area of a figure: its rectangle in the SVG's
+// coordinates (points, origin at the top left, as the viewBox has them)
+// and its axes' ranges, names and scales. An axis with an empty name
+// (stage names, say) has no readout.
+type Panel struct {
+	Left   float64 `json:"l"`
+	Top    float64 `json:"t"`
+	Right  float64 `json:"r"`
+	Bottom float64 `json:"b"`
+	XMin   float64 `json:"x0"`
+	XMax   float64 `json:"x1"`
+	YMin   float64 `json:"y0"`
+	YMax   float64 `json:"y1"`
+	XLog   bool    `json:"xl,omitempty"`
+	YLog   bool    `json:"yl,omitempty"`
+	XName  string  `json:"xn,omitempty"`
+	YName  string  `json:"yn,omitempty"`
+}
+
+// record appends p's data area on canvas c (the canvas p was drawn on, of
+// a figure h high) to rec, naming its axes xName and yName.
+func record(rec *[]Panel, h vg.Length, p *plot.Plot, c draw.Canvas, xName, yName string) {
+	if rec == nil {
+		return
+	}
+	dc := p.DataCanvas(c)
+	_, xlog := p.X.Scale.(plot.LogScale)
+	_, ylog := p.Y.Scale.(plot.LogScale)
+	pt := func(l vg.Length) float64 { return math.Round(l.Points()*100) / 100 }
+	*rec = append(*rec, Panel{Left: pt(dc.Min.X), Right: pt(dc.Max.X), Top: pt(h - dc.Max.Y), Bottom: pt(h - dc.Min.Y),
+		XMin: p.X.Min, XMax: p.X.Max, YMin: p.Y.Min, YMax: p.Y.Max, XLog: xlog, YLog: ylog, XName: xName, YName: yName})
 }
 
 // PlotNames returns the names of the figures Figures renders, in order.
@@ -72,32 +113,51 @@ func Figures(a *report.Aggregate, s *report.Summary) ([]Figure, error) {
 	type render struct {
 		name, title string
 		w, h        vg.Length
-		draw        func(draw.Canvas)
+		draw        func(draw.Canvas, *[]Panel)
+		notes       []string
 	}
 	var fit map[int]*correlate.DecodeFit
+	pooled := map[int]bool{}
 	if c := s.Correlation; c != nil {
 		fit = map[int]*correlate.DecodeFit{}
 		for _, st := range c.Stages {
-			if st.Fit != nil && st.Fit.Holds {
+			switch {
+			case st.Fit != nil && st.Fit.Holds:
 				fit[st.Index] = st.Fit
+			case c.Fit != nil && c.Fit.Holds && st.End != nil && st.End.Streams > 0:
+				// No law of its own (too few steady windows): the law
+				// fitted over every stage, at this stage's streams, over
+				// the contexts it was fitted on.
+				f := *c.Fit
+				f.Streams = st.End.Streams
+				fit[st.Index], pooled[st.Index] = &f, true
 			}
 		}
 	}
+	hasKV, _, _ := timelineNotes(ws)
+	decayHeight := 5.5 * vg.Inch
+	if hasKV {
+		decayHeight = 8 * vg.Inch
+	}
 	renders := []render{
-		{"timeline", "Output tok/s, KV-cache usage, running and waiting requests, and preemptions over time",
-			10 * vg.Inch, 8.5 * vg.Inch, func(c draw.Canvas) { drawTimeline(c, ws, names) }},
-		{"decay", "Output tok/s against the mean in-flight context per stream, with the fitted decode law",
-			9 * vg.Inch, 5.5 * vg.Inch, func(c draw.Canvas) { decayPlot(ws, names, fit).Draw(c) }},
+		{"timeline", "Output tok/s, each request's TTFT and E2E by the time it was sent, running and waiting requests, KV-cache usage and preemptions over time",
+			10 * vg.Inch, 9.5 * vg.Inch, func(c draw.Canvas, rec *[]Panel) { drawTimeline(c, rec, ws, names, a.Scope(nil)) }, timelineNoteList(ws)},
+		{"decay", "Output tok/s against the context in flight, with the fitted decode law, and KV-cache usage on the same axis when it was scraped",
+			9 * vg.Inch, decayHeight, func(c draw.Canvas, rec *[]Panel) { drawDecay(c, rec, ws, names, fit, pooled) }, nil},
 		{"latency", "Distributions of TTFT and ITL, per stage",
-			10 * vg.Inch, 4.5 * vg.Inch, func(c draw.Canvas) { drawLatency(c, a, names) }},
+			10 * vg.Inch, 4.5 * vg.Inch, func(c draw.Canvas, rec *[]Panel) { drawLatency(c, rec, a, names) }, nil},
 		{"stages", "p50 and p99 of TTFT and ITL per stage",
-			10 * vg.Inch, 4.5 * vg.Inch, func(c draw.Canvas) { drawStages(c, s.Stages) }},
+			10 * vg.Inch, 4.5 * vg.Inch, func(c draw.Canvas, rec *[]Panel) { drawStages(c, rec, s.Stages) }, nil},
 	}
 	out := make([]Figure, 0, len(renders))
 	for _, r := range renders {
-		f := Figure{Name: r.name, Title: r.title}
+		f := Figure{Name: r.name, Title: r.title, Notes: r.notes}
+		paint := func(c draw.Canvas) {
+			f.Panels = f.Panels[:0] // each format paints the same panels
+			r.draw(c, &f.Panels)
+		}
 		var err error
-		if f.PNG, f.SVG, err = encode(r.w, r.h, r.draw); err != nil {
+		if f.PNG, f.SVG, err = encode(r.w, r.h, paint); err != nil {
 			return nil, fmt.Errorf("plot %s: %w", r.name, err)
 		}
 		out = append(out, f)
@@ -145,9 +205,24 @@ func WritePlots(dir string, figs []Figure) ([]string, error) {
 	return paths, nil
 }
 
+// plotFont is the font family of every plot: Liberation Sans, the family
+// report.html names first, so the page and its plots read alike.
+func plotFont() font.Font { return font.Font{Typeface: "Liberation", Variant: "Sans"} }
+
+// unifyFont sets every text of p in plotFont, keeping the sizes. gonum
+// draws in its serif default otherwise; changing plot.DefaultFont would
+// change a package-level variable.
+func unifyFont(p *plot.Plot) {
+	for _, f := range []*font.Font{&p.Title.TextStyle.Font, &p.X.Label.TextStyle.Font, &p.Y.Label.TextStyle.Font,
+		&p.X.Tick.Label.Font, &p.Y.Tick.Label.Font, &p.Legend.TextStyle.Font} {
+		f.Typeface, f.Variant = plotFont().Typeface, plotFont().Variant
+	}
+}
+
 // newPlot returns a plot with the house look: grid, legend at the top left.
 func newPlot(title, xLabel, yLabel string) *plot.Plot {
 	p := plot.New()
+	unifyFont(p)
 	p.Title.Text = title
 	p.Title.TextStyle.Font.Size = vg.Points(12)
 	p.X.Label.Text = xLabel
@@ -215,16 +290,62 @@ func maxY(sets ...plotter.XYs) float64 {
 	return m
 }
 
-// drawTimeline draws four stacked panels on one time axis.
-func drawTimeline(c draw.Canvas, ws []correlate.Window, names map[int]string) {
+// timelineNotes says which of the timeline's optional panels are left out
+// and why, one sentence each: a panel of an empty or all-zero series tells
+// nothing a line of text cannot.
+func timelineNotes(ws []correlate.Window) (kv, preempt bool, notes []string) {
+	scraped := false
+	anyPreempt := false
+	for i := range ws {
+		w := &ws[i]
+		if !math.IsNaN(w.KVUsagePerc) {
+			kv = true
+		}
+		if !math.IsNaN(w.Running) || !math.IsNaN(w.Waiting) || !math.IsNaN(w.KVUsagePerc) || !math.IsNaN(w.Preemptions) {
+			scraped = true
+		}
+		if !math.IsNaN(w.Preemptions) {
+			anyPreempt = true
+			preempt = preempt || w.Preemptions > 0
+		}
+	}
+	switch {
+	case len(ws) == 0:
+	case !scraped:
+		notes = append(notes, "No /metrics page was scraped: no KV-cache, queue or preemption panel; the timeline holds the client's figures only.")
+	default:
+		if !kv {
+			notes = append(notes, "The server exports no KV-cache usage: no panel for it.")
+		}
+		switch {
+		case !anyPreempt:
+			notes = append(notes, "The server exports no preemption counter: no panel for it.")
+		case !preempt:
+			notes = append(notes, "The server preempted no request: no panel for preemptions.")
+		}
+	}
+	return kv, preempt, notes
+}
+
+func timelineNoteList(ws []correlate.Window) []string {
+	_, _, notes := timelineNotes(ws)
+	return notes
+}
+
+// drawTimeline draws stacked panels on one time axis: output tok/s, each
+// finished request's TTFT and E2E by the time it was sent, requests
+// running, waiting and in flight, and, when they hold data, KV-cache
+// usage and preemptions. The stages are named under the time axis and
+// the notes (panels left out) are written at the bottom.
+func drawTimeline(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[int]string, lat *report.Scope) {
 	t := func(w *correlate.Window) float64 { return midS(w) }
 	var x0, x1 float64
 	if len(ws) > 0 {
 		x0, x1 = ws[0].From.Seconds(), ws[len(ws)-1].To.Seconds()
 	}
-	stages := stageTitle(ws, names)
+	hasKV, hasPreempt, notes := timelineNotes(ws)
 
-	tok := newPlot("Timeline"+stages, "", "output tok/s")
+	tok := newPlot("Timeline"+stageTitle(ws, names), "", "output tok/s")
 	client := series(ws, t, func(w *correlate.Window) float64 { return w.OutputTokensPerSec })
 	server := series(ws, t, func(w *correlate.Window) float64 { return w.ServerTokensPerSec })
 	addLine(tok, "client (chunks received)", client, colour(0), false)
@@ -232,13 +353,8 @@ func drawTimeline(c draw.Canvas, ws []correlate.Window, names map[int]string) {
 	headroom(tok, maxY(client, server), 2)
 	tok.Y.Tick.Marker = niceTicks{}
 
-	kv := newPlot("", "", "KV cache usage (%)")
-	kvs := series(ws, t, func(w *correlate.Window) float64 { return w.KVUsagePerc })
-	addLine(kv, "", kvs, colour(2), false)
-	kv.Y.Min, kv.Y.Max = 0, max(100, maxY(kvs))
-	if len(kvs) == 0 {
-		kv.Title.Text = "(the server exports no KV-cache usage)"
-	}
+	panels := []*plot.Plot{tok, latencyOverTime(lat)}
+	panelNames := []string{"output tok/s", "latency (ms)"}
 
 	rq := newPlot("", "", "requests")
 	run := series(ws, t, func(w *correlate.Window) float64 { return w.Running })
@@ -249,23 +365,34 @@ func drawTimeline(c draw.Canvas, ws []correlate.Window, names map[int]string) {
 	addLine(rq, "in flight (client)", fl, grey(), true)
 	headroom(rq, maxY(run, wait, fl), 3)
 	rq.Y.Tick.Marker = niceTicks{integer: true}
+	panels = append(panels, rq)
+	panelNames = append(panelNames, "requests")
 
-	pre := newPlot("", "time since start (s)", "preemptions per window")
-	var steps plotter.XYs
-	for _, w := range ws {
-		if math.IsNaN(w.Preemptions) {
-			continue
+	if hasKV {
+		kv := newPlot("", "", "KV cache (%)")
+		kvs := series(ws, t, func(w *correlate.Window) float64 { return w.KVUsagePerc })
+		addLine(kv, "", kvs, colour(2), false)
+		kv.Y.Min, kv.Y.Max = 0, max(100, maxY(kvs))
+		panels = append(panels, kv)
+		panelNames = append(panelNames, "KV cache (%)")
+	}
+	if hasPreempt {
+		pre := newPlot("", "", "preemptions")
+		var steps plotter.XYs
+		for _, w := range ws {
+			if math.IsNaN(w.Preemptions) {
+				continue
+			}
+			steps = append(steps, plotter.XY{X: w.From.Seconds(), Y: w.Preemptions}, plotter.XY{X: w.To.Seconds(), Y: w.Preemptions})
 		}
-		steps = append(steps, plotter.XY{X: w.From.Seconds(), Y: w.Preemptions}, plotter.XY{X: w.To.Seconds(), Y: w.Preemptions})
+		addLine(pre, "", steps, colour(3), false)
+		pre.Y.Min, pre.Y.Max = 0, max(1, maxY(steps)*1.15)
+		pre.Y.Tick.Marker = niceTicks{integer: true}
+		panels = append(panels, pre)
+		panelNames = append(panelNames, "preemptions")
 	}
-	addLine(pre, "", steps, colour(3), false)
-	pre.Y.Min, pre.Y.Max = 0, max(1, maxY(steps)*1.15)
-	pre.Y.Tick.Marker = niceTicks{integer: true}
-	if len(steps) == 0 {
-		pre.Title.Text = "(no preemption counter scraped)"
-	}
+	panels[len(panels)-1].X.Label.Text = "time since start (s)"
 
-	panels := []*plot.Plot{tok, kv, rq, pre}
 	rows := make([][]*plot.Plot, len(panels))
 	for i, p := range panels {
 		if x1 > x0 {
@@ -275,11 +402,100 @@ func drawTimeline(c draw.Canvas, ws []correlate.Window, names map[int]string) {
 		stageLines(p, ws)
 		rows[i] = []*plot.Plot{p}
 	}
+	// Room under the plots for the stage band and the notes.
+	band := vg.Points(16)
+	noteH := vg.Points(13) * vg.Length(len(notes))
+	area := c
+	area.Min.Y += band + noteH + vg.Points(4)
 	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadTop: vg.Points(6), PadBottom: vg.Points(4),
 		PadLeft: vg.Points(6), PadRight: vg.Points(12), PadY: vg.Points(6)}
-	canvases := plot.Align(rows, tiles, c)
+	canvases := plot.Align(rows, tiles, area)
 	for i, p := range panels {
 		p.Draw(canvases[i][0])
+		record(rec, c.Max.Y, p, canvases[i][0], "time since start (s)", panelNames[i])
+	}
+	last := panels[len(panels)-1]
+	dc := last.DataCanvas(canvases[len(panels)-1][0])
+	drawStageBand(c, dc, last, ws, names, area.Min.Y-band)
+	style := draw.TextStyle{Color: color.Black, Font: font.From(plotFont(), 9), Handler: last.TextHandler}
+	for i, n := range notes {
+		c.FillText(style, vg.Point{X: dc.Min.X, Y: area.Min.Y - band - vg.Points(12)*vg.Length(i+1)}, n)
+	}
+}
+
+// latencyOverTime is the timeline's panel of each finished request's TTFT
+// and E2E by the time it was sent: where overload begins, TTFT climbs.
+func latencyOverTime(lat *report.Scope) *plot.Plot {
+	// No axis label: gonum centres it on the arithmetic middle of the
+	// range, far up a log axis, and pads the panel to fit it; the ticks
+	// carry their units instead.
+	p := newPlot("", "", "")
+	lo, hi := math.Inf(1), 0.0
+	entries := 0
+	for k, m := range []struct{ metric, label string }{{"ttft_ms", "TTFT"}, {"e2e_ms", "E2E"}} {
+		sent, vals := lat.OverTime(m.metric)
+		var pts plotter.XYs
+		for i := range sent {
+			if vals[i] > 0 { // a log axis cannot show 0
+				pts = append(pts, plotter.XY{X: sent[i], Y: vals[i]})
+				lo, hi = min(lo, vals[i]), max(hi, vals[i])
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			continue
+		}
+		sc.GlyphStyle.Color = colour(k)
+		sc.GlyphStyle.Radius = vg.Points(1.3)
+		sc.GlyphStyle.Shape = draw.CircleGlyph{}
+		p.Add(sc)
+		p.Legend.Add(m.label+" (by the time the request was sent)", sc)
+		entries++
+	}
+	if entries == 0 {
+		p.Title.Text = "(no request finished)"
+		return p
+	}
+	if hi/lo >= 20 {
+		// Room above for the legend: a factor per entry on a log axis.
+		p.Y.Min, p.Y.Max = lo/1.5, hi*math.Pow(4, float64(entries))
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = msTicks{inRange{plot.LogTicks{Prec: -1}}}
+	} else {
+		headroom(p, hi, entries)
+		p.Y.Tick.Marker = msTicks{niceTicks{}}
+	}
+	return p
+}
+
+// drawStageBand names the stages under the time axis of the data area dc
+// (of plot p): each stage's name centred on its span, between ticks at
+// its ends, at height y of canvas c.
+func drawStageBand(c, dc draw.Canvas, p *plot.Plot, ws []correlate.Window, names map[int]string, y vg.Length) {
+	spans := correlate.StageSpans(ws)
+	if len(spans) == 0 {
+		return
+	}
+	xf, _ := p.Transforms(&dc)
+	style := draw.TextStyle{Color: color.Black, Font: font.From(plotFont(), 9), XAlign: draw.XCenter, Handler: p.TextHandler}
+	line := draw.LineStyle{Color: grey(), Width: vg.Points(0.8)}
+	for _, i := range sortedKeys(spans) {
+		a, b := xf(spans[i][0].Seconds()), xf(spans[i][1].Seconds())
+		a, b = max(a, dc.Min.X), min(b, dc.Max.X)
+		if b <= a {
+			continue
+		}
+		name := names[i]
+		if name == "" {
+			name = fmt.Sprintf("stage-%d", i)
+		}
+		c.StrokeLine2(line, a+vg.Points(2), y+vg.Points(12), b-vg.Points(2), y+vg.Points(12))
+		c.StrokeLine2(line, a+vg.Points(2), y+vg.Points(8), a+vg.Points(2), y+vg.Points(14))
+		c.StrokeLine2(line, b-vg.Points(2), y+vg.Points(8), b-vg.Points(2), y+vg.Points(14))
+		c.FillText(style, vg.Point{X: (a + b) / 2, Y: y}, "stage "+name)
 	}
 }
 
@@ -322,88 +538,178 @@ func stageLines(p *plot.Plot, ws []correlate.Window) {
 	}
 }
 
-// decayPlot scatters each window's output tok/s against its mean in-flight
-// context per stream, steady windows coloured by stage, and draws each
-// stage's fitted law scaled to its stream count.
-func decayPlot(ws []correlate.Window, names map[int]string, fits map[int]*correlate.DecodeFit) *plot.Plot {
-	p := newPlot("Throughput decay: output tok/s vs context in flight",
-		"context in flight (tokens: prompt + generated so far, summed over streams)", "output tok/s (client)")
+// decayAxes returns the ranges of the decay plot's axes: from the steady
+// windows (the law's evidence) when there are at least three, else from
+// every window with something in flight, so a window where streams started
+// or stalled does not stretch the axes over empty space. The context axis
+// starts at zero when the data spans most of it (the decay story).
+func decayAxes(steady, other []correlate.Window) (x0, x1, y1 float64) {
+	base := steady
+	if len(base) < 3 {
+		base = append(slices.Clone(steady), other...)
+	}
+	x0, x1 = math.Inf(1), 0
+	for _, w := range base {
+		if w.ContextSum > 0 {
+			x0, x1 = min(x0, w.ContextSum), max(x1, w.ContextSum)
+		}
+		y1 = max(y1, w.OutputTokensPerSec)
+	}
+	if x1 == 0 {
+		return 0, 1, max(y1, 1)
+	}
+	pad := max((x1-x0)*0.08, x1*0.01)
+	x0, x1 = max(0, x0-pad), x1+pad
+	if x0 < 0.3*x1 {
+		x0 = 0
+	}
+	return x0, x1, y1 * 1.1
+}
+
+// drawDecay scatters each window's output tok/s against the context in
+// flight, steady windows coloured by stage, and draws each stage's fitted
+// law (scaled to its stream count) over the points. When KV-cache usage
+// was scraped, a second panel below shows it on the same context axis.
+func drawDecay(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[int]string, fits map[int]*correlate.DecodeFit, pooled map[int]bool) {
+	p := newPlot("Throughput decay: output tok/s vs context in flight", "", "output tok/s (client)")
 	ctx := func(w *correlate.Window) float64 { return w.ContextSum }
 	tps := func(w *correlate.Window) float64 { return w.OutputTokensPerSec }
-	var other []correlate.Window
+	var other, steady []correlate.Window
 	byStage := map[int][]correlate.Window{}
+	hasKV := false
 	for _, w := range ws {
 		if w.InFlight <= 0 {
 			continue
 		}
+		hasKV = hasKV || !math.IsNaN(w.KVUsagePerc)
 		if w.Steady {
 			byStage[w.Stage] = append(byStage[w.Stage], w)
+			steady = append(steady, w)
 		} else {
 			other = append(other, w)
 		}
 	}
-	ymax := 0.0
+	x0, x1, y1 := decayAxes(steady, other)
+	inside := func(pts plotter.XYs) (in plotter.XYs, off int) {
+		for _, q := range pts {
+			if q.X >= x0 && q.X <= x1 && q.Y <= y1 {
+				in = append(in, q)
+			} else {
+				off++
+			}
+		}
+		return in, off
+	}
+	stageName := func(st int) string {
+		if n := names[st]; n != "" {
+			return n
+		}
+		return fmt.Sprintf("stage-%d", st)
+	}
 	entries := 0
-	if pts := series(other, ctx, tps); len(pts) > 0 {
-		s, _ := plotter.NewScatter(pts)
-		s.GlyphStyle.Color = grey()
-		s.GlyphStyle.Radius = vg.Points(1.5)
-		p.Add(s)
-		p.Legend.Add("other windows (streams starting or ending)", s)
-		ymax = max(ymax, maxY(pts))
-		entries++
+	var kv *plot.Plot
+	if hasKV {
+		kv = newPlot("", "context in flight (tokens: prompt + generated so far, summed over streams)", "KV cache (%)")
+		kv.Y.Min, kv.Y.Max = 0, 100
+		kv.Y.Tick.Marker = percentTicks{}
+	} else {
+		p.X.Label.Text = "context in flight (tokens: prompt + generated so far, summed over streams)"
+	}
+	scatter := func(pl *plot.Plot, pts plotter.XYs, col color.Color, r vg.Length, label string) {
+		shown := pts
+		if len(shown) == 0 {
+			// Every point is off the axes: the legend still says so.
+			shown = plotter.XYs{{X: x0, Y: 0}}
+		}
+		sc, err := plotter.NewScatter(shown)
+		if err != nil {
+			return
+		}
+		sc.GlyphStyle.Color = col
+		sc.GlyphStyle.Radius = r
+		sc.GlyphStyle.Shape = draw.CircleGlyph{}
+		if len(pts) > 0 {
+			pl.Add(sc)
+		}
+		if label != "" {
+			pl.Legend.Add(label, sc)
+			entries++
+		}
+	}
+	// Points first, every stage's, then the fitted curves: a curve must
+	// not vanish under another stage's dots.
+	if pts, off := inside(series(other, ctx, tps)); len(pts)+off > 0 {
+		label := "windows where streams started or ended"
+		if off > 0 {
+			label += fmt.Sprintf(" (%d off the axes, not drawn)", off)
+		}
+		scatter(p, pts, grey(), vg.Points(1.5), label)
+		if kv != nil {
+			k, _ := inside(series(other, ctx, func(w *correlate.Window) float64 { return w.KVUsagePerc }))
+			scatter(kv, k, grey(), vg.Points(1.5), "")
+		}
 	}
 	for k, st := range sortedKeys(byStage) {
-		pts := series(byStage[st], ctx, tps)
-		s, _ := plotter.NewScatter(pts)
-		s.GlyphStyle.Color = colour(k)
-		s.GlyphStyle.Radius = vg.Points(2)
-		s.GlyphStyle.Shape = draw.CircleGlyph{}
-		p.Add(s)
-		name := names[st]
-		if name == "" {
-			name = fmt.Sprintf("stage-%d", st)
+		pts, off := inside(series(byStage[st], ctx, tps))
+		label := stageName(st) + ": one dot per window of steady load"
+		if off > 0 {
+			label += fmt.Sprintf(" (%d off the axes, not drawn)", off)
 		}
-		p.Legend.Add(fmt.Sprintf("%s (steady windows)", name), s)
-		ymax = max(ymax, maxY(pts))
-		entries++
+		scatter(p, pts, colour(k), vg.Points(2.2), label)
+		if kv != nil {
+			k2, _ := inside(series(byStage[st], ctx, func(w *correlate.Window) float64 { return w.KVUsagePerc }))
+			scatter(kv, k2, colour(k), vg.Points(2.2), "")
+		}
+	}
+	for k, st := range sortedKeys(byStage) {
 		f := fits[st]
 		if f == nil || f.Streams <= 0 {
 			continue
 		}
 		var curve plotter.XYs
-		lo, hi := f.ContextMin, f.ContextMax
+		lo, hi := max(f.ContextMin, x0), min(f.ContextMax, x1)
+		if lo == hi {
+			// One context (a single window): a short stretch of the law
+			// either side, so it shows as a line.
+			lo, hi = max(x0, lo-(x1-x0)*0.04), min(x1, hi+(x1-x0)*0.04)
+		}
 		for i := 0; i <= 60; i++ {
 			x := lo + (hi-lo)*float64(i)/60
-			if y := f.Streams * f.PerStream(x); !math.IsNaN(y) && !math.IsInf(y, 0) {
+			// Within the points' range: the law drawn where it reaches
+			// above them would push the axis up and under the legend.
+			if y := f.Streams * f.PerStream(x); !math.IsNaN(y) && !math.IsInf(y, 0) && y <= y1 {
 				curve = append(curve, plotter.XY{X: x, Y: y})
 			}
 		}
-		addLine(p, fmt.Sprintf("fit: %s streams / (%s ms + %s ns × context), R² %.3f",
-			sig(f.Streams), sig(f.InterceptMS), sig(f.SlopeNSPerToken), f.R2), curve, colour(k), true)
+		how := "fitted"
+		if pooled[st] {
+			how = "law fitted over all stages"
+		}
+		addLine(p, fmt.Sprintf("%s, %s: %s streams, each token %s ms + %s ms per 1,000 tokens of context (R² %.2f)",
+			stageName(st), how, sig(f.Streams), sig(f.InterceptMS), sig(f.SlopeNSPerToken/1000), f.R2), curve, colour(k), true)
 		entries++
 	}
-	// Start the context axis at zero when the data spans most of it (the
-	// decay story), else zoom in on the data.
-	if lo, hi := xRange(ws); hi > 0 && lo < 0.3*hi {
-		p.X.Min = 0
+	panels := []*plot.Plot{p}
+	if kv != nil {
+		panels = append(panels, kv)
 	}
-	p.X.Tick.Marker = niceTicks{}
+	for _, pl := range panels {
+		pl.X.Min, pl.X.Max = x0, x1
+		pl.X.Tick.Marker = niceTicks{}
+	}
 	p.Y.Tick.Marker = niceTicks{}
-	headroom(p, ymax, entries)
-	return p
-}
-
-// xRange returns the smallest and largest context in flight over the
-// windows with something in flight.
-func xRange(ws []correlate.Window) (lo, hi float64) {
-	lo = math.Inf(1)
-	for _, w := range ws {
-		if w.InFlight > 0 && w.ContextSum > 0 {
-			lo, hi = min(lo, w.ContextSum), max(hi, w.ContextSum)
-		}
+	headroom(p, y1, entries)
+	rows := make([][]*plot.Plot, len(panels))
+	for i, pl := range panels {
+		rows[i] = []*plot.Plot{pl}
 	}
-	return lo, hi
+	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadTop: vg.Points(6), PadBottom: vg.Points(4),
+		PadLeft: vg.Points(6), PadRight: vg.Points(12), PadY: vg.Points(8)}
+	canvases := plot.Align(rows, tiles, c)
+	for i, pl := range panels {
+		pl.Draw(canvases[i][0])
+		record(rec, c.Max.Y, pl, canvases[i][0], "context in flight (tokens)", []string{"output tok/s", "KV cache (%)"}[i])
+	}
 }
 
 // sig formats a fitted figure with three significant digits, without an
@@ -415,22 +721,51 @@ func sig(v float64) string {
 	return strconv.FormatFloat(v, 'f', max(0, 2-int(math.Floor(math.Log10(math.Abs(v)+1e-12)))), 64)
 }
 
+// minCDFSamples is the fewest samples a CDF is drawn from: below it the
+// curve is a staircase of single requests that reads as a distribution.
+const minCDFSamples = 20
+
+// gapFloorUS is the shortest gap the ITL plot shows, in microseconds:
+// shorter gaps are chunks read from the socket together, which the client
+// stamps microseconds apart; drawn at their true value they stretch the
+// log axis over decades that say nothing about the server.
+const gapFloorUS = 10
+
 // drawLatency draws the CDFs of TTFT and ITL side by side, one line per
-// stage (and overall with several stages), on log-scaled latency axes.
-func drawLatency(c draw.Canvas, a *report.Aggregate, names map[int]string) {
+// stage with at least minCDFSamples samples (and overall with several
+// stages), on log-scaled latency axes that end at 100 %.
+func drawLatency(c draw.Canvas, rec *[]Panel, a *report.Aggregate, names map[int]string) {
 	panels := []*plot.Plot{
 		newPlot("TTFT distribution", "time to first token (ms, log scale)", "requests ≤ x (%)"),
 		newPlot("ITL distribution", "inter-token latency (ms, log scale)", "tokens ≤ x (%)"),
 	}
 	overall := func(metric string) *hdrhistogram.Histogram { return a.Histogram(-1, metric) }
+	var notes []string
 	for k, metric := range []string{"ttft_ms", "itl_ms"} {
 		p := panels[k]
+		// The legend keeps the top left corner, which a CDF leaves empty
+		// (it rises from the bottom left), so the axis can end at 100 %.
 		idx := a.StageIndexes()
 		lines := 0
 		lo, hi := math.Inf(1), 0.0
 		all := overall(metric)
+		floor := int64(1)
+		if metric == "itl_ms" {
+			floor = gapFloorUS
+			if n := all.TotalCount(); n > 0 {
+				if below := countBelow(all, gapFloorUS); below > 0 {
+					notes = append(notes, fmt.Sprintf("ITL: %s of the gaps are under 10 µs (chunks read from the socket together); they are drawn at 10 µs.",
+						report.FormatPercent(float64(below)/float64(n))))
+				}
+			}
+		}
+		var few []string
 		add := func(label string, h *hdrhistogram.Histogram, col color.Color, dashed bool) {
-			pts := cdf(h, all)
+			if n := h.TotalCount(); n > 0 && n < minCDFSamples {
+				few = append(few, fmt.Sprintf("%s: %d", label, n))
+				return
+			}
+			pts := cdf(h, all, floor)
 			if len(pts) == 0 {
 				return
 			}
@@ -448,7 +783,11 @@ func drawLatency(c draw.Canvas, a *report.Aggregate, names map[int]string) {
 		if len(idx) > 1 {
 			add("overall", all, colour(6), true)
 		}
-		p.Y.Min, p.Y.Max = 0, 100+14*float64(lines)
+		if len(few) > 0 {
+			notes = append(notes, fmt.Sprintf("%s: no curve from fewer than %d samples (%s).", p.Title.Text[:strings.Index(p.Title.Text, " ")],
+				minCDFSamples, strings.Join(few, ", ")))
+		}
+		p.Y.Min, p.Y.Max = 0, 100
 		if lines == 0 {
 			p.Title.Text += " (no data)"
 			continue
@@ -456,7 +795,7 @@ func drawLatency(c draw.Canvas, a *report.Aggregate, names map[int]string) {
 		// Log scale only with positive bounds: plot.LogScale panics on 0.
 		p.X.Min, p.X.Max = lo/1.5, hi*1.5
 		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.X.Tick.Marker = inRange{plot.LogTicks{Prec: -1}}
 		if hi/lo < 30 {
 			// Less than a decade and a half: decade ticks would leave
 			// one label or none.
@@ -466,10 +805,66 @@ func drawLatency(c draw.Canvas, a *report.Aggregate, names map[int]string) {
 	}
 	tiles := draw.Tiles{Rows: 1, Cols: 2, PadTop: vg.Points(6), PadBottom: vg.Points(4),
 		PadLeft: vg.Points(6), PadRight: vg.Points(12), PadX: vg.Points(24)}
-	canvases := plot.Align([][]*plot.Plot{panels}, tiles, c)
+	canvases := plot.Align([][]*plot.Plot{panels}, tiles, drawNotes(c, notes))
 	for i, p := range panels {
 		p.Draw(canvases[0][i])
+		record(rec, c.Max.Y, p, canvases[0][i], []string{"TTFT (ms)", "ITL (ms)"}[i], "share ≤ x (%)")
 	}
+}
+
+// drawNotes writes notes, one line each, at the bottom left of c and
+// returns the part of c above them.
+func drawNotes(c draw.Canvas, notes []string) draw.Canvas {
+	if len(notes) == 0 {
+		return c
+	}
+	style := draw.TextStyle{Color: color.Black, Font: font.From(plotFont(), 9), Handler: plot.New().TextHandler}
+	line := vg.Points(12)
+	for i, n := range notes {
+		c.FillText(style, vg.Point{X: c.Min.X + vg.Points(8), Y: c.Min.Y + vg.Points(4) + line*vg.Length(len(notes)-1-i)}, n)
+	}
+	c.Min.Y += line*vg.Length(len(notes)) + vg.Points(6)
+	return c
+}
+
+// countBelow counts the values of h (microseconds) below v.
+func countBelow(h *hdrhistogram.Histogram, v int64) int64 {
+	var n int64
+	for _, b := range h.Distribution() {
+		if b.To <= v {
+			n += b.Count
+		}
+	}
+	return n
+}
+
+// inRange keeps the ticks of its Ticker that fall within the axis: gonum's
+// LogTicks runs on to the next power of ten, and a label beyond the axis
+// still takes room, squeezing the plot.
+type inRange struct{ plot.Ticker }
+
+func (t inRange) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	for _, k := range t.Ticker.Ticks(lo, hi) {
+		if k.Value >= lo && k.Value <= hi {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// msTicks labels the ticks of a millisecond axis in the units a person
+// reads ("10 ms", "1 s", "2 min").
+type msTicks struct{ plot.Ticker }
+
+func (t msTicks) Ticks(lo, hi float64) []plot.Tick {
+	ks := t.Ticker.Ticks(lo, hi)
+	for i := range ks {
+		if ks[i].Label != "" {
+			ks[i].Label = report.FormatSeconds(ks[i].Value / 1000)
+		}
+	}
+	return ks
 }
 
 // percentTicks labels 0, 25, 50, 75 and 100 only, leaving the space above
@@ -486,15 +881,15 @@ func (percentTicks) Ticks(lo, hi float64) []plot.Tick {
 
 // cdf returns the cumulative distribution of a histogram in microseconds as
 // (milliseconds, percent) points. Values below the overall histogram's
-// 0.1th percentile are folded into the first point, so a few near-zero
-// gaps (tokens arriving in one read) do not stretch the log axis over
-// decades of empty space.
-func cdf(h, overall *hdrhistogram.Histogram) plotter.XYs {
+// 0.1th percentile, or below minUS, are folded into the first point, so a
+// few near-zero gaps (tokens arriving in one read) do not stretch the log
+// axis over decades of empty space. The last point is at 100 %.
+func cdf(h, overall *hdrhistogram.Histogram, minUS int64) plotter.XYs {
 	n := h.TotalCount()
 	if n == 0 {
 		return nil
 	}
-	floor := max(overall.ValueAtQuantile(0.1), 1)
+	floor := max(overall.ValueAtQuantile(0.1), minUS, 1)
 	var out plotter.XYs
 	var cum int64
 	for _, b := range h.Distribution() {
@@ -514,7 +909,7 @@ func cdf(h, overall *hdrhistogram.Histogram) plotter.XYs {
 }
 
 // drawStages draws grouped bars of p50 and p99 per stage for TTFT and ITL.
-func drawStages(c draw.Canvas, stages []report.Stage) {
+func drawStages(c draw.Canvas, rec *[]Panel, stages []report.Stage) {
 	panels := []*plot.Plot{
 		newPlot("TTFT per stage", "", "time to first token (ms)"),
 		newPlot("ITL per stage", "", "inter-token latency (ms)"),
@@ -550,6 +945,24 @@ func drawStages(c draw.Canvas, stages []report.Stage) {
 			b.Offset = (vg.Length(j) - 0.5) * w
 			p.Add(b)
 			p.Legend.Add([]string{"p50", "p99"}[j], b)
+			// Each bar's value above it: a p99 twenty times the p50
+			// leaves the p50 bar a sliver a reader cannot measure.
+			var xy plotter.XYLabels
+			for i, v := range vs {
+				xy.XYs = append(xy.XYs, plotter.XY{X: float64(i), Y: v})
+				xy.Labels = append(xy.Labels, report.FormatLatency(v, 1)+" ms")
+				if v >= 10_000 {
+					xy.Labels[i] = report.FormatLatency(v, 1)
+				}
+			}
+			if l, err := plotter.NewLabels(xy); err == nil {
+				for i := range l.TextStyle {
+					l.TextStyle[i].Font = font.From(plotFont(), 8)
+					l.TextStyle[i].XAlign = draw.XCenter
+				}
+				l.Offset = vg.Point{X: b.Offset, Y: vg.Points(2)}
+				p.Add(l)
+			}
 		}
 		p.NominalX(names...)
 		if len(stages) > 4 {
@@ -562,12 +975,14 @@ func drawStages(c draw.Canvas, stages []report.Stage) {
 			ymax = max(ymax, v)
 		}
 		headroom(p, ymax, 2)
+		p.Y.Tick.Marker = niceTicks{}
 	}
 	tiles := draw.Tiles{Rows: 1, Cols: 2, PadTop: vg.Points(6), PadBottom: vg.Points(4),
 		PadLeft: vg.Points(6), PadRight: vg.Points(12), PadX: vg.Points(24)}
 	canvases := plot.Align([][]*plot.Plot{panels}, tiles, c)
 	for i, p := range panels {
 		p.Draw(canvases[0][i])
+		record(rec, c.Max.Y, p, canvases[0][i], "", []string{"TTFT (ms)", "ITL (ms)"}[i])
 	}
 }
 

@@ -2,15 +2,20 @@ package chart
 
 import (
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/report/correlate"
 
 	"bytes"
 	"encoding/xml"
 	"image/png"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // TestWriteFilesRebuildable renders the fixture twice: every file (four
@@ -140,5 +145,150 @@ func TestNiceTicks(t *testing.T) {
 				t.Errorf("labels = %q, want %q", got, tc.labelled)
 			}
 		})
+	}
+}
+
+// TestTimelineNotes checks which optional panels the timeline leaves out,
+// and that it says so in one sentence each.
+func TestTimelineNotes(t *testing.T) {
+	t.Parallel()
+	nan := math.NaN()
+	win := func(kv, pre, running float64) correlate.Window {
+		return correlate.Window{KVUsagePerc: kv, Preemptions: pre, Running: running, Waiting: running, ServerTokensPerSec: nan}
+	}
+	tests := []struct {
+		name        string
+		ws          []correlate.Window
+		kv, preempt bool
+		notes       []string
+	}{
+		{"everything", []correlate.Window{win(40, 0, 3), win(60, 2, 4)}, true, true, nil},
+		{"no preemption", []correlate.Window{win(40, 0, 3), win(60, 0, 4)}, true, false,
+			[]string{"The server preempted no request: no panel for preemptions."}},
+		{"no KV, no counter", []correlate.Window{win(nan, nan, 3)}, false, false,
+			[]string{"The server exports no KV-cache usage: no panel for it.", "The server exports no preemption counter: no panel for it."}},
+		{"no scrapes", []correlate.Window{win(nan, nan, nan)}, false, false,
+			[]string{"No /metrics page was scraped: no KV-cache, queue or preemption panel; the timeline holds the client's figures only."}},
+		{"nothing sent", nil, false, false, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			kv, pre, notes := timelineNotes(tc.ws)
+			if kv != tc.kv || pre != tc.preempt || !slices.Equal(notes, tc.notes) {
+				t.Errorf("timelineNotes = %v, %v, %q; want %v, %v, %q", kv, pre, notes, tc.kv, tc.preempt, tc.notes)
+			}
+		})
+	}
+}
+
+// TestTimelineContent checks the fixture's timeline SVG: the latency panel
+// by send time, the stage names under the time axis, one font family (the
+// page's) and no panel for preemptions when there were none.
+func TestTimelineContent(t *testing.T) {
+	t.Parallel()
+	a, err := report.FromFiles("../testdata/preempt.jsonl.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	figs, err := Figures(a, a.Summary())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := string(figs[0].SVG)
+	for _, want := range []string{"TTFT (by the time the request was sent)", "E2E (by the time the request was sent)",
+		">stage fits<", ">stage overflows<", ">preemptions<", ">KV cache (%)<", "font-family:Liberation Sans"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("timeline.svg lacks %q", want)
+		}
+	}
+	for _, f := range figs {
+		if strings.Contains(string(f.SVG), "Liberation Serif") {
+			t.Errorf("%s.svg uses a serif font beside the page's sans", f.Name)
+		}
+	}
+	if len(figs[0].Notes) != 0 {
+		t.Errorf("notes %q for a run with every series", figs[0].Notes)
+	}
+}
+
+// TestPlotsContent checks, in the fixture's SVGs, what the plots must say:
+// decay.png's plain legend and KV-cache panel, latency.png's notes (no
+// CDF from the stages' 9 and 16 requests; the share of gaps under 10 µs)
+// and stages.png's value labels.
+func TestPlotsContent(t *testing.T) {
+	t.Parallel()
+	a, err := report.FromFiles("../testdata/preempt.jsonl.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	figs, err := Figures(a, a.Summary())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := map[string]string{}
+	for _, f := range figs {
+		svg[f.Name] = string(f.SVG)
+	}
+	for _, tc := range []struct{ plot, want string }{
+		{"decay", "fits: one dot per window of steady load"},
+		{"decay", "windows where streams started or ended"},
+		{"decay", ">KV cache (%)<"},
+		// Two windows a stage are too few for a law of their own: the law
+		// fitted over both stages is drawn at each stage's streams.
+		{"decay", "overflows, law fitted over all stages: 7.91 streams, each token 1.45 ms + 0.983 ms per 1,000 tokens of context (R² 1.00)"},
+		{"latency", "TTFT: no curve from fewer than 20 samples (fits: 9, overflows: 16)."},
+		{"latency", "of the gaps are under 10 µs (chunks read from the socket together); they are drawn at 10 µs."},
+		{"latency", ">overall<"},
+		{"stages", ">14.2 ms<"}, // overflows' TTFT p50
+		{"stages", ">4.55 ms<"}, // overflows' ITL p99
+	} {
+		if !strings.Contains(svg[tc.plot], tc.want) {
+			t.Errorf("%s.svg lacks %q", tc.plot, tc.want)
+		}
+	}
+	// fits has a curve of its 3,591 gaps in the ITL panel, none of its 9
+	// requests' TTFTs.
+	if n := strings.Count(svg["latency"], ">fits<"); n != 1 {
+		t.Errorf("latency.svg names stage fits %d times, want once (ITL only)", n)
+	}
+}
+
+// TestCDF checks the curves latency.png draws: they end at 100 %, and the
+// gaps under the floor are folded into the first point.
+func TestCDF(t *testing.T) {
+	t.Parallel()
+	h := hdrhistogram.New(1, 60_000_000, 3)
+	for _, us := range []int64{1, 2, 3, 3000, 3100, 3200, 4000, 9000} {
+		if err := h.RecordValue(us); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pts := cdf(h, h, gapFloorUS)
+	if pts[0].X < 0.01 {
+		t.Errorf("first point at %v ms, below the 10 µs floor", pts[0].X)
+	}
+	if last := pts[len(pts)-1].Y; last != 100 {
+		t.Errorf("the CDF ends at %v %%, want 100", last)
+	}
+	if below := countBelow(h, gapFloorUS); below != 3 {
+		t.Errorf("countBelow = %d, want 3", below)
+	}
+}
+
+// TestDecayAxes checks that a window far from the steady ones does not
+// stretch the decay plot's axes.
+func TestDecayAxes(t *testing.T) {
+	t.Parallel()
+	w := func(ctx, tps float64) correlate.Window {
+		return correlate.Window{ContextSum: ctx, OutputTokensPerSec: tps}
+	}
+	steady := []correlate.Window{w(2000, 1900), w(2200, 1850), w(2400, 1800)}
+	x0, x1, y1 := decayAxes(steady, []correlate.Window{w(90_000, 9000)})
+	if x0 < 1500 || x1 > 2600 || y1 > 2500 {
+		t.Errorf("axes %v–%v, up to %v tok/s: the outlier stretches them", x0, x1, y1)
+	}
+	if _, x1, _ := decayAxes(steady[:2], []correlate.Window{w(3000, 1700)}); x1 < 3000 {
+		t.Errorf("with two steady windows the others count: x up to %v", x1)
 	}
 }

@@ -116,6 +116,7 @@ func (sp *SweepPlot) axis() ([]float64, []plot.Tick, bool) {
 
 func (sp *SweepPlot) newPanel(yLabel, xLabel string, ticks []plot.Tick, logX bool) *plot.Plot {
 	p := plot.New()
+	unifyFont(p)
 	p.X.Label.Text = xLabel
 	p.Y.Label.Text = yLabel
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)

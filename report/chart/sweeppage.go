@@ -368,7 +368,7 @@ func WriteSweepHTML(w io.Writer, p *SweepPage) error {
 		if err != nil {
 			return fmt.Errorf("write sweep page: %w", err)
 		}
-		inline, err := inlineSVG(svg)
+		inline, err := inlineSVG(svg, f.title)
 		if err != nil {
 			return fmt.Errorf("write sweep page: plot %s: %w", f.name, err)
 		}

@@ -224,3 +224,22 @@ func (s *bins) total() (steps [numSteps]float64) {
 	}
 	return steps
 }
+
+// peakInFlight returns the most requests in flight at a bin boundary
+// inside [from, to]: a request shorter than a bin, inside one, is not
+// seen.
+func (s *bins) peakInFlight(from, to time.Duration) float64 {
+	var level, peak float64
+	w := s.w()
+	for i := range s.b {
+		lo := time.Duration(s.base+int64(i)) * w
+		if lo >= from && lo <= to {
+			peak = max(peak, level)
+		}
+		level += s.b[i].d[qFlight]
+		if hi := lo + w; hi >= from && hi <= to {
+			peak = max(peak, level)
+		}
+	}
+	return peak
+}

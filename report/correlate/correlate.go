@@ -498,6 +498,50 @@ func (c *Correlator) WarmupReceived(stage int, from, to time.Duration) (output, 
 	return output, prompt
 }
 
+// Peaks returns the peak output throughput and the peak concurrency of a
+// stage (of every stage, for stage −1) over [from, to): the most output
+// tokens received, by every request of the stage (warmup ones included),
+// in one whole second from `from` on, in tokens per second (0 when the
+// interval is shorter than a second); and the most requests in flight at
+// once, sampled at the timeline's bin boundaries (every 10 ms for stages
+// of up to 21 minutes). Over every stage, the seconds sum the stages'
+// tokens and the concurrency is the largest stage's (stages run one after
+// the other).
+func (c *Correlator) Peaks(stage int, from, to time.Duration) (tokensPerSec float64, inFlight int) {
+	var flight float64
+	for _, st := range sortedKeys(c.stages) {
+		if stage >= 0 && st != stage {
+			continue
+		}
+		flight = max(flight, c.stages[st].peakInFlight(from, to))
+	}
+	if to-from < time.Second {
+		return 0, int(math.Round(flight))
+	}
+	cursors := map[int]*cursor{}
+	for t := from; t+time.Second <= to; t += time.Second {
+		var sum float64
+		for _, st := range sortedKeys(c.stages) {
+			if stage >= 0 && st != stage {
+				continue
+			}
+			cur, ok := cursors[st]
+			if !ok {
+				cur = c.stages[st].cursor()
+				cursors[st] = cur
+			}
+			_, p := cur.integrals(t, t+time.Second)
+			sum += p[pTokens]
+		}
+		tokensPerSec = max(tokensPerSec, sum)
+	}
+	return round(tokensPerSec, 1), int(math.Round(flight))
+}
+
+// Span returns the earliest send and the latest end of the requests sent
+// (warmup ones included); ok is false when none was.
+func (c *Correlator) Span() (from, to time.Duration, ok bool) { return c.lo, c.hi, c.sent }
+
 // windowAt returns the index of the first window ending after t.
 func windowAt(ws []Window, t time.Duration) int {
 	return sort.Search(len(ws), func(i int) bool { return ws[i].To > t })

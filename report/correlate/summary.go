@@ -58,6 +58,11 @@ type Correlation struct {
 
 	Stages []StageCorrelation `json:"stages"`
 
+	// Conclusion answers in one sentence whether the server saturated and
+	// what limited it (package report writes it); it is also the first of
+	// the findings.
+	Conclusion string `json:"conclusion,omitempty"`
+
 	// Findings states the above in plain sentences, for the text and HTML
 	// reports.
 	Findings []string `json:"findings"`
@@ -138,6 +143,13 @@ type StageCorrelation struct {
 	WaitingStart     *float64 `json:"waiting_start,omitempty"` // mean waiting over the first N windows of the stage
 	WaitingEnd       *float64 `json:"waiting_end,omitempty"`   // … over the last N
 	WaitingMax       *float64 `json:"waiting_max,omitempty"`
+
+	// RunningMax and KVUsageMax are the highest running-requests count and
+	// KV-cache usage (percent) of the stage's windows (each window holds
+	// the mean of the scrapes bounding it); absent when not scraped. They
+	// say what held the server back when it saturated.
+	RunningMax *float64 `json:"running_max,omitempty"`
+	KVUsageMax *float64 `json:"kv_usage_max_perc,omitempty"`
 
 	Preemptions *float64 `json:"preemptions,omitempty"`
 	// AffectedRequests counts the stage's non-warmup requests whose chunk
@@ -310,6 +322,8 @@ func stageCorrelation(index int, name string, ws []Window) StageCorrelation {
 	sc.RContext = pearsonOf(steady, func(w *Window) float64 { return w.ContextSum })
 	sc.ByKVUsage = byKVUsage(steady)
 	sc.Preemptions = sumOf(mine, func(w *Window) float64 { return w.Preemptions })
+	sc.RunningMax = maxOf(mine, func(w *Window) float64 { return w.Running })
+	sc.KVUsageMax = maxOf(mine, func(w *Window) float64 { return w.KVUsagePerc })
 	verdict(&sc, mine)
 	return sc
 }
@@ -647,6 +661,21 @@ func verdict(sc *StageCorrelation, ws []Window) {
 	default:
 		sc.Verdict = VerdictQueueing
 	}
+}
+
+// maxOf returns the largest known f over the windows, rounded, or nil.
+func maxOf(ws []Window, f func(*Window) float64) *float64 {
+	var m float64
+	ok := false
+	for i := range ws {
+		if v := f(&ws[i]); !math.IsNaN(v) && (!ok || v > m) {
+			m, ok = v, true
+		}
+	}
+	if !ok {
+		return nil
+	}
+	return ptrRound(m, 3)
 }
 
 func mean(v []float64) float64 {

@@ -1,0 +1,11 @@
+// Package live serves a run's client-side figures as Prometheus metrics
+// while the run goes, so a dashboard (deploy/grafana/servebench.json) or
+// an alert can follow a long run before its report exists.
+//
+// It consumes each request record as the run's results writer writes it
+// (Exporter.Observe) and the run's count of requests in flight, and
+// produces counters and histograms in the caller's Prometheus registry,
+// and an HTTP /metrics page of that registry (Serve). It is off unless a
+// run asks for it (run.Options.MetricsAddr): the results file, not this
+// page, stays the record of the run.
+package live
