@@ -95,8 +95,18 @@ load: {stages: [{name: replay, trace: {path: `+traceFixture+`, speedup: 2}, max_
 			}
 			shared = max(shared, k)
 		}
+		// Another arrival with the same first block that was sent before
+		// this one's first token may have been prefilled first (arrivals a
+		// few ms apart can reach the server in either order on a busy
+		// machine): then this one may find the block cached.
+		raced := false
+		for m := range recs {
+			if m != n && len(ids) > 0 && len(lines[m].HashIDs) > 0 && lines[m].HashIDs[0] == ids[0] && recs[m].Sent < r.FirstToken {
+				raced = raced || m > n
+			}
+		}
 		switch {
-		case len(ids) > 0 && !seen[ids[0]]:
+		case len(ids) > 0 && !seen[ids[0]] && !raced:
 			if r.CachedTokens != 0 {
 				t.Errorf("arrival %d (new first block %d): %d cached tokens, want none", n, ids[0], r.CachedTokens)
 			}
