@@ -1,6 +1,7 @@
 package report
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -88,5 +89,20 @@ func TestConclusionFirst(t *testing.T) {
 		if strings.HasPrefix(f, `Stage "overflows" is queueing`) {
 			t.Errorf("the stage's verdict is stated twice: %q", f)
 		}
+	}
+}
+
+// TestVerdictReasonEmbeddings: a queue that grew in an embeddings run is
+// not blamed on output tok/s, which embeddings do not have; a generation
+// run's reason still names it.
+func TestVerdictReasonEmbeddings(t *testing.T) {
+	start, end := 86.0, 94.4
+	sc := &correlate.StageCorrelation{Verdict: correlate.VerdictQueueing, WaitingStart: &start, WaitingEnd: &end, WaitingMax: &end,
+		ThroughputChange: math.NaN()}
+	if got := verdictReason(sc, true); strings.Contains(got, "output tok/s") || !strings.Contains(got, "embeddings return no tokens") {
+		t.Errorf("embeddings: %q", got)
+	}
+	if got := verdictReason(sc, false); !strings.Contains(got, "but output tok/s was not flat") {
+		t.Errorf("generation: %q", got)
 	}
 }

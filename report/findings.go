@@ -190,8 +190,9 @@ func signedPct(f float64) string {
 }
 
 // verdictReason states why a stage got its saturation verdict, with the
-// numbers.
-func verdictReason(sc *correlate.StageCorrelation) string {
+// numbers. noTokens is true for a run whose responses carry no output
+// tokens (embeddings): its windows have no throughput to compare.
+func verdictReason(sc *correlate.StageCorrelation, noTokens bool) string {
 	start, end, peak := deref(sc.WaitingStart), deref(sc.WaitingEnd), deref(sc.WaitingMax)
 	change := sc.ThroughputChange
 	switch sc.Verdict {
@@ -205,6 +206,9 @@ func verdictReason(sc *correlate.StageCorrelation) string {
 	case correlate.VerdictSaturated:
 		return fmt.Sprintf("waiting grew from %s to %s requests while output tok/s changed %s across the windows with requests waiting",
 			num(start), num(end), signedPct(change))
+	}
+	if end-start >= 1 && noTokens && math.IsNaN(change) {
+		return fmt.Sprintf("waiting grew from %s to %s requests; embeddings return no tokens as they go, so whether throughput stayed flat cannot be told window by window (inputs/s is the stage's figure)", num(start), num(end))
 	}
 	if end-start >= 1 {
 		s := fmt.Sprintf("waiting grew from %s to %s requests, but output tok/s was not flat", num(start), num(end))
@@ -230,8 +234,12 @@ func explain(c *correlate.Correlation, h *results.Harness, stages []Stage) {
 	if c == nil {
 		return
 	}
+	noTokens := false
+	for _, st := range stages {
+		noTokens = noTokens || st.Requests.Inputs > 0
+	}
 	for i := range c.Stages {
-		c.Stages[i].VerdictReason = verdictReason(&c.Stages[i])
+		c.Stages[i].VerdictReason = verdictReason(&c.Stages[i], noTokens)
 	}
 	var skip int
 	c.Conclusion, skip = conclusion(c, h)
