@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -207,31 +208,20 @@ func ServeListener(ln net.Listener, g prometheus.Gatherer) (stop func()) {
 }
 
 // Serve serves g's metrics at /metrics on addr (host:port; port 0 picks a
-// free one) until ctx ends or stop is called, and returns the address it
-// listens on.
+// free one; a loopback address: see Listen) until ctx ends or stop is
+// called, and returns the address it listens on.
 func Serve(ctx context.Context, addr string, g prometheus.Gatherer) (listening string, stop func(), err error) {
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	ln, err := Listen(addr, false)
 	if err != nil {
 		return "", nil, fmt.Errorf("live metrics: %w", err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		// Serve returns ErrServerClosed on Shutdown; any other error is a
-		// broken listener, and the run goes on without its live page.
-		_ = srv.Serve(ln)
-	}()
+	shut := sync.OnceFunc(ServeListener(ln, g))
 	stopCtx, cancel := context.WithCancel(ctx)
 	go func() {
 		<-stopCtx.Done()
-		shut, c := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer c()
-		_ = srv.Shutdown(shut)
+		shut()
 	}()
-	return ln.Addr().String(), func() { cancel(); <-done }, nil
+	return ln.Addr().String(), func() { cancel(); shut() }, nil
 }
 
 // Listen opens addr for the metrics page: a loopback address unless
