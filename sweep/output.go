@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servebench/servebench/internal/textable"
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/results"
 )
@@ -388,7 +389,7 @@ func WriteText(w io.Writer, s *Summary) error {
 		}
 		rows = append(rows, row)
 	}
-	writeTable(&b, rows)
+	b.WriteString(textable.Format(rows, false))
 	b.WriteString("(latencies in ms, means over each value's runs)\n")
 	for _, r := range s.Runs {
 		if r.Status == StatusFailed {
@@ -414,29 +415,4 @@ func num1(x float64) string {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
-}
-
-// writeFile writes path atomically (a temporary file renamed over it), so
-// a reader never sees half a sweep.json.
-
-// writeTable writes rows as columns: the first left-aligned, the others
-// right-aligned.
-func writeTable(b *strings.Builder, rows [][]string) {
-	widths := make([]int, len(rows[0]))
-	for _, r := range rows {
-		for i, c := range r {
-			widths[i] = max(widths[i], len([]rune(c)))
-		}
-	}
-	for _, r := range rows {
-		for i, c := range r {
-			pad := strings.Repeat(" ", widths[i]-len([]rune(c)))
-			if i == 0 {
-				b.WriteString(c + pad)
-			} else {
-				b.WriteString("  " + pad + c)
-			}
-		}
-		b.WriteByte('\n')
-	}
 }

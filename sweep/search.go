@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/servebench/servebench/internal/simurl"
+	"github.com/servebench/servebench/internal/textable"
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/run"
@@ -600,7 +601,7 @@ func writeSearchText(w io.Writer, s *Summary) error {
 			rows = append(rows, row)
 		}
 	}
-	writeTable(&b, rows)
+	b.WriteString(textable.Format(rows, false))
 	b.WriteString("(latencies in ms, means over each value's runs)\n")
 	for _, r := range s.Search {
 		fmt.Fprintf(&b, "%s: %s\n", orAll(r.Label), r.Reason)

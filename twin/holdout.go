@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/servebench/servebench/internal/textable"
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/run"
 	"github.com/servebench/servebench/scenario"
@@ -139,7 +140,7 @@ func WriteHoldout(w io.Writer, h *HoldoutResult) error {
 		}
 	}
 	var bb strings.Builder
-	writeRowsTo(&bb, rows)
+	bb.WriteString(textable.Format(rows, false))
 	b.WriteString(bb.String())
 	worst, name := 0.0, ""
 	for _, s := range h.Stages {

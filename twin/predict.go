@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/servebench/servebench/internal/simurl"
+	"github.com/servebench/servebench/internal/textable"
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/run"
@@ -422,7 +423,7 @@ func WritePrediction(w io.Writer, p *Prediction) error {
 			band(c.OutputTokensPerSec, lo.OutputTokensPerSec, hi.OutputTokensPerSec), verdict})
 	}
 	var bb strings.Builder
-	writeRowsTo(&bb, rows)
+	bb.WriteString(textable.Format(rows, false))
 	b.WriteString(bb.String())
 	b.WriteString("(latencies in ms)\n")
 	for _, s := range p.Searches {
@@ -454,26 +455,4 @@ func fmtFig(x float64) string {
 		return strconv.FormatFloat(x, 'f', 1, 64)
 	}
 	return strconv.FormatFloat(x, 'f', 2, 64)
-}
-
-// writeRowsTo is writeRows for a strings.Builder, every column after the
-// first right-aligned.
-func writeRowsTo(b *strings.Builder, rows [][]string) {
-	widths := make([]int, len(rows[0]))
-	for _, r := range rows {
-		for i, c := range r {
-			widths[i] = max(widths[i], len([]rune(c)))
-		}
-	}
-	for _, r := range rows {
-		for i, c := range r {
-			pad := strings.Repeat(" ", widths[i]-len([]rune(c)))
-			if i == 0 {
-				b.WriteString(c + pad)
-			} else {
-				b.WriteString("  " + pad + c)
-			}
-		}
-		b.WriteByte('\n')
-	}
 }

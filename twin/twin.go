@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/servebench/servebench/internal/textable"
 	"github.com/servebench/servebench/sim"
 )
 
@@ -421,35 +422,10 @@ func WriteReport(w io.Writer, r *Result) error {
 		}
 		rows = append(rows, []string{e.Name, fmtNum(e.Value), se, rel, e.Source, how})
 	}
-	writeRows(&b, rows)
+	b.WriteString(textable.Format(rows, true))
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
 	_, err := w.Write(b.Bytes())
 	return err
-}
-
-// writeRows writes a table, the first column left-aligned, the last one
-// as is, the others right-aligned.
-func writeRows(b *bytes.Buffer, rows [][]string) {
-	widths := make([]int, len(rows[0]))
-	for _, r := range rows {
-		for i, c := range r {
-			widths[i] = max(widths[i], len([]rune(c)))
-		}
-	}
-	for _, r := range rows {
-		for i, c := range r {
-			pad := strings.Repeat(" ", widths[i]-len([]rune(c)))
-			switch {
-			case i == 0:
-				b.WriteString(c + pad)
-			case i == len(r)-1:
-				b.WriteString("  " + c)
-			default:
-				b.WriteString("  " + pad + c)
-			}
-		}
-		b.WriteByte('\n')
-	}
 }

@@ -219,12 +219,18 @@ func (sp *SweepPlot) markVerdicts(p *plot.Plot, xs []float64) {
 			fail = append(fail, xy)
 		}
 	}
+	addVerdictMarks(p, pass, fail)
+}
+
+// addVerdictMarks rings the points whose budgets were met and crosses
+// those that missed them, with a legend entry for each kind present.
+func addVerdictMarks(p *plot.Plot, met, missed plotter.XYs) {
 	for _, set := range []struct {
 		pts   plotter.XYs
 		shape draw.GlyphDrawer
 		c     color.Color
 		name  string
-	}{{pass, draw.RingGlyph{}, sweepGreen, "budgets met"}, {fail, draw.CrossGlyph{}, sweepRed, "budgets missed"}} {
+	}{{met, draw.RingGlyph{}, sweepGreen, "budgets met"}, {missed, draw.CrossGlyph{}, sweepRed, "budgets missed"}} {
 		if len(set.pts) == 0 {
 			continue
 		}

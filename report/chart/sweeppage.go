@@ -228,23 +228,7 @@ func (pp *ParetoPlot) Render() (pngData, svgData []byte, err error) {
 			p.Add(lb)
 		}
 	}
-	for _, set := range []struct {
-		pts   plotter.XYs
-		shape draw.GlyphDrawer
-		c     color.Color
-		name  string
-	}{{met, draw.RingGlyph{}, sweepGreen, "budgets met"}, {missed, draw.CrossGlyph{}, sweepRed, "budgets missed"}} {
-		if len(set.pts) == 0 {
-			continue
-		}
-		s, err := plotter.NewScatter(set.pts)
-		if err != nil {
-			continue
-		}
-		s.Shape, s.Color, s.Radius = set.shape, set.c, vg.Points(7)
-		p.Add(s)
-		p.Legend.Add(set.name, s)
-	}
+	addVerdictMarks(p, met, missed)
 	sweepHeadroom(p, all...)
 	p.X.Min, p.X.Max = padRange(all)
 	p.X.Min = max(p.X.Min, 0)
