@@ -31,7 +31,6 @@ type progress struct {
 	inputs    int64                   // texts embedded (embeddings)
 	embed     bool                    // an embeddings run: inputs/s and E2E rather than tok/s and TTFT
 	ttft      *hdrhistogram.Histogram // µs, finished requests since the start (E2E for embeddings)
-	ttftSum   time.Duration           // their sum
 	live      liveSource
 	lastAt    time.Time // the previous line's time and live counts, for the current rates
 	lastN     int64
@@ -67,14 +66,12 @@ func (p *progress) add(r *results.Result) {
 			p.inputs += int64(r.Inputs)
 			if d, ok := r.E2E(); ok {
 				_ = p.ttft.RecordValue(max(1, d.Microseconds()))
-				p.ttftSum += d
 			}
 			return
 		}
 		p.outTokens += int64(r.OutputTokens)
 		if d, ok := r.TTFT(); ok {
 			_ = p.ttft.RecordValue(max(1, d.Microseconds()))
-			p.ttftSum += d
 		}
 	}
 }
