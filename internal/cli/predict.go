@@ -64,9 +64,12 @@ func predictCmd(ctx context.Context, e env, args []string) error {
 	if *format != "text" && *format != "json" {
 		return usagef("predict: --format %q: want text or json", *format)
 	}
-	sc, err := loadScenario(pos[0], "", sets)
+	sc, err := scenario.Load(pos[0])
 	if err != nil {
-		return err
+		return usageError{err}
+	}
+	if err := sc.ApplyFlags(scenario.Flags{}, sets...); err != nil {
+		return usageError{err}
 	}
 	dir := *outDir
 	if dir == "" {

@@ -284,24 +284,6 @@ func runLoadFlags(fs *flag.FlagSet, f *scenario.Flags) {
 	fs.StringVar(&f.Dataset, "dataset", "", "take the prompts from `FILE` (ShareGPT JSON, or JSONL)")
 }
 
-// loadScenario loads the scenario file at path, sets target.url to target
-// unless it is empty, then applies sets (path=value) in order.
-func loadScenario(path, target string, sets []string) (*scenario.Scenario, error) {
-	sc, err := scenario.Load(path)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	if target != "" {
-		if err := sc.Set("target.url", target); err != nil {
-			return nil, usageError{fmt.Errorf("--target %s: %w", target, err)}
-		}
-	}
-	if err := sc.Override(sets...); err != nil {
-		return nil, usageError{err}
-	}
-	return sc, nil
-}
-
 func safeName(s string) string {
 	if s == "" {
 		return "run"
