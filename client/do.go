@@ -553,29 +553,22 @@ func (w *watchdog) fire() {
 }
 
 // pump reads SSE lines until [DONE], a failure or the end of the body,
-// stamping each line on arrival. It returns when reading ended, the failure
-// if a line failed the request, and the read error that ended the body.
+// each stamped with the read that completed it (stampReader). It returns
+// when reading ended, the failure if a line failed the request, and the
+// read error that ended the body.
 func (s *stream) pump(wd *watchdog, since func(time.Time) time.Duration) (end time.Time, fail *failure, readErr error) {
-	first := true
+	first, touched := true, 0
 	for {
 		line, err := s.readLine()
-		if len(line) == 0 && err == nil && !first {
-			// An event's blank separator: nothing to stamp. Half of an SSE
-			// stream's lines are these, and a clock read was a fifth of the
-			// client's cost per chunk.
-			if fail = s.handleLine(line, time.Time{}); fail != nil {
-				return time.Now(), fail, nil
-			}
-			continue
-		}
-		now := time.Now() // the line's arrival, before any decoding
+		now := s.src.at
 		if len(line) > 0 || err == nil {
 			if first {
 				first = false
 				wd.begin(since(now))
-			} else {
+			} else if s.src.reads != touched {
 				wd.touch(since(now))
 			}
+			touched = s.src.reads
 			if fail = s.handleLine(line, now); fail != nil {
 				return now, fail, nil
 			}
