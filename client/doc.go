@@ -18,8 +18,20 @@
 // wanted the request sent; Sent is taken just before the request is handed
 // to the transport (so it includes a dial when no pooled connection is
 // free); Headers when the response headers have been read. In a stream each
-// SSE line is stamped as soon as bufio returns it, before any JSON decoding.
+// SSE line is stamped with the moment the read that brought its last bytes
+// returned, before any decoding: the lines of one read arrived together.
 // ChunkTimes are offsets from Sent, not from the epoch.
+//
+// # Reading chunks
+//
+// A chunk is read by a byte scanner (scan.go) that finds the facts the
+// client records (a token-bearing delta, finish_reason, usage) while
+// checking the chunk is well-formed JSON, and by a per-stream template
+// for the chunks that differ from the previous one only in their token's
+// string. Whatever the scanner does not read exactly as the full decoder
+// would (an in-band error, an odd member name, invalid JSON) goes to the
+// full decoder; fuzz tests hold the two to the same facts, and
+// testdata/chunks holds each engine's chunk shapes with their sources.
 //
 // # Connections
 //

@@ -250,3 +250,73 @@ func BenchmarkReceive(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/(chunks*float64(b.N)), "ns/chunk")
 	})
 }
+
+// FuzzTemplateMatchesDecoder: after a stream's chunk a taught the
+// template, a chunk b it reads has exactly the facts the full decoder
+// finds in b.
+func FuzzTemplateMatchesDecoder(f *testing.F) {
+	samples := readChunkSamples(f)
+	for i := range samples {
+		f.Add(samples[i].data, samples[(i+1)%len(samples)].data)
+		f.Add(samples[i].data, samples[i].data)
+	}
+	body := bytes.Split(mockBody(3), []byte("\n\n"))
+	f.Add(bytes.TrimPrefix(body[1], []byte("data: ")), bytes.TrimPrefix(body[2], []byte("data: ")))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		_, last, ok := scanChunk(a, nil)
+		if !ok {
+			return
+		}
+		var tmpl chunkTemplate
+		tmpl.learn(a, last)
+		got, ok := tmpl.match(b)
+		if !ok {
+			return
+		}
+		want, fail := newStream().decodeFull(b)
+		if fail != nil {
+			t.Fatalf("%q after %q: the template read it (%+v), the decoder failed: %v", b, a, got, fail)
+		}
+		if !sameFacts(got, want) {
+			t.Fatalf("%q after %q: template %+v, decoder %+v", b, a, got, want)
+		}
+	})
+}
+
+// TestTemplateReadsTokens checks that the template does read a stream's
+// token chunks (else it would cost a full scan each) and that a chunk
+// that differs elsewhere is not taken for one.
+func TestTemplateReadsTokens(t *testing.T) {
+	lines := bytes.Split(bytes.TrimSpace(mockBody(50)), []byte("\n\n"))
+	var tmpl chunkTemplate
+	hits := 0
+	for _, l := range lines[:len(lines)-1] { // all but [DONE]
+		v := bytes.TrimPrefix(l, []byte("data: "))
+		want, fail := newStream().decodeFull(v)
+		if fail != nil {
+			t.Fatal(fail)
+		}
+		if got, ok := tmpl.match(v); ok {
+			hits++
+			if !sameFacts(got, want) {
+				t.Fatalf("%s: template %+v, decoder %+v", v, got, want)
+			}
+			continue
+		}
+		_, last, ok := scanChunk(v, nil)
+		if !ok {
+			t.Fatalf("scanner declined %s", v)
+		}
+		tmpl.learn(v, last)
+	}
+	// The role chunk teaches a template the first token does not fit; the
+	// first token teaches one the next 48 fit; the last token (with
+	// finish_reason) and the usage chunk do not.
+	if hits != 48 {
+		t.Errorf("the template read %d of 50 token chunks, want 48", hits)
+	}
+	other := bytes.Replace(bytes.TrimPrefix(lines[3], []byte("data: ")), []byte(`"logprobs":null`), []byte(`"logprobs":5`), 1)
+	if _, ok := tmpl.match(other); ok {
+		t.Errorf("a chunk that differs outside its token fit the template")
+	}
+}
