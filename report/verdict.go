@@ -158,6 +158,7 @@ func (j *judge) add(c Check, m *measure) {
 		margin = round(val-c.Limit, 6)
 	}
 	c.Measured, c.Margin, c.Samples = &val, &margin, m.samples
+	c.Note = m.note // how it was measured, when that needs saying
 	c.Pass = margin >= 0
 	if c.MinSamples > 0 && c.Samples < int64(c.MinSamples) {
 		doubt := fmt.Sprintf("%s %s %s from %d samples, fewer than %d: the percentile is uncertain",
@@ -198,7 +199,7 @@ func (j *judge) measure(st *Stage, sc *scope, metric, stat string) measure {
 		if !ok {
 			return measure{note: "no request finished"}
 		}
-		return measure{value: share, samples: sc.finished, ok: true}
+		return measure{value: share, samples: sc.finished, ok: true, note: sc.sampled()}
 	case "token_count_mismatch":
 		if sc.checked == 0 {
 			return measure{note: "no completed request could be checked (needs ignore_eos, max_tokens and the server's usage)"}
