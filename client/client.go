@@ -115,6 +115,7 @@ type Client struct {
 	loadCounter func() (*tokenizer.Tokenizer, error)
 	chunks      atomic.Int64 // token-bearing chunks received, all requests
 	firsts      firstTokens  // first tokens received, all requests
+	readers     readerStats  // how the streams' reads went, all requests
 	requests    atomic.Uint64
 	headers     map[string]string
 	redact      *redact.Redactor // the key and header values, out of every message
@@ -149,6 +150,42 @@ func (f *firstTokens) add(ttft time.Duration) {
 // concurrent use.
 func (c *Client) FirstTokens() (n int64, sum time.Duration) {
 	return c.firsts.n.Load(), time.Duration(c.firsts.sumNS.Load())
+}
+
+// ReaderStats sums how the reads of finished streams went: whether the
+// readers kept up with the bytes or the bytes waited for them. A reader
+// that keeps up spends its time waiting inside reads, each of which
+// returns what little has arrived; a reader that is the bottleneck spends
+// its time between reads (decoding, recording, or waiting for a CPU) and
+// finds a full buffer at every read. All fields are totals since the
+// Client was made; differences between two calls describe the streams
+// that finished in between.
+type ReaderStats struct {
+	Streams   int64         // streams that read a body
+	Reads     int64         // reads of stream bodies
+	FullReads int64         // reads that found a full buffer's worth waiting
+	InRead    time.Duration // time spent inside reads
+	Reading   time.Duration // time from each stream's first read to its last read's end
+}
+
+// readerStats accumulates ReaderStats, one atomic add per field per stream.
+type readerStats struct {
+	streams, reads, full, inRead, reading atomic.Int64
+}
+
+func (r *readerStats) add(t *stampReader) {
+	r.streams.Add(1)
+	r.reads.Add(int64(t.reads))
+	r.full.Add(int64(t.full))
+	r.inRead.Add(int64(t.inRead))
+	r.reading.Add(int64(t.at.Sub(t.first)))
+}
+
+// ReaderStats returns the reader figures of the streams finished so far.
+// It is safe for concurrent use.
+func (c *Client) ReaderStats() ReaderStats {
+	return ReaderStats{Streams: c.readers.streams.Load(), Reads: c.readers.reads.Load(), FullReads: c.readers.full.Load(),
+		InRead: time.Duration(c.readers.inRead.Load()), Reading: time.Duration(c.readers.reading.Load())}
 }
 
 // New validates cfg and builds a Client with a transport tuned for many

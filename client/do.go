@@ -250,7 +250,7 @@ func (c *Client) readStream(ctx, rctx context.Context, res *results.Result, body
 		res.ChunkTimes = make([]time.Duration, 0, 256)
 	}
 	s.reset(body, res, c.epoch, sentAt)
-	s.live, s.firsts = &c.chunks, &c.firsts
+	s.live, s.firsts, s.stats = &c.chunks, &c.firsts, &c.readers
 	s.text = text
 	end, fail, readErr := s.pump(wd, c.since)
 	if fail == nil && readErr != nil && !errors.Is(readErr, io.EOF) {

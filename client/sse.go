@@ -91,6 +91,7 @@ type stream struct {
 	res       *results.Result
 	live      *atomic.Int64 // the client's count of token-bearing chunks, for progress displays
 	firsts    *firstTokens  // the client's first-token counter, for progress displays
+	stats     *readerStats  // the client's reader figures
 	text      *[]byte       // when not nil, the reply's content and text are appended to it
 	epoch     time.Time
 	sentAt    time.Time // wall+monotonic time of Sent, for ChunkTimes offsets
@@ -111,16 +112,31 @@ type stream struct {
 // one; stamping the read rather than each line costs one clock read per
 // read and gives the lines of one read the moment they arrived, not the
 // moment the reader got round to each.
+//
+// It also keeps what tells a reader that keeps up from one that does not
+// (ReaderStats): the time spent inside reads, and how many reads found a
+// whole buffer's worth of data waiting.
 type stampReader struct {
-	r     io.Reader
-	at    time.Time // when the last read returned
-	reads int       // reads so far
+	r      io.Reader
+	at     time.Time     // when the last read returned
+	reads  int           // reads so far
+	full   int           // reads that filled the buffer
+	inRead time.Duration // time inside reads
+	first  time.Time     // when the first read began
 }
 
 func (t *stampReader) Read(p []byte) (int, error) {
+	t0 := time.Now()
+	if t.reads == 0 {
+		t.first = t0
+	}
 	n, err := t.r.Read(p)
 	t.at = time.Now()
 	t.reads++
+	t.inRead += t.at.Sub(t0)
+	if n == len(p) {
+		t.full++
+	}
 	return n, err
 }
 
@@ -373,6 +389,9 @@ func toolCallDelta(calls []wireToolCall) bool {
 // that ended reading (io.EOF for a clean end), or nil after [DONE].
 func (s *stream) finish(readErr error) *failure {
 	s.flushLive()
+	if s.stats != nil && s.src.reads > 0 {
+		s.stats.add(&s.src)
+	}
 	res := s.res
 	if !s.perChunk || len(res.ChunkTokens) != len(res.ChunkTimes) {
 		res.ChunkTokens = nil

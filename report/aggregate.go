@@ -515,6 +515,8 @@ func (a *Aggregate) harness() *results.Harness {
 		out.LatenessP50MS, out.LatenessP99MS = max(out.LatenessP50MS, h.LatenessP50MS), max(out.LatenessP99MS, h.LatenessP99MS)
 		out.LatenessMaxMS, out.GCPauseMS = max(out.LatenessMaxMS, h.LatenessMaxMS), max(out.GCPauseMS, h.GCPauseMS)
 		out.GCCycles, out.BlockedMS = max(out.GCCycles, h.GCCycles), max(out.BlockedMS, h.BlockedMS)
+		out.OtherCores = max(out.OtherCores, h.OtherCores)
+		out.ReaderBusyShare, out.FullReadShare = max(out.ReaderBusyShare, h.ReaderBusyShare), max(out.FullReadShare, h.FullReadShare)
 	}
 	return out
 }

@@ -449,7 +449,7 @@ func load(ctx context.Context, sc *scenario.Scenario, opts Options, w *results.W
 		shares[i] = opts.Shard.Stage(&sc.Load.Stages[i])
 	}
 	prog := newProgress(epoch, shares, liveSource{counters: sched.counters, chunks: cl.Chunks, firsts: cl.FirstTokens})
-	health := startHealth(epoch, simurl.Is(sc.Target.URL))
+	health := startHealth(epoch, simurl.Is(sc.Target.URL), cl.ReaderStats)
 	records := make(chan results.Record, 4096)
 	// runCtx ends the load when the user interrupts or when the results
 	// writer fails (a run whose records cannot be kept is not worth going on).
@@ -504,6 +504,7 @@ func load(ctx context.Context, sc *scenario.Scenario, opts Options, w *results.W
 		err := waitUntil(runCtx, opts.StartAt, opts.Progress)
 		if err == nil {
 			began = time.Since(epoch)
+			health.begin(epoch.Add(began))
 			err = sched.Run(runCtx, emit)
 		}
 		stopScrape()
