@@ -53,6 +53,15 @@ const (
 	idleConnExpiry = 90 * time.Second
 )
 
+// The client's buffer sizes, for a reader that is to read alike (bench
+// selftest's raw reader): the transport's per-connection read and write
+// buffers, and the per-stream line reader's.
+const (
+	ConnReadBytes   = connReadBytes
+	ConnWriteBytes  = connWriteBytes
+	LineReaderBytes = readerBytes
+)
+
 // Config configures a Client. The zero value of each field selects its
 // documented default.
 type Config struct {

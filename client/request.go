@@ -47,3 +47,6 @@ type Message struct {
 	Role    string // "user" or "assistant"
 	Content string
 }
+
+// Body returns the JSON body Do sends for r.
+func (r *Request) Body() ([]byte, error) { return encodeBody(r) }
