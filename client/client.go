@@ -108,9 +108,12 @@ type Config struct {
 // a Result. It is safe for concurrent use; one Client serves a whole run.
 type Client struct {
 	root        string // scheme://host[:port][/prefix], without /v1
-	chatURL     string
-	complURL    string
-	embedURL    string
+	chatPath    string // the request paths, the root's own path included
+	complPath   string
+	embedPath   string
+	pool        *wirePool // Do's connections (wire.go)
+	wireHeaders []byte    // the configured headers, rendered (wireHeaderBlock)
+	headerSet   map[string]bool
 	apiKey      string
 	epoch       time.Time
 	connect     time.Duration
@@ -216,9 +219,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	c := &Client{
 		root:      root,
-		chatURL:   root + "/v1/chat/completions",
-		complURL:  root + "/v1/completions",
-		embedURL:  root + "/v1/embeddings",
+
 		apiKey:    cfg.APIKey,
 		headers:   maps.Clone(cfg.Headers),
 		redact:    redact.New(append(slices.Collect(maps.Values(cfg.Headers)), cfg.APIKey)...),
@@ -231,6 +232,17 @@ func New(cfg Config) (*Client, error) {
 	dialer := &net.Dialer{KeepAlive: 30 * time.Second, Control: policy.DialControl()}
 	if c.connect > 0 {
 		dialer.Timeout = c.connect
+	}
+	u, err := url.Parse(root)
+	if err != nil {
+		return nil, err
+	}
+	c.chatPath, c.complPath, c.embedPath = u.Path+"/v1/chat/completions", u.Path+"/v1/completions", u.Path+"/v1/embeddings"
+	if c.pool, err = newWirePool(root, maxConns, dialer, cfg.TLS); err != nil {
+		return nil, err
+	}
+	if c.wireHeaders, c.headerSet, err = wireHeaderBlock(cfg.Headers); err != nil {
+		return nil, fmt.Errorf("headers: %w", err)
 	}
 	c.transport = &http.Transport{
 		Proxy:               nil, // never route load through a proxy from the environment
@@ -264,6 +276,7 @@ func New(cfg Config) (*Client, error) {
 // Close releases the idle connections of the pool. The Client must not be
 // used afterwards.
 func (c *Client) Close() {
+	c.pool.closeIdle()
 	c.transport.CloseIdleConnections()
 }
 
@@ -292,46 +305,18 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 }
 
 // Warm opens n connections to the server and leaves them in the idle pool
-// (n is capped at the pool size, Config.MaxConns), so that the first n
-// concurrent requests of a run do not pay for a dial, and a burst of dials
-// does not inflate the first TTFTs. It holds n GET /v1/models requests open
-// at once, so each has its own connection; any HTTP status will do. It
-// returns the number of connections opened and the first error met.
+// of Do's connections (n is capped at the pool size, Config.MaxConns), so
+// that the first n concurrent requests of a run do not pay for a dial,
+// and a burst of dials does not inflate the first TTFTs. It dials them
+// all at once (with the TLS handshake for https) and returns the number
+// opened and the errors met.
 func (c *Client) Warm(ctx context.Context, n int) (int, error) {
-	n = min(n, c.transport.MaxIdleConnsPerHost)
 	if n <= 0 {
 		return 0, nil
 	}
-	ready := make(chan *http.Response, n)
-	errs := make(chan error, n)
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.root+"/v1/models", nil)
-			if err != nil {
-				errs <- err
-				return
-			}
-			c.setHeaders(req)
-			resp, err := c.http.Do(req)
-			if err != nil {
-				errs <- err
-				return
-			}
-			ready <- resp
-		})
-	}
-	wg.Wait() // every request holds its connection until all have answered
-	close(ready)
-	close(errs)
-	opened := 0
-	for resp := range ready {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-		resp.Body.Close()
-		opened++
-	}
-	if err := <-errs; err != nil {
-		return opened, fmt.Errorf("warm %d connections to %s: %w", n, c.root, err)
+	opened, err := c.pool.warm(ctx, n)
+	if err != nil {
+		return opened, fmt.Errorf("warm %d connections to %s: %w", min(n, c.pool.max), c.root, err)
 	}
 	return opened, nil
 }

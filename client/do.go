@@ -5,7 +5,6 @@ import (
 
 	"github.com/servebench/servebench/results"
 
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,12 +75,12 @@ func (c *Client) do(ctx context.Context, r *Request, keep bool) (res results.Res
 			res.PromptTokensDiff = res.PromptTokens - res.InputTokens - r.PromptOverhead
 		}
 	}()
-	url := c.chatURL
+	path := c.chatPath
 	switch r.API {
 	case results.APICompletions:
-		url = c.complURL
+		path = c.complPath
 	case results.APIEmbeddings:
-		url = c.embedURL
+		path = c.embedPath
 	}
 	body, err := encodeBody(r)
 	if err != nil {
@@ -120,43 +118,22 @@ func (c *Client) do(ctx context.Context, r *Request, keep bool) (res results.Res
 	// A server that closes a kept-alive connection right after a response
 	// (llama.cpp's, among others) leaves a dead connection in the pool, and
 	// the next request sent on it fails before any response byte. Such a
-	// request was never processed: the transport may send it again on a
-	// fresh connection when the request is marked idempotent, which the
-	// Idempotency-Key header does (net/http replays only such requests, and
-	// only when the failure came before the response). The trace counts the
-	// connections the request took, so the retry is recorded.
-	var conns atomic.Int32
-	var written atomic.Int64 // when the request was written, ns from the epoch
-	trace := &httptrace.ClientTrace{
-		GotConn:      func(httptrace.GotConnInfo) { conns.Add(1) },
-		WroteRequest: func(httptrace.WroteRequestInfo) { written.Store(int64(c.since(time.Now()))) },
-	}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(rctx, trace), http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		res.Outcome, res.ErrorClass, res.Error = results.Failed, results.ErrConnect, err.Error()
-		return res, ""
-	}
-	defer func() {
-		res.Retries = max(int(conns.Load())-1, 0)
-		res.Written = time.Duration(written.Load())
-	}()
-	req.Header.Set("Idempotency-Key", c.requestKey())
-	req.Header.Set("Content-Type", "application/json")
-	if res.Stream {
-		req.Header.Set("Accept", "text/event-stream")
-	}
-	c.setHeaders(req)
-
+	// request was never processed: send gives it one more try on a fresh
+	// connection, and the connections it took are counted, so the retry is
+	// recorded.
+	head := c.requestHead(path, len(body), res.Stream)
 	sentAt := time.Now()
 	res.Sent = c.since(sentAt)
 	wd := c.watch(res.Sent, cancel)
 	cleanup = append(cleanup, wd.stop)
-	resp, err := c.http.Do(req)
+	x, conns, err := c.pool.send(rctx, head, body, func() { res.Written = c.since(time.Now()) })
+	res.Retries = max(conns-1, 0)
 	if err != nil {
 		c.fail(ctx, rctx, &res, err, results.ErrConnect)
 		return res, ""
 	}
-	cleanup = append(cleanup, func() { resp.Body.Close() })
+	resp := x.resp
+	cleanup = append(cleanup, x.release)
 	res.Headers = c.since(time.Now())
 	res.Status = resp.StatusCode
 

@@ -35,13 +35,22 @@
 //
 // # Connections
 //
-// One Client serves a run. Its transport keeps an idle pool of
-// Config.MaxConns connections to the one host (HTTP/1.1, one stream per
-// connection, no compression, no proxy, no redirects, loopback addresses
-// only). Client.Warm opens that many connections before the load starts, so
-// that the first requests neither pay for a dial nor queue behind a burst of
-// them. A stream that ended with [DONE] is read to its end (at most
-// 200 ms more) so that its connection returns to the pool.
+// One Client serves a run. Do sends on connections of its own (wire.go):
+// HTTP/1.1, one stream per connection, no compression, no proxy, no
+// redirects, loopback addresses only, an idle pool of Config.MaxConns
+// connections to the one host. Each stream costs one goroutine, the
+// caller's (net/http's transport adds a reader and a writer goroutine per
+// connection), and one read buffer per connection: about 26 KiB per
+// in-flight stream in all (BenchmarkInFlight). The request is written in
+// one write; the response head is read with net/http's ReadResponse. An
+// idle connection the server closed is found by a peek before it is
+// reused, and a request that failed on a reused connection before any
+// response byte is sent once more on a new one (Result.Retries).
+// Client.Warm dials that many connections before the load starts, so
+// that the first requests neither pay for a dial nor queue behind a burst
+// of them. A stream that ended with [DONE] is read to its end (at most
+// 200 ms more) so that its connection returns to the pool. The other
+// calls (models, version, tokenize) go through net/http.
 //
 // # Tokens and chunks
 //

@@ -1,0 +1,339 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The request path's own HTTP/1.1 connections. net/http's transport runs
+// two goroutines per connection (a reader and a writer) beside the
+// caller's, each with its stack, and layers its reads; a run holds
+// thousands of streams, each on its own connection, so Do sends on
+// connections of its own instead: one goroutine per stream (the caller's),
+// the request written in one write, the response head read with
+// http.ReadResponse (which also decodes a chunked body) from one buffer
+// per connection. The other calls (models, version, tokenize) use
+// net/http: they are few.
+
+// wireConn is one connection of the pool.
+type wireConn struct {
+	nc     net.Conn
+	raw    syscall.Conn // the TCP connection under nc, for liveness checks; nil when unknown
+	br     *bufio.Reader
+	idleAt time.Time // when it went back to the pool
+}
+
+// alive reports whether an idle connection is still open: a peek that
+// does not wait finds nothing to read (a closed one reads its end, and
+// an idle one should have nothing else). A server that closes idle
+// connections (llama.cpp's closes each after its response) is found out
+// here rather than by a request sent into the void.
+func (c *wireConn) alive() bool {
+	if c.br.Buffered() > 0 {
+		return false
+	}
+	if c.raw == nil {
+		return true
+	}
+	rc, err := c.raw.SyscallConn()
+	if err != nil {
+		return true
+	}
+	ok := true
+	var b [1]byte
+	rc.Read(func(fd uintptr) bool {
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		ok = n < 0 || errors.Is(err, syscall.EAGAIN)
+		if n == 0 && err == nil {
+			ok = false // the end of the stream: closed
+		}
+		return true
+	})
+	return ok
+}
+
+// wirePool keeps idle connections to the one host, most recent first.
+type wirePool struct {
+	mu   sync.Mutex
+	idle []*wireConn
+	max  int
+
+	addr    string // host:port to dial
+	host    string // Host header
+	dialer  *net.Dialer
+	tlsConf *tls.Config // nil for http
+}
+
+func newWirePool(root string, max int, dialer *net.Dialer, tlsConf *tls.Config) (*wirePool, error) {
+	u, err := url.Parse(root)
+	if err != nil {
+		return nil, err
+	}
+	p := &wirePool{max: max, host: u.Host, dialer: dialer}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	p.addr = net.JoinHostPort(u.Hostname(), port)
+	if u.Scheme == "https" {
+		p.tlsConf = tlsConf.Clone()
+		if p.tlsConf == nil {
+			p.tlsConf = &tls.Config{}
+		}
+		if p.tlsConf.ServerName == "" {
+			p.tlsConf.ServerName = u.Hostname()
+		}
+		p.tlsConf.NextProtos = []string{"http/1.1"}
+	}
+	return p, nil
+}
+
+// get returns an idle connection (reused true) or a new one.
+func (p *wirePool) get(ctx context.Context) (c *wireConn, reused bool, err error) {
+	p.mu.Lock()
+	for len(p.idle) > 0 {
+		c = p.idle[len(p.idle)-1]
+		p.idle[len(p.idle)-1] = nil
+		p.idle = p.idle[:len(p.idle)-1]
+		if time.Since(c.idleAt) < idleConnExpiry {
+			p.mu.Unlock()
+			if c.alive() {
+				return c, true, nil
+			}
+			c.nc.Close()
+			p.mu.Lock()
+			continue
+		}
+		c.nc.Close()
+	}
+	p.mu.Unlock()
+	c, err = p.dial(ctx)
+	return c, false, err
+}
+
+func (p *wirePool) dial(ctx context.Context) (*wireConn, error) {
+	nc, err := p.dialer.DialContext(ctx, "tcp", p.addr)
+	if err != nil {
+		return nil, err
+	}
+	raw, _ := nc.(syscall.Conn)
+	if p.tlsConf != nil {
+		tc := tls.Client(nc, p.tlsConf)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, err
+		}
+		nc = tc
+	}
+	return &wireConn{nc: nc, raw: raw, br: bufio.NewReaderSize(nc, connReadBytes)}, nil
+}
+
+// put returns c to the pool, or closes it when the pool is full.
+func (p *wirePool) put(c *wireConn) {
+	c.idleAt = time.Now()
+	p.mu.Lock()
+	if len(p.idle) < p.max {
+		p.idle = append(p.idle, c)
+		c = nil
+	}
+	p.mu.Unlock()
+	if c != nil {
+		c.nc.Close()
+	}
+}
+
+// closeIdle closes every idle connection.
+func (p *wirePool) closeIdle() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	for _, c := range idle {
+		c.nc.Close()
+	}
+}
+
+// warm dials n connections at once into the pool (at most its size) and
+// returns how many it opened and the first error.
+func (p *wirePool) warm(ctx context.Context, n int) (int, error) {
+	n = min(n, p.max)
+	conns := make([]*wireConn, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { conns[i], errs[i] = p.dial(ctx) })
+	}
+	wg.Wait()
+	opened := 0
+	for _, c := range conns {
+		if c != nil {
+			p.put(c)
+			opened++
+		}
+	}
+	return opened, errors.Join(errs...)
+}
+
+// exchange is one request's use of a connection: the response, and what
+// decides whether the connection can serve another request.
+type exchange struct {
+	pool *wirePool
+	conn *wireConn
+	resp *http.Response
+	body *eofReader
+	stop func() bool // stops the cancellation hook; false when it ran
+}
+
+// eofReader notes whether its reader reached its end.
+type eofReader struct {
+	r   io.Reader
+	eof bool
+}
+
+func (e *eofReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if errors.Is(err, io.EOF) {
+		e.eof = true
+	}
+	return n, err
+}
+
+// release returns the connection to the pool when the response was read
+// to its end and both sides keep it alive, else closes it.
+func (x *exchange) release() {
+	hooked := x.stop()
+	if hooked && x.body.eof && !x.resp.Close && x.conn.br.Buffered() == 0 {
+		x.pool.put(x.conn)
+		return
+	}
+	x.conn.nc.Close()
+}
+
+// aLongTimeAgo is a deadline in the past: it makes blocked reads and
+// writes on a connection return at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// send writes the request head and body on a connection and reads the
+// response head. A request that fails on a reused connection before any
+// byte of a response (the server closed the kept-alive connection, as
+// llama.cpp's does after each response) was never processed, and is sent
+// once more on a new connection. ctx's end aborts it, and any later read
+// of the body. conns is the number of connections it took; written is
+// called when the request has been written.
+func (p *wirePool) send(ctx context.Context, head, body []byte, written func()) (x *exchange, conns int, err error) {
+	for attempt := 0; ; attempt++ {
+		var c *wireConn
+		reused := false
+		if attempt == 0 {
+			c, reused, err = p.get(ctx)
+		} else {
+			c, err = p.dial(ctx) // the retry goes on a new connection
+		}
+		if err != nil {
+			return nil, conns, err
+		}
+		conns++
+		stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
+		bufs := net.Buffers{head, body}
+		_, err = bufs.WriteTo(c.nc)
+		var resp *http.Response
+		answered := false
+		if err == nil {
+			written()
+			// The first byte apart: an error before it means the server
+			// never answered (ReadResponse calls an early end "unexpected").
+			if _, err = c.br.Peek(1); err == nil {
+				answered = true
+				resp, err = http.ReadResponse(c.br, nil)
+			}
+		}
+		if err == nil {
+			er := &eofReader{r: resp.Body}
+			resp.Body = io.NopCloser(er)
+			return &exchange{pool: p, conn: c, resp: resp, body: er, stop: stop}, conns, nil
+		}
+		stop()
+		c.nc.Close()
+		if ctx.Err() != nil {
+			return nil, conns, ctx.Err()
+		}
+		if !reused || attempt > 0 || answered || !unanswered(err) {
+			return nil, conns, err
+		}
+	}
+}
+
+// unanswered reports whether a request's error on a reused connection
+// shows the server closed it before answering: the end of the stream or a
+// reset before any byte of a response.
+func unanswered(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// requestHead builds the head of a POST of n body bytes to path, with the
+// client's own headers, then the configured ones (which replace an own
+// header of the same name).
+func (c *Client) requestHead(path string, n int, stream bool) []byte {
+	b := make([]byte, 0, 256+len(c.wireHeaders))
+	b = append(b, "POST "...)
+	b = append(b, path...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, c.pool.host...)
+	b = append(b, "\r\nUser-Agent: servebench\r\nContent-Length: "...)
+	b = strconv.AppendInt(b, int64(n), 10)
+	own := func(name, value string) {
+		if c.headerSet[name] {
+			return // replaced by a configured header
+		}
+		b = append(append(append(append(b, "\r\n"...), name...), ": "...), value...)
+	}
+	own("Content-Type", "application/json")
+	if stream {
+		own("Accept", "text/event-stream")
+	}
+	own("Idempotency-Key", c.requestKey())
+	if c.apiKey != "" {
+		own("Authorization", "Bearer "+c.apiKey)
+	}
+	b = append(b, c.wireHeaders...)
+	return append(b, "\r\n\r\n"...)
+}
+
+// wireHeaderBlock renders the configured headers once, each as
+// "\r\nName: value", and the set of their canonical names; a name or
+// value that could break the request's head is an error.
+func wireHeaderBlock(h map[string]string) ([]byte, map[string]bool, error) {
+	var b []byte
+	set := map[string]bool{}
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		v := h[k]
+		if k == "" || strings.ContainsAny(k, " \t\r\n:") || strings.ContainsAny(v, "\r\n\x00") {
+			return nil, nil, fmt.Errorf("header %q: a name without spaces or colons and a value on one line", k)
+		}
+		name := textproto.CanonicalMIMEHeaderKey(k)
+		if name == "Host" || name == "Content-Length" || name == "Transfer-Encoding" || name == "Connection" {
+			return nil, nil, fmt.Errorf("header %q is the client's to set", k)
+		}
+		set[name] = true
+		b = append(append(append(append(b, "\r\n"...), name...), ": "...), v...)
+	}
+	return b, set, nil
+}
