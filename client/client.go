@@ -218,8 +218,7 @@ func New(cfg Config) (*Client, error) {
 		epoch = time.Now()
 	}
 	c := &Client{
-		root: root,
-
+		root:      root,
 		apiKey:    cfg.APIKey,
 		headers:   maps.Clone(cfg.Headers),
 		redact:    redact.New(append(slices.Collect(maps.Values(cfg.Headers)), cfg.APIKey)...),
