@@ -53,7 +53,7 @@ type Aggregate struct {
 	ends     []results.End // End records read
 	warnings []string
 	skipped  map[string]int // records not aggregated, by reason
-	buf      []time.Duration
+	obs      [][]time.Duration // scratch: one record's observations, per latency metric
 
 	hosts, versions map[string]bool // distinct hosts and server versions of the headers
 
@@ -179,8 +179,16 @@ func (a *Aggregate) Add(r *results.Result) {
 		st = newStageAgg(len(a.latency))
 		a.stages[r.Stage] = st
 	}
-	a.buf = st.add(r, a.latency, a.buf, a.log.ignoreEOS)
-	a.buf = a.log.add(r, a.buf)
+	// Each latency metric's observations of r, once: the stage's
+	// histograms and the per-request log both read them.
+	if len(a.obs) != len(a.latency) {
+		a.obs = make([][]time.Duration, len(a.latency))
+	}
+	for i, m := range a.latency {
+		a.obs[i] = m.Observe(r, a.obs[i][:0])
+	}
+	st.add(r, a.obs, a.log.ignoreEOS)
+	a.log.add(r, a.latency, a.obs)
 	a.corr.AddResult(r)
 }
 
@@ -247,14 +255,16 @@ func (s *stageAgg) keepMessage(class, msg string) {
 	}
 }
 
-func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.Duration, ignoreEOS bool) []time.Duration {
+// add counts r into the stage; obs holds r's observations of each latency
+// metric, in the aggregate's order.
+func (s *stageAgg) add(r *results.Result, obs [][]time.Duration, ignoreEOS bool) {
 	if r.Warmup {
 		s.req.Warmup++
 		if r.Outcome == results.OK {
 			s.warmEnds = append(s.warmEnds, r.End)
 			s.warmInputs = append(s.warmInputs, int32(r.Inputs))
 		}
-		return buf
+		return
 	}
 	s.req.Scheduled++
 	s.req.Retried += int64(r.Retries)
@@ -270,7 +280,7 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 		s.req.Canceled++
 	case results.Dropped:
 		s.req.Dropped++
-		return buf
+		return
 	}
 	start := r.Sent
 	if start == 0 {
@@ -316,13 +326,23 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 	s.addTurn(r)
 	// Every latency metric defines itself for ok requests only, except the
 	// schedule lag, which every sent request has.
-	for i, m := range latency {
-		buf = m.Observe(r, buf[:0])
-		for _, d := range buf {
-			record(s.hist[i], d)
-		}
+	for i, o := range obs {
+		recordAll(s.hist[i], o)
 	}
-	return buf
+}
+
+// recordAll records ds into h, a run of equal values (in h's unit, µs) at
+// once: a fast stream's chunks come in bursts whose gaps are all 0 µs.
+func recordAll(h *hdrhistogram.Histogram, ds []time.Duration) {
+	for j := 0; j < len(ds); {
+		us := min(max(int64(ds[j]/time.Microsecond), histMinUS), histMaxUS)
+		k := j + 1
+		for k < len(ds) && min(max(int64(ds[k]/time.Microsecond), histMinUS), histMaxUS) == us {
+			k++
+		}
+		_ = h.RecordValues(us, int64(k-j)) // cannot fail: us is clamped into range
+		j = k
+	}
 }
 
 // merge adds o into s.

@@ -115,9 +115,11 @@ func (l *requestLog) stage(i int) *stageLog {
 	return s
 }
 
-func (l *requestLog) add(r *results.Result, buf []time.Duration) []time.Duration {
+// add logs r; obs holds its observations of each of the latency metrics
+// (the aggregate's, in its order), of which the log keeps its own.
+func (l *requestLog) add(r *results.Result, latency []results.Metric, obs [][]time.Duration) {
 	if r.Warmup {
-		return buf
+		return
 	}
 	s := l.stage(r.Stage)
 	if s.arrivals == 0 || r.Scheduled < s.schedFirst {
@@ -128,7 +130,7 @@ func (l *requestLog) add(r *results.Result, buf []time.Duration) []time.Duration
 	}
 	s.arrivals++
 	if r.Outcome == results.Dropped || r.Sent == 0 {
-		return buf
+		return
 	}
 	if !s.haveRange || r.Sent < s.from {
 		s.from = r.Sent
@@ -140,11 +142,11 @@ func (l *requestLog) add(r *results.Result, buf []time.Duration) []time.Duration
 	switch r.Outcome {
 	case results.Failed:
 		s.finished++
-		return buf
+		return
 	case results.OK:
 		s.finished++
 	default:
-		return buf
+		return
 	}
 	if l.ignoreEOS && !r.Estimated && r.MaxTokens > 0 {
 		s.checked++
@@ -154,20 +156,25 @@ func (l *requestLog) add(r *results.Result, buf []time.Duration) []time.Duration
 	}
 	row := l.row[:0]
 	for _, m := range l.metrics {
-		buf = m.Observe(r, buf[:0])
+		var o []time.Duration
+		for i := range latency {
+			if latency[i].Name == m.Name {
+				o = obs[i]
+				break
+			}
+		}
 		v := nan32
-		if len(buf) > 0 {
+		if len(o) > 0 {
 			var sum time.Duration
-			for _, d := range buf {
+			for _, d := range o {
 				sum += d
 			}
-			v = ms32(sum / time.Duration(len(buf)))
+			v = ms32(sum / time.Duration(len(o)))
 		}
 		row = append(row, v)
 	}
 	l.row = row
 	s.keep(sampleKey(r), float32(r.Sent.Seconds()), row)
-	return buf
 }
 
 // maxKept is how many completed requests a stage's log keeps: a rank test

@@ -33,10 +33,9 @@ func TestRequestLogSample(t *testing.T) {
 	const n = 5 * maxKept
 	fill := func(order func(int) int) *requestLog {
 		l := newRequestLog()
-		var buf []time.Duration
 		for i := range n {
 			r := sampleResult(order(i))
-			buf = l.add(&r, buf)
+			l.add(&r, l.metrics, observe(l.metrics, &r))
 		}
 		return &l
 	}
@@ -63,8 +62,17 @@ func TestRequestLogSample(t *testing.T) {
 	}
 	whole := newRequestLog()
 	r := sampleResult(1)
-	whole.add(&r, nil)
+	whole.add(&r, whole.metrics, observe(whole.metrics, &r))
 	if sc := whole.scopeOf(nil); sc.sampled() != "" {
 		t.Errorf("a log holding every request says %q", sc.sampled())
 	}
+}
+
+// observe returns r's observations of each of ms.
+func observe(ms []results.Metric, r *results.Result) [][]time.Duration {
+	obs := make([][]time.Duration, len(ms))
+	for i, m := range ms {
+		obs[i] = m.Observe(r, nil)
+	}
+	return obs
 }
