@@ -619,9 +619,17 @@ func received(r *results.Result) float64 {
 		}
 		return 0
 	}
+	if len(r.ChunkTokens) != len(r.ChunkTimes) {
+		// ChunkTokensAt spreads OutputTokens over the chunks (one each
+		// when the server said none): they sum to it.
+		if r.OutputTokens > 0 {
+			return float64(r.OutputTokens)
+		}
+		return float64(len(r.ChunkTimes))
+	}
 	n := 0
-	for i := range r.ChunkTimes {
-		n += r.ChunkTokensAt(i)
+	for _, k := range r.ChunkTokens {
+		n += int(k)
 	}
 	return float64(n)
 }

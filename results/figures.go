@@ -95,7 +95,7 @@ func (r *Result) ChunkTokensAt(i int) int {
 	switch {
 	case len(r.ChunkTokens) == n:
 		return int(r.ChunkTokens[i])
-	case r.OutputTokens <= 0:
+	case r.OutputTokens <= 0, r.OutputTokens == n: // one a chunk, the usual case, without the divisions
 		return 1
 	case n == 1:
 		return r.OutputTokens
