@@ -148,7 +148,7 @@ func (c *Client) do(ctx context.Context, r *Request, keep bool) (res results.Res
 		return res, ""
 	}
 	if res.Stream {
-		if c.readStream(ctx, rctx, &res, resp.Body, sentAt, wd, r.MaxTokens, textp) {
+		if c.readStream(ctx, rctx, &res, x, sentAt, wd, r.MaxTokens, textp) {
 			// [DONE] came: the record is complete. The end of the body is
 			// read in the background, bounded by the watchdog, so that the
 			// connection goes back to the pool without holding the worker
@@ -215,7 +215,8 @@ func printable(s string) string {
 
 // readStream reads an SSE body into res. It reports whether the stream
 // completed with [DONE], leaving the end of the body to the caller.
-func (c *Client) readStream(ctx, rctx context.Context, res *results.Result, body io.Reader, sentAt time.Time, wd *watchdog, maxTokens int, text *[]byte) (done bool) {
+func (c *Client) readStream(ctx, rctx context.Context, res *results.Result, x *exchange, sentAt time.Time, wd *watchdog, maxTokens int, text *[]byte) (done bool) {
+	body := x.resp.Body
 	s := c.streams.Get().(*stream)
 	defer func() {
 		s.release()
@@ -230,6 +231,7 @@ func (c *Client) readStream(ctx, rctx context.Context, res *results.Result, body
 	s.live, s.firsts, s.stats = &c.chunks, &c.firsts, &c.readers
 	s.text = text
 	end, fail, readErr := s.pump(wd, c.since)
+	x.hot = s.src.reads >= hotReads && 4*s.src.full >= 3*s.src.reads
 	if fail == nil && readErr != nil && !errors.Is(readErr, io.EOF) {
 		if errors.Is(readErr, errLineTooLong) {
 			fail = &failure{results.ErrMalformedChunk, readErr.Error()}

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -32,6 +33,7 @@ import (
 
 // wireConn is one connection of the pool.
 type wireConn struct {
+	big    bool // br is a big buffer (bigConnReadBytes)
 	nc     net.Conn
 	raw    syscall.Conn // the TCP connection under nc, for liveness checks; nil when unknown
 	br     *bufio.Reader
@@ -72,6 +74,7 @@ type wirePool struct {
 	mu   sync.Mutex
 	idle []*wireConn
 	max  int
+	bigs atomic.Int32 // connections with a big buffer
 
 	addr    string // host:port to dial
 	host    string // Host header
@@ -118,11 +121,11 @@ func (p *wirePool) get(ctx context.Context) (c *wireConn, reused bool, err error
 			if c.alive() {
 				return c, true, nil
 			}
-			c.nc.Close()
+			p.drop(c)
 			p.mu.Lock()
 			continue
 		}
-		c.nc.Close()
+		p.drop(c)
 	}
 	p.mu.Unlock()
 	c, err = p.dial(ctx)
@@ -156,7 +159,7 @@ func (p *wirePool) put(c *wireConn) {
 	}
 	p.mu.Unlock()
 	if c != nil {
-		c.nc.Close()
+		p.drop(c)
 	}
 }
 
@@ -167,7 +170,7 @@ func (p *wirePool) closeIdle() {
 	p.idle = nil
 	p.mu.Unlock()
 	for _, c := range idle {
-		c.nc.Close()
+		p.drop(c)
 	}
 }
 
@@ -195,6 +198,7 @@ func (p *wirePool) warm(ctx context.Context, n int) (int, error) {
 // exchange is one request's use of a connection: the response, and what
 // decides whether the connection can serve another request.
 type exchange struct {
+	hot  bool // most reads of the response found a full buffer waiting (see release)
 	pool *wirePool
 	conn *wireConn
 	resp *http.Response
@@ -218,13 +222,47 @@ func (e *eofReader) Read(p []byte) (int, error) {
 
 // release returns the connection to the pool when the response was read
 // to its end and both sides keep it alive, else closes it.
+//
+// A connection whose stream was hot (its reads found a full buffer
+// waiting: the data came faster than the client read it) gets a big read
+// buffer for its next request, so that a fast server is read in a few
+// large reads rather than many small ones; one that was not goes back to
+// the small buffer. Big buffers are counted against maxBigConns, so that
+// thousands of slow streams keep their small ones.
 func (x *exchange) release() {
 	hooked := x.stop()
-	if hooked && x.body.eof && !x.resp.Close && x.conn.br.Buffered() == 0 {
-		x.pool.put(x.conn)
+	c := x.conn
+	if !hooked || !x.body.eof || x.resp.Close || c.br.Buffered() != 0 {
+		x.pool.drop(c)
 		return
 	}
-	x.conn.nc.Close()
+	switch {
+	case x.hot && !c.big && x.pool.bigs.Add(1) <= maxBigConns:
+		c.br, c.big = bufio.NewReaderSize(c.nc, bigConnReadBytes), true
+	case x.hot && !c.big:
+		x.pool.bigs.Add(-1)
+	case !x.hot && c.big:
+		c.br, c.big = bufio.NewReaderSize(c.nc, connReadBytes), false
+		x.pool.bigs.Add(-1)
+	}
+	x.pool.put(c)
+}
+
+// Big read buffers: their size, how many connections may hold one, and
+// the reads of a stream that tell it is hot.
+const (
+	bigConnReadBytes = 64 << 10
+	maxBigConns      = 128
+	hotReads         = 32
+)
+
+// drop closes c, which leaves the pool.
+func (p *wirePool) drop(c *wireConn) {
+	if c.big {
+		p.bigs.Add(-1)
+		c.big = false
+	}
+	c.nc.Close()
 }
 
 // aLongTimeAgo is a deadline in the past: it makes blocked reads and
@@ -271,7 +309,7 @@ func (p *wirePool) send(ctx context.Context, head, body []byte, written func()) 
 			return &exchange{pool: p, conn: c, resp: resp, body: er, stop: stop}, conns, nil
 		}
 		stop()
-		c.nc.Close()
+		p.drop(c)
 		if ctx.Err() != nil {
 			return nil, conns, ctx.Err()
 		}
