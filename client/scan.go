@@ -93,30 +93,30 @@ type chunkTemplate struct {
 // maxTemplate bounds a template: longer chunks are read in full.
 const maxTemplate = 4096
 
-// match returns v's facts when v fits the template.
-func (t *chunkTemplate) match(v []byte) (chunkScan, bool) {
+// match sets *out to v's facts when v fits the template.
+func (t *chunkTemplate) match(v []byte, out *chunkScan) bool {
 	if t.kind == noText {
-		return chunkScan{}, false
+		return false
 	}
 	tail := len(t.b) - t.at - 2
 	if len(v) < t.at+2+tail || string(v[:t.at]) != string(t.b[:t.at]) || string(v[len(v)-tail:]) != string(t.b[t.at+2:]) {
 		t.misses++
-		return chunkScan{}, false
+		return false
 	}
 	s := chunkScanner{b: v[:len(v)-tail], i: t.at}
 	if !s.str() || s.i != len(v)-tail {
 		t.misses++
-		return chunkScan{}, false
+		return false
 	}
 	t.misses = 0
-	out := t.base
+	*out = t.base
 	if s.i-t.at > 2 {
 		out.tokens = true
 		if t.kind == contentText {
 			out.content = true
 		}
 	}
-	return out, true
+	return true
 }
 
 // learn makes v, just read in full with last as its last text member,

@@ -87,6 +87,7 @@ type stream struct {
 	memo []byte // the scanner's memo of this stream's chunks (scanChunk)
 	tmpl chunkTemplate
 	ck   wireChunk // decode target, reused
+	sc   chunkScan // the current chunk's facts
 
 	res       *results.Result
 	live      *atomic.Int64 // the client's count of token-bearing chunks, for progress displays
@@ -256,8 +257,8 @@ func (s *stream) handleData(v []byte, now time.Time) *failure {
 		s.done = true
 		return nil
 	}
-	sc, f := s.decodeChunk(v)
-	if f != nil {
+	sc := &s.sc
+	if f := s.decodeChunk(v, sc); f != nil {
 		return f
 	}
 	res := s.res
@@ -267,14 +268,12 @@ func (s *stream) handleData(v []byte, now time.Time) *failure {
 		res.FinishReason = string(sc.finish)
 	}
 	hasUsage := sc.hasUsage
-	ck := &s.ck
-	ck.Usage = sc.usage
 	if hasUsage {
 		s.usageSeen = true
-		res.PromptTokens = max(ck.Usage.PromptTokens, 0)
-		res.OutputTokens = max(ck.Usage.CompletionTokens, 0)
-		res.CachedTokens = ck.Usage.PromptTokensDetails.CachedTokens
-		res.ReasoningTokens = ck.Usage.CompletionTokensDetails.ReasoningTokens
+		res.PromptTokens = max(sc.usage.PromptTokens, 0)
+		res.OutputTokens = max(sc.usage.CompletionTokens, 0)
+		res.CachedTokens = sc.usage.PromptTokensDetails.CachedTokens
+		res.ReasoningTokens = sc.usage.CompletionTokensDetails.ReasoningTokens
 	}
 	if !tokens {
 		return nil
@@ -302,8 +301,8 @@ func (s *stream) handleData(v []byte, now time.Time) *failure {
 		} else {
 			// Tokens reported by chunks without text (harmony control
 			// tokens) are carried into the next token-bearing chunk.
-			k := max(ck.Usage.CompletionTokens-s.lastCum, 0)
-			s.lastCum = max(ck.Usage.CompletionTokens, s.lastCum)
+			k := max(sc.usage.CompletionTokens-s.lastCum, 0)
+			s.lastCum = max(sc.usage.CompletionTokens, s.lastCum)
 			if res.ChunkTokens == nil {
 				res.ChunkTokens = make([]int32, 0, cap(res.ChunkTimes))
 			}
@@ -326,17 +325,20 @@ type chunkScan struct {
 // decodeChunk reads the facts of one chunk: with the scanner (scan.go)
 // when the reply's text is not wanted, else, or when the scanner declines,
 // with the full decoder.
-func (s *stream) decodeChunk(v []byte) (chunkScan, *failure) {
+func (s *stream) decodeChunk(v []byte, out *chunkScan) *failure {
 	if s.text == nil {
-		if sc, ok := s.tmpl.match(v); ok {
-			return sc, nil
+		if s.tmpl.match(v, out) {
+			return nil
 		}
 		if sc, last, ok := scanChunk(v, &s.memo); ok {
+			*out = sc
 			s.tmpl.learn(v, last)
-			return sc, nil
+			return nil
 		}
 	}
-	return s.decodeFull(v)
+	var f *failure
+	*out, f = s.decodeFull(v)
+	return f
 }
 
 // decodeFull decodes one chunk with go-json into the reused wireChunk,
