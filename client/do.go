@@ -132,37 +132,44 @@ func (c *Client) do(ctx context.Context, r *Request, keep bool) (res results.Res
 		c.fail(ctx, rctx, &res, err, results.ErrConnect)
 		return res, ""
 	}
-	resp := x.resp
 	cleanup = append(cleanup, x.release)
+	if drainBody := c.respond(ctx, rctx, &res, x, r.MaxTokens, sentAt, wd, textp); drainBody != nil {
+		cleanup = append(cleanup, drainBody)
+		background = true
+	}
+	return res, ""
+}
+
+// respond reads the response of exchange x into res: an HTTP error, a
+// body that is not an event stream, a stream, or a whole response. After
+// a stream that ended with [DONE] it returns what reads the end of the
+// body (in the background, bounded by the watchdog), else nil.
+func (c *Client) respond(ctx, rctx context.Context, res *results.Result, x *exchange, maxTokens int, sentAt time.Time, wd *watchdog, textp *[]byte) (drainBody func()) {
+	resp := x.resp
 	res.Headers = c.since(time.Now())
 	res.Status = resp.StatusCode
-
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+	switch {
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		wd.begin(res.Headers)
-		c.httpError(&res, resp)
-		return res, ""
-	}
-	if res.Stream && !isEventStream(resp) {
+		c.httpError(res, resp)
+	case res.Stream && !isEventStream(resp):
 		wd.begin(res.Headers)
-		c.notSSE(&res, resp)
-		return res, ""
-	}
-	if res.Stream {
-		if c.readStream(ctx, rctx, &res, x, sentAt, wd, r.MaxTokens, textp) {
+		c.notSSE(res, resp)
+	case res.Stream:
+		if c.readStream(ctx, rctx, res, x, sentAt, wd, maxTokens, textp) {
 			// [DONE] came: the record is complete. The end of the body is
 			// read in the background, bounded by the watchdog, so that the
 			// connection goes back to the pool without holding the worker
 			// (a server that keeps the body open after [DONE] cost every
 			// request of a closed loop the whole drain grace).
 			wd.drain(c.since(time.Now()))
-			cleanup = append(cleanup, func() { _, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) })
-			background = true
+			return func() { _, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) }
 		}
-	} else {
+	default:
 		wd.begin(res.Headers)
-		c.readWhole(ctx, rctx, &res, resp.Body, textp)
+		c.readWhole(ctx, rctx, res, resp.Body, textp)
 	}
-	return res, ""
+	return nil
 }
 
 // isEventStream reports whether a 2xx response to a streaming request is an
