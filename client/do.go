@@ -133,7 +133,7 @@ func (c *Client) do(ctx context.Context, r *Request, keep bool) (res results.Res
 		return res, ""
 	}
 	cleanup = append(cleanup, x.release)
-	if drainBody := c.respond(ctx, rctx, &res, x, r.MaxTokens, sentAt, wd, textp); drainBody != nil {
+	if drainBody := c.respond(ctx, rctx, &res, x, sentAt, wd, textp); drainBody != nil {
 		cleanup = append(cleanup, drainBody)
 		background = true
 	}
@@ -144,7 +144,7 @@ func (c *Client) do(ctx context.Context, r *Request, keep bool) (res results.Res
 // body that is not an event stream, a stream, or a whole response. After
 // a stream that ended with [DONE] it returns what reads the end of the
 // body (in the background, bounded by the watchdog), else nil.
-func (c *Client) respond(ctx, rctx context.Context, res *results.Result, x *exchange, maxTokens int, sentAt time.Time, wd *watchdog, textp *[]byte) (drainBody func()) {
+func (c *Client) respond(ctx, rctx context.Context, res *results.Result, x *exchange, sentAt time.Time, wd *watchdog, textp *[]byte) (drainBody func()) {
 	resp := x.resp
 	res.Headers = c.since(time.Now())
 	res.Status = resp.StatusCode
@@ -156,7 +156,7 @@ func (c *Client) respond(ctx, rctx context.Context, res *results.Result, x *exch
 		wd.begin(res.Headers)
 		c.notSSE(res, resp)
 	case res.Stream:
-		if c.readStream(ctx, rctx, res, x, sentAt, wd, maxTokens, textp) {
+		if c.readStream(ctx, rctx, res, x, sentAt, wd, textp) {
 			// [DONE] came: the record is complete. The end of the body is
 			// read in the background, bounded by the watchdog, so that the
 			// connection goes back to the pool without holding the worker
@@ -222,18 +222,13 @@ func printable(s string) string {
 
 // readStream reads an SSE body into res. It reports whether the stream
 // completed with [DONE], leaving the end of the body to the caller.
-func (c *Client) readStream(ctx, rctx context.Context, res *results.Result, x *exchange, sentAt time.Time, wd *watchdog, maxTokens int, text *[]byte) (done bool) {
+func (c *Client) readStream(ctx, rctx context.Context, res *results.Result, x *exchange, sentAt time.Time, wd *watchdog, text *[]byte) (done bool) {
 	body := x.resp.Body
 	s := c.streams.Get().(*stream)
 	defer func() {
 		s.release()
 		c.streams.Put(s)
 	}()
-	if maxTokens > 0 {
-		res.ChunkTimes = make([]time.Duration, 0, min(maxTokens+1, 1<<16))
-	} else {
-		res.ChunkTimes = make([]time.Duration, 0, 256)
-	}
 	s.reset(body, res, c.epoch, sentAt)
 	s.live, s.firsts, s.stats = &c.chunks, &c.firsts, &c.readers
 	s.text = text

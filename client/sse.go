@@ -5,6 +5,7 @@ import (
 
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,10 +85,16 @@ type stream struct {
 	src  stampReader // the body, stamped at each read
 	br   *bufio.Reader
 	long []byte // accumulates a line longer than br's buffer
-	memo []byte // the scanner's memo of this stream's chunks (scanChunk)
-	tmpl chunkTemplate
-	ck   wireChunk // decode target, reused
-	sc   chunkScan // the current chunk's facts
+	// times holds the token-bearing chunks' times so far, each the gap
+	// from the previous one (from Sent for the first) as a varint;
+	// nchunks counts them and lastAt is the last one's offset from Sent.
+	times   []byte
+	nchunks int
+	lastAt  time.Duration
+	memo    []byte // the scanner's memo of this stream's chunks (scanChunk)
+	tmpl    chunkTemplate
+	ck      wireChunk // decode target, reused
+	sc      chunkScan // the current chunk's facts
 
 	res       *results.Result
 	live      *atomic.Int64 // the client's count of token-bearing chunks, for progress displays
@@ -95,7 +102,7 @@ type stream struct {
 	stats     *readerStats  // the client's reader figures
 	text      *[]byte       // when not nil, the reply's content and text are appended to it
 	epoch     time.Time
-	sentAt    time.Time // wall+monotonic time of Sent, for ChunkTimes offsets
+	sentAt    time.Time // wall+monotonic time of Sent, for the chunks' offsets
 	errEvent  bool      // the current SSE event is "event: error"
 	errData   bool      // a data line was seen for the current error event
 	done      bool      // data: [DONE] seen
@@ -164,7 +171,10 @@ func (s *stream) reset(body io.Reader, res *results.Result, epoch, sentAt time.T
 	if cap(s.long) > 64<<10 {
 		s.long = nil // do not keep a rare huge buffer in the pool
 	}
-	s.long, s.memo = s.long[:0], s.memo[:0]
+	if cap(s.times) > 256<<10 {
+		s.times = nil // do not keep a rare huge buffer in the pool
+	}
+	s.long, s.memo, s.times, s.nchunks, s.lastAt = s.long[:0], s.memo[:0], s.times[:0], 0, 0
 	s.tmpl.reset()
 	s.res, s.epoch, s.sentAt = res, epoch, sentAt
 	s.errEvent, s.errData, s.done, s.finished, s.usageSeen = false, false, false, false, false
@@ -289,7 +299,14 @@ func (s *stream) handleData(v []byte, now time.Time) *failure {
 		res.FirstContent = at
 	}
 	res.LastToken = at
-	res.ChunkTimes = append(res.ChunkTimes, now.Sub(s.sentAt))
+	// The chunk's time, kept compact while the stream lasts (finish
+	// expands it into ChunkTimes): the gap from the previous chunk as a
+	// varint, two to four bytes instead of eight, and nothing reserved
+	// ahead for a long answer.
+	d := now.Sub(s.sentAt)
+	s.times = binary.AppendVarint(s.times, int64(d-s.lastAt))
+	s.lastAt = d
+	s.nchunks++
 	// The live counter is shared by every stream: add in batches, so
 	// thousands of streams do not contend for its cache line per chunk.
 	if s.unreported++; s.unreported == liveBatch {
@@ -304,7 +321,7 @@ func (s *stream) handleData(v []byte, now time.Time) *failure {
 			k := max(sc.usage.CompletionTokens-s.lastCum, 0)
 			s.lastCum = max(sc.usage.CompletionTokens, s.lastCum)
 			if res.ChunkTokens == nil {
-				res.ChunkTokens = make([]int32, 0, cap(res.ChunkTimes))
+				res.ChunkTokens = make([]int32, 0, 64)
 			}
 			res.ChunkTokens = append(res.ChunkTokens, int32(min(k, 1<<31-1)))
 		}
@@ -395,6 +412,16 @@ func (s *stream) finish(readErr error) *failure {
 		s.stats.add(&s.src)
 	}
 	res := s.res
+	if s.nchunks > 0 {
+		res.ChunkTimes = make([]time.Duration, s.nchunks)
+		var at time.Duration
+		for i, b := 0, s.times; i < s.nchunks; i++ {
+			d, n := binary.Varint(b)
+			b = b[n:]
+			at += time.Duration(d)
+			res.ChunkTimes[i] = at
+		}
+	}
 	if !s.perChunk || len(res.ChunkTokens) != len(res.ChunkTimes) {
 		res.ChunkTokens = nil
 	}
