@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/servebench/servebench/load"
 	"io"
 	"net"
 	"net/http"
@@ -235,11 +236,11 @@ func TestCircuitBreaker(t *testing.T) {
 	defer srv.Close()
 	sc := parse(t, fmt.Sprintf("name: dies\ntarget: {url: %q, model: m}\nscrape: {enabled: false}\nload: {stages: [{concurrency: 4, requests: 2000}]}\n", srv.URL))
 	sum, err := Run(context.Background(), sc, Options{Dir: t.TempDir()})
-	if !errors.Is(err, ErrCircuitOpen) {
+	if !errors.Is(err, load.ErrCircuitOpen) {
 		t.Fatalf("err = %v, want the circuit breaker", err)
 	}
 	if sum == nil || sum.Overall.Requests.Failed > 60 || !strings.Contains(sum.Incomplete, "circuit breaker open: ") ||
-		!strings.Contains(sum.Incomplete, "of the last 20 requests failed") {
+		!strings.Contains(sum.Incomplete, "of the last 20 requests found no server") {
 		t.Errorf("summary: requests %+v, incomplete %q", sum.Overall.Requests, sum.Incomplete)
 	}
 }
