@@ -2,7 +2,6 @@ package load
 
 import (
 	"fmt"
-	"net/http"
 
 	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/scenario"
@@ -59,7 +58,7 @@ func gone(res *results.Result) bool {
 	case results.ErrConnect, results.ErrTimeout, results.ErrNotSSE:
 		return true
 	case results.ErrHTTP4xx, results.ErrHTTP5xx:
-		return res.Status != http.StatusTooManyRequests && res.Status != http.StatusServiceUnavailable
+		return !res.Shed()
 	}
 	return false
 }
