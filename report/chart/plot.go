@@ -2,6 +2,7 @@ package chart
 
 import (
 	"cmp"
+	"github.com/servebench/servebench/internal/decodelaw"
 	"maps"
 
 	"github.com/servebench/servebench/internal/atomicfile"
@@ -116,10 +117,10 @@ func Figures(a *report.Aggregate, s *report.Summary) ([]Figure, error) {
 		draw        func(draw.Canvas, *[]Panel)
 		notes       []string
 	}
-	var fit map[int]*correlate.DecodeFit
+	var fit map[int]*decodelaw.Fit
 	pooled := map[int]bool{}
 	if c := s.Correlation; c != nil {
-		fit = map[int]*correlate.DecodeFit{}
+		fit = map[int]*decodelaw.Fit{}
 		for _, st := range c.Stages {
 			switch {
 			case st.Fit != nil && st.Fit.Holds:
@@ -570,7 +571,7 @@ func decayAxes(steady, other []correlate.Window) (x0, x1, y1 float64) {
 // flight, steady windows coloured by stage, and draws each stage's fitted
 // law (scaled to its stream count) over the points. When KV-cache usage
 // was scraped, a second panel below shows it on the same context axis.
-func drawDecay(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[int]string, fits map[int]*correlate.DecodeFit, pooled map[int]bool) {
+func drawDecay(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[int]string, fits map[int]*decodelaw.Fit, pooled map[int]bool) {
 	p := newPlot("Throughput decay: output tok/s vs context in flight", "", "output tok/s (client)")
 	ctx := func(w *correlate.Window) float64 { return w.ContextSum }
 	tps := func(w *correlate.Window) float64 { return w.OutputTokensPerSec }
