@@ -2,6 +2,8 @@ package report
 
 import (
 	"github.com/servebench/servebench/results"
+	"maps"
+	"slices"
 
 	"fmt"
 	"io"
@@ -75,7 +77,7 @@ func (a *Aggregate) Evaluate(s *Summary, b *results.Budgets, slo *results.SLO) *
 			j.set(st.Name, st, []int{st.Index}, set)
 		}
 	}
-	for _, name := range sortedKeys(b.Stages) {
+	for _, name := range slices.Sorted(maps.Keys(b.Stages)) {
 		if done[name] {
 			continue
 		}

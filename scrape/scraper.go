@@ -1,8 +1,8 @@
 package scrape
 
 import (
-	"github.com/servebench/servebench/scrape/profile"
 	"crypto/tls"
+	"github.com/servebench/servebench/scrape/profile"
 
 	"github.com/servebench/servebench/internal/loopback"
 	"github.com/servebench/servebench/internal/redact"

@@ -1,7 +1,6 @@
 package chart
 
 import (
-	"cmp"
 	"github.com/servebench/servebench/internal/decodelaw"
 	"maps"
 
@@ -483,7 +482,7 @@ func drawStageBand(c, dc draw.Canvas, p *plot.Plot, ws []correlate.Window, names
 	xf, _ := p.Transforms(&dc)
 	style := draw.TextStyle{Color: color.Black, Font: font.From(plotFont(), 9), XAlign: draw.XCenter, Handler: p.TextHandler}
 	line := draw.LineStyle{Color: grey(), Width: vg.Points(0.8)}
-	for _, i := range sortedKeys(spans) {
+	for _, i := range slices.Sorted(maps.Keys(spans)) {
 		a, b := xf(spans[i][0].Seconds()), xf(spans[i][1].Seconds())
 		a, b = max(a, dc.Min.X), min(b, dc.Max.X)
 		if b <= a {
@@ -508,7 +507,7 @@ func stageTitle(ws []correlate.Window, names map[int]string) string {
 		return ""
 	}
 	var parts []string
-	for _, i := range sortedKeys(spans) {
+	for _, i := range slices.Sorted(maps.Keys(spans)) {
 		s := spans[i]
 		name := names[i]
 		if name == "" {
@@ -523,7 +522,7 @@ func stageTitle(ws []correlate.Window, names map[int]string) string {
 // first begins.
 func stageLines(p *plot.Plot, ws []correlate.Window) {
 	spans := correlate.StageSpans(ws)
-	keys := sortedKeys(spans)
+	keys := slices.Sorted(maps.Keys(spans))
 	if len(keys) < 2 {
 		return
 	}
@@ -650,7 +649,7 @@ func drawDecay(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[int
 			scatter(kv, k, grey(), vg.Points(1.5), "")
 		}
 	}
-	for k, st := range sortedKeys(byStage) {
+	for k, st := range slices.Sorted(maps.Keys(byStage)) {
 		pts, off := inside(series(byStage[st], ctx, tps))
 		label := stageName(st) + ": one dot per window of steady load"
 		if off > 0 {
@@ -662,7 +661,7 @@ func drawDecay(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[int
 			scatter(kv, k2, colour(k), vg.Points(2.2), "")
 		}
 	}
-	for k, st := range sortedKeys(byStage) {
+	for k, st := range slices.Sorted(maps.Keys(byStage)) {
 		f := fits[st]
 		if f == nil || f.Streams <= 0 {
 			continue
@@ -1031,5 +1030,3 @@ func (t niceTicks) Ticks(lo, hi float64) []plot.Tick {
 	}
 	return out
 }
-
-func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K { return slices.Sorted(maps.Keys(m)) }

@@ -1,7 +1,6 @@
 package correlate
 
 import (
-	"cmp"
 	"fmt"
 	"github.com/servebench/servebench/internal/decodelaw"
 	"maps"
@@ -226,7 +225,7 @@ func (c *Correlator) Correlation(names map[int]string) *Correlation {
 	}
 	affected := c.affected(ws)
 
-	for _, i := range sortedKeys(c.stages) {
+	for _, i := range slices.Sorted(maps.Keys(c.stages)) {
 		name := names[i]
 		if name == "" {
 			name = fmt.Sprintf("stage-%d", i)
@@ -442,7 +441,7 @@ func (c *Correlator) ttftWaiting(ws []Window) (ttft, waited map[int]float64) {
 	if !known {
 		return ttft, waited
 	}
-	for _, st := range sortedKeys(c.stages) {
+	for _, st := range slices.Sorted(maps.Keys(c.stages)) {
 		b := c.stages[st]
 		total := b.total()[qTTFT]
 		cur := b.cursor()
@@ -600,8 +599,4 @@ func StageSpans(ws []Window) map[int][2]time.Duration {
 func round(x float64, digits int) float64 {
 	p := math.Pow(10, float64(digits))
 	return math.Round(x*p) / p
-}
-
-func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
-	return slices.Sorted(maps.Keys(m))
 }
