@@ -1,9 +1,10 @@
 package report
 
 import (
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"maps"
 	"slices"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/servebench/servebench/results"
 )

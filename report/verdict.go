@@ -1,15 +1,15 @@
 package report
 
 import (
-	"github.com/servebench/servebench/results"
-	"maps"
-	"slices"
-
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/servebench/servebench/results"
 )
 
 // Verdict is the outcome of judging a run against its budgets: the

@@ -1,9 +1,6 @@
 package scrape
 
 import (
-	"github.com/servebench/servebench/results"
-	"github.com/servebench/servebench/scrape/profile"
-
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +11,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scrape/profile"
 )
 
 // ErrUnknownEngine is returned by Parser.Parse when a profile is to be

@@ -1,21 +1,20 @@
 package chart
 
 import (
-	"github.com/servebench/servebench/internal/atomicfile"
-	"github.com/servebench/servebench/report"
-	"github.com/servebench/servebench/results"
-	"maps"
-	"slices"
-
-	"github.com/servebench/servebench/report/correlate"
-
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/servebench/servebench/internal/atomicfile"
+	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/report/correlate"
+	"github.com/servebench/servebench/results"
 )
 
 // HTMLName is the file name of the HTML report WriteFiles writes.

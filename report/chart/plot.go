@@ -1,17 +1,10 @@
 package chart
 
 import (
-	"github.com/servebench/servebench/internal/decodelaw"
-	"maps"
-
-	"github.com/servebench/servebench/internal/atomicfile"
-	"github.com/servebench/servebench/report"
-
-	"github.com/servebench/servebench/report/correlate"
-
 	"bytes"
 	"fmt"
 	"image/color"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -26,6 +19,11 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/servebench/servebench/internal/atomicfile"
+	"github.com/servebench/servebench/internal/decodelaw"
+	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/report/correlate"
 )
 
 // Figure is one rendered plot, in both formats.

@@ -1,19 +1,17 @@
 package compare
 
 import (
-	"maps"
-
-	"github.com/servebench/servebench/report"
-
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/results"
 )
 

@@ -1,14 +1,14 @@
 package correlate
 
 import (
-	"github.com/servebench/servebench/results"
-	"maps"
-
 	"encoding/json"
+	"maps"
 	"math"
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/servebench/servebench/results"
 )
 
 // Correlation window bounds: windows follow the scrape interval but are

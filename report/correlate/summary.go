@@ -2,11 +2,12 @@ package correlate
 
 import (
 	"fmt"
-	"github.com/servebench/servebench/internal/decodelaw"
 	"maps"
 	"math"
 	"slices"
 	"time"
+
+	"github.com/servebench/servebench/internal/decodelaw"
 )
 
 // maxNamedSeqs bounds the request sequence numbers listed per stage in the
