@@ -125,16 +125,9 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	if sc.Sweep != nil {
 		fmt.Fprintf(e.stderr, "note: %s has a sweep: block; 'bench run' makes one run with the scenario's own settings (use 'bench sweep' to run every value)\n", file)
 	}
-	dir := *outDir
-	if dir == "" {
-		dir = filepath.Join("runs", fmt.Sprintf("%s-%s", safeName(sc.Name), time.Now().Format("20060102-150405")))
-	}
-	if err := run.PrepareDir(dir, *force, chart.Renderer{}); err != nil {
-		var used *run.UsedDirError
-		if errors.As(err, &used) {
-			return usageError{err}
-		}
-		return fmt.Errorf("run: %w", err)
+	dir, err := runDir(sc.Name, *outDir, *force)
+	if err != nil {
+		return err
 	}
 	opts, err := runOptions(e, sc, dir, *quiet)
 	if err != nil {
@@ -171,6 +164,30 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	sum, runErr := run.Run(ctx, sc, opts)
 	close(done)
 	remove()
+	return runOutcome(ctx, e, sum, dir, runErr)
+}
+
+// runDir is the run's output directory, --out or a new one under runs/,
+// created or checked to hold no earlier run (unless force).
+func runDir(name, out string, force bool) (string, error) {
+	dir := out
+	if dir == "" {
+		dir = filepath.Join("runs", fmt.Sprintf("%s-%s", safeName(name), time.Now().Format("20060102-150405")))
+	}
+	if err := run.PrepareDir(dir, force, chart.Renderer{}); err != nil {
+		var used *run.UsedDirError
+		if errors.As(err, &used) {
+			return "", usageError{err}
+		}
+		return "", fmt.Errorf("run: %w", err)
+	}
+	return dir, nil
+}
+
+// runOutcome prints a run's summary, its files and its verdict, and
+// returns its exit: interrupted, a scenario error, failed, budgets missed
+// or nil.
+func runOutcome(ctx context.Context, e env, sum *report.Summary, dir string, runErr error) error {
 	if ctx.Err() != nil && !errors.Is(runErr, errInterrupted) {
 		runErr = errors.Join(runErr, errInterrupted)
 	}
