@@ -2,6 +2,7 @@ package load
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/servebench/servebench/results"
@@ -26,12 +27,18 @@ type Kind interface {
 	done(s *stageRun, now time.Duration, r *Request, res *results.Result, reply Reply)
 	exhausted() bool // sends nothing more unless a request of its ends
 	template() *template
+	observe(res *results.Result) // a finished request of the stage, for its precision goal
+	goal() *precision            // the stage's precision goal; nil without one
+	abandon(l *Load, cause error)
 }
 
 // newKind returns the load model of stage i of sc.
 func newKind(sc *scenario.Scenario, i int, t *template) Kind {
 	whole := &sc.Load.Stages[i]
 	b := base{sc: sc, idx: i, whole: whole, st: t.shard.Stage(whole), t: t}
+	if whole.Until != nil {
+		b.prec = newPrecision(i, whole.Until)
+	}
 	switch {
 	case whole.Trace != nil:
 		return &TraceReplay{arrivals: arrivals{base: b}}
@@ -50,25 +57,49 @@ type base struct {
 	whole *scenario.Stage // as the scenario gives it
 	st    scenario.Stage  // this shard's share
 	t     *template
+	prec  *precision // load.stages[].until; nil without one
 }
 
 func (b *base) template() *template { return b.t }
 
-// bounds describes the stage's request and duration bounds.
+func (b *base) goal() *precision { return b.prec }
+
+func (b *base) observe(res *results.Result) {
+	if b.prec != nil {
+		b.prec.add(res)
+	}
+}
+
+// satisfied reports whether the stage's precision goal is reached: it
+// sends nothing more.
+func (b *base) satisfied() bool { return b.prec != nil && b.prec.reached }
+
+func (b *base) abandon(*Load, error) {}
+
+// overflow describes an open loop's overflow policy when it queues.
+func (a *arrivals) overflow() string {
+	if a.st.Overflow == scenario.OverflowQueue {
+		return " (more wait client-side, oldest first)"
+	}
+	return ""
+}
+
+// bounds describes the stage's request and duration bounds, and its
+// precision goal.
 func (b *base) bounds() string {
-	var s string
+	var parts []string
 	if b.whole.Requests > 0 {
 		// An open loop's shard sends the arrivals k ≡ Index (mod Count)
 		// below the bound: Share of them.
-		s = fmt.Sprintf("%d requests", b.t.shard.Share(b.whole.Requests))
+		parts = append(parts, fmt.Sprintf("%d requests", b.t.shard.Share(b.whole.Requests)))
 	}
 	if b.whole.Duration > 0 {
-		if s != "" {
-			s += ", "
-		}
-		s += "for " + b.whole.Duration.String()
+		parts = append(parts, "for "+b.whole.Duration.String())
 	}
-	return s
+	if u := b.whole.Until; u != nil {
+		parts = append(parts, fmt.Sprintf("or until %s is known to ±%.3g %% (%.3g %% confidence)", u.Metric, 100*float64(u.Margin), 100*float64(u.Confidence)))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // workers is a closed loop's state: workers that each send their next
@@ -84,7 +115,7 @@ type workers struct {
 // stage's bounds are reached.
 func (w *workers) claim(s *stageRun, now time.Duration) (*Request, bool) {
 	st := &w.st
-	if (st.Requests > 0 && w.issued >= st.Requests) || (st.Duration > 0 && now-w.began >= st.Duration.D()) {
+	if w.satisfied() || (st.Requests > 0 && w.issued >= st.Requests) || (st.Duration > 0 && now-w.began >= st.Duration.D()) {
 		return nil, false
 	}
 	warm := w.issued < st.Warmup.Requests || now-w.began < st.Warmup.Duration.D()
@@ -155,11 +186,12 @@ type arrivals struct {
 	base
 	sched   schedule
 	began   time.Duration
-	pending bool // an arrival's timer is set
+	pending bool       // an arrival's timer is set
+	queue   []*Request // arrivals waiting client-side for a slot (overflow: queue), oldest first
 	content func(seq, n uint64) Content
 }
 
-func (a *arrivals) exhausted() bool { return !a.pending }
+func (a *arrivals) exhausted() bool { return !a.pending && len(a.queue) == 0 }
 
 // begin sets the first arrival of the stage.
 func (a *arrivals) begin(s *stageRun) {
@@ -169,7 +201,7 @@ func (a *arrivals) begin(s *stageRun) {
 
 // schedule sets arrival n's timer, unless the stage's bounds end before it.
 func (a *arrivals) schedule(s *stageRun, n uint64) {
-	if _, stop := a.sched.Next(0, n); stop {
+	if _, stop := a.sched.Next(0, n); stop || a.satisfied() {
 		a.pending = false
 		return
 	}
@@ -178,22 +210,52 @@ func (a *arrivals) schedule(s *stageRun, n uint64) {
 	s.at(a.began+offset, func(time.Duration) { a.arrive(s, n, offset) })
 }
 
-// arrive sends or drops arrival n, then sets the next one.
+// arrive sends arrival n, or, with every slot taken, drops it or queues
+// it (load.stages[].overflow); then it sets the next one.
 func (a *arrivals) arrive(s *stageRun, n uint64, offset time.Duration) {
+	if a.satisfied() {
+		a.pending = false
+		return
+	}
 	st := &a.st
 	warm := n < uint64(max(st.Warmup.Requests, 0)) || offset < st.Warmup.Duration.D()
 	r := &Request{Seq: s.l.claim(), Stage: a.idx, Warmup: warm, Scheduled: a.began + offset}
-	if s.inFlight() >= st.MaxConcurrency {
-		s.l.drop(r)
-	} else {
-		seq := r.Seq
-		r.build = func() Content { return a.content(seq, n) }
+	seq := r.Seq
+	r.build = func() Content { return a.content(seq, n) }
+	switch {
+	case s.inFlight() < st.MaxConcurrency && len(a.queue) == 0:
 		s.l.send(r)
+	case st.Overflow == scenario.OverflowQueue:
+		a.queue = append(a.queue, r)
+	default:
+		s.l.drop(r)
 	}
 	a.schedule(s, n+a.t.step)
 }
 
-func (*arrivals) done(*stageRun, time.Duration, *Request, *results.Result, Reply) {}
+// done sends the oldest queued arrival into the slot a request freed.
+func (a *arrivals) done(s *stageRun, _ time.Duration, _ *Request, _ *results.Result, _ Reply) {
+	for len(a.queue) > 0 && s.inFlight() < a.st.MaxConcurrency {
+		r := a.queue[0]
+		a.queue[0] = nil
+		a.queue = a.queue[1:]
+		s.l.send(r)
+	}
+}
+
+// abandon records the queued arrivals of a stopped load as canceled: they
+// were scheduled and never sent.
+func (a *arrivals) abandon(l *Load, cause error) {
+	for _, r := range a.queue {
+		res := results.Result{Outcome: results.Canceled, ErrorClass: results.ErrCanceled,
+			Error: "canceled in the client-side queue, never sent: " + cause.Error()}
+		r.fill(&res, a.t)
+		l.c.canceled.Add(1)
+		l.c.done.Add(1)
+		l.opts.Emit(res)
+	}
+	a.queue = nil
+}
 
 // OpenLoop is an open-loop stage: arrivals at stage.rate from a seeded
 // constant, Poisson or gamma process, never waiting for a response; an
@@ -206,8 +268,8 @@ func (*OpenLoop) Name() string { return "open loop" }
 
 // Describe implements Kind.
 func (k *OpenLoop) Describe() string {
-	return fmt.Sprintf("open loop, %s arrivals at %g req/s, at most %d in flight, %s",
-		k.st.Arrival, k.st.RatePerSec, k.st.MaxConcurrency, k.bounds())
+	return fmt.Sprintf("open loop, %s arrivals at %g req/s, at most %d in flight%s, %s",
+		k.st.Arrival, k.st.RatePerSec, k.st.MaxConcurrency, k.overflow(), k.bounds())
 }
 
 // Validate implements Kind: an open loop runs under every driver.
@@ -231,11 +293,11 @@ func (*TraceReplay) Name() string { return "trace replay" }
 // Describe implements Kind.
 func (k *TraceReplay) Describe() string {
 	b := k.bounds()
-	if b == "" {
-		b = "to the end of the trace"
+	if b == "" || strings.HasPrefix(b, "or until") {
+		b = strings.TrimSuffix("to the end of the trace, "+b, ", ")
 	}
-	return fmt.Sprintf("trace replay of %s at %g× speed, at most %d in flight, %s",
-		k.whole.Trace.Path, k.whole.Trace.Speedup, k.st.MaxConcurrency, b)
+	return fmt.Sprintf("trace replay of %s at %g× speed, at most %d in flight%s, %s",
+		k.whole.Trace.Path, k.whole.Trace.Speedup, k.st.MaxConcurrency, k.overflow(), b)
 }
 
 // Validate implements Kind: a trace replay runs under every driver.

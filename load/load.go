@@ -190,6 +190,7 @@ func (l *Load) Done(now time.Duration, r *Request, res *results.Result, reply Re
 		l.c.failed.Add(1)
 	}
 	l.c.done.Add(1)
+	l.kinds[r.Stage].observe(res)
 	if res.Outcome != results.Canceled {
 		if why := l.breaker.add(res); why != "" && !l.stopped {
 			l.Stop(now, fmt.Errorf("%w: %s; the rest of the load was not sent", ErrCircuitOpen, why))
@@ -210,6 +211,9 @@ func (l *Load) Stop(now time.Duration, cause error) {
 	}
 	l.stopped, l.cause = true, cause
 	l.timers = timers{}
+	if l.cur >= 0 && l.cur < len(l.kinds) {
+		l.kinds[l.cur].abandon(l, cause)
+	}
 	if l.c.inFlight.Load() == 0 {
 		return
 	}
@@ -239,6 +243,17 @@ func (l *Load) Err() error {
 		return fmt.Errorf("scenario %s: %w", l.sc.Name, l.cause)
 	}
 	return fmt.Errorf("scenario %s: stopped: %w", l.sc.Name, l.cause)
+}
+
+// Until says how each stage with a precision goal ended (those that ran).
+func (l *Load) Until() []results.Until {
+	var out []results.Until
+	for i, k := range l.kinds {
+		if p := k.goal(); p != nil && i <= l.cur {
+			out = append(out, p.result())
+		}
+	}
+	return out
 }
 
 // Breaker returns what the circuit breaker saw: its setting and, when it

@@ -427,6 +427,9 @@ func (a *Aggregate) Summary() *Summary {
 	}
 	explain(out.Correlation, out.Harness, out.Stages)
 	out.Incomplete = a.incomplete()
+	for _, e := range a.ends {
+		out.Until = append(out.Until, e.Until...)
+	}
 	if out.Incomplete != "" {
 		out.Warnings = append(out.Warnings, "the run did not complete ("+out.Incomplete+"): the figures cover part of the load")
 	}

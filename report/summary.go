@@ -47,6 +47,9 @@ type Summary struct {
 	// load.max_duration reached, killed); empty when it did, or when the
 	// results files predate end records.
 	Incomplete string `json:"incomplete,omitempty"`
+	// Until says how each stage with a precision goal ended: the figure,
+	// its interval and the margin it reached (from the end records).
+	Until []results.Until `json:"until,omitempty"`
 	// Harness is what the run measured of its own client (the worst of the
 	// merged files): when Limited, the client, not the server, set part of
 	// the figures.

@@ -53,6 +53,7 @@ func TestDriversAgree(t *testing.T) {
 	}{
 		{"closed loop", head + "load: {stages: [{name: c, concurrency: 3, requests: 15, warmup: {requests: 2}}]}\n", 3},
 		{"open loop", head + "load: {stages: [{name: o, rate: 80, arrival: poisson, requests: 25, warmup: {requests: 3}}]}\n", 0},
+		{"open loop, overflow queue", head + "load: {stages: [{name: q, rate: 400, arrival: constant, requests: 30, max_concurrency: 3, overflow: queue}]}\n", 0},
 		{"trace replay", head + fmt.Sprintf("load: {stages: [{name: t, trace: {path: %q, speedup: 2}}]}\n", trace), 0},
 		{"conversation", "target: {url: \"sim://tiny?seed=7\"}\nscrape: {enabled: false}\n" +
 			"prompts: {seed: 11, input_tokens: 32, output_tokens: 8, conversation: {turns: 3, think_time: 20ms}}\n" +
@@ -163,6 +164,54 @@ func checkSchedule(t *testing.T, recs []results.Result, workers int) {
 		ended := slices.ContainsFunc(recs[:i], func(p results.Result) bool { return p.Stage == 0 && p.End <= r.Scheduled })
 		if !ended {
 			t.Errorf("seq %d scheduled at %v before any request of its stage ended", r.Seq, r.Scheduled)
+		}
+	}
+}
+
+// TestOverflowQueue: an open loop with overflow: queue sends every arrival
+// (vLLM's --max-concurrency semaphore): none dropped, never more than
+// max_concurrency in flight, queued arrivals sent oldest first, each late
+// by its wait (schedule lag); with the default overflow, drop, the same
+// load drops arrivals and never sends them. Both drivers.
+func TestOverflowQueue(t *testing.T) {
+	t.Parallel()
+	const doc = "target: {url: \"sim://tiny?seed=7\"}\nscrape: {enabled: false}\nprompts: {input_tokens: 64, output_tokens: 16}\n" +
+		"load: {stages: [{name: q, rate: 500, arrival: constant, requests: 40, max_concurrency: 3%s}]}\n"
+	for _, virtual := range []bool{false, true} {
+		queued := driverRecords(t, fmt.Sprintf(doc, ", overflow: queue"), virtual)
+		late := 0
+		for i := range queued {
+			r := &queued[i]
+			if r.Outcome != results.OK {
+				t.Fatalf("virtual %v: seq %d %s: want every arrival sent and served", virtual, r.Seq, r.Outcome)
+			}
+			if i > 0 && r.Sent < queued[i-1].Sent {
+				t.Errorf("virtual %v: seq %d sent at %v before seq %d at %v: the queue is not oldest first", virtual, r.Seq, r.Sent, queued[i-1].Seq, queued[i-1].Sent)
+			}
+			inFlight := 0
+			for j := range queued {
+				if queued[j].Sent <= r.Sent && queued[j].End > r.Sent {
+					inFlight++
+				}
+			}
+			if inFlight > 3 {
+				t.Errorf("virtual %v: %d requests in flight when seq %d was sent, cap 3", virtual, inFlight, r.Seq)
+			}
+			if r.Sent-r.Scheduled > 5*time.Millisecond {
+				late++
+			}
+		}
+		if late < 10 {
+			t.Errorf("virtual %v: %d of 40 arrivals waited in the queue: the load should overflow the cap", virtual, late)
+		}
+		dropped := 0
+		for _, r := range driverRecords(t, fmt.Sprintf(doc, ""), virtual) {
+			if r.Outcome == results.Dropped {
+				dropped++
+			}
+		}
+		if dropped < 10 {
+			t.Errorf("virtual %v: overflow drop dropped %d of 40", virtual, dropped)
 		}
 	}
 }

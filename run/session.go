@@ -198,7 +198,8 @@ func wallLoad(ctx context.Context, sc *scenario.Scenario, opts Options, w *write
 			err = wc.Run(ctx, emit)
 		}
 		stopScrape()
-		end := &results.End{At: time.Since(epoch), Completed: err == nil && ctx.Err() == nil, Began: began, Harness: health.finish()}
+		end := &results.End{At: time.Since(epoch), Completed: err == nil && ctx.Err() == nil, Began: began, Harness: health.finish(),
+			Until: wc.l.Until()}
 		if !end.Completed {
 			end.Reason = "interrupted"
 			if err != nil {

@@ -209,7 +209,7 @@ func (v *virtualClock) run(ctx context.Context) error {
 		v.scrape()
 	}
 	err := v.l.Err()
-	end := &results.End{At: v.now(), Completed: err == nil}
+	end := &results.End{At: v.now(), Completed: err == nil, Until: v.l.Until()}
 	if err != nil {
 		end.Reason = err.Error()
 	}

@@ -26,6 +26,7 @@ const (
 	DefaultBreakerWindow     = 20   // load.circuit_breaker.window, requests
 	DefaultBreakerFailures   = 0.9  // load.circuit_breaker.failures, a share
 	DefaultMaxConcurrency    = 1024 // open-loop requests in flight
+	DefaultUntilConfidence   = 0.95 // load.stages[].until.confidence
 	DefaultBurstiness        = 1.0
 	DefaultNormalSpreadSigma = 4 // an unset normal max is mean + 4 stddev
 )
@@ -104,8 +105,14 @@ func (sc *Scenario) Defaults() {
 		if st.Name == "" {
 			st.Name = fmt.Sprintf("stage-%d", i)
 		}
+		if st.Until != nil && st.Until.Confidence == 0 {
+			st.Until.Confidence = DefaultUntilConfidence
+		}
 		if !st.Open() {
 			continue
+		}
+		if st.Overflow == "" {
+			st.Overflow = OverflowDrop
 		}
 		if tr := st.Trace; tr != nil {
 			if tr.Speedup == 0 {

@@ -242,6 +242,7 @@ func (w *walker) fail(line int, path, format string, args ...any) {
 var (
 	unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
 	durationType    = reflect.TypeFor[Duration]()
+	fractionType    = reflect.TypeFor[Fraction]()
 )
 
 // walk checks node n (whose key is at keyLine) against type t at path.
@@ -268,6 +269,13 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string, keyLine int) {
 	case t == durationType:
 		if _, err := parseDuration(n); err != nil {
 			w.fail(n.Line, path, "%v", err)
+		}
+		return
+	case t == fractionType:
+		var f Fraction
+		if err := f.UnmarshalYAML(n); err != nil {
+			_, msg := yamlErrorLine(err.Error())
+			w.fail(n.Line, path, "%s", msg)
 		}
 		return
 	case t.Kind() == reflect.Struct && reflect.PointerTo(t).Implements(unmarshalerType) &&
