@@ -53,7 +53,12 @@ func TestClean(t *testing.T) {
 		{"CR", "INFO x\r", "INFO x"},
 		{"ANSI colours", "\x1b[32mINFO\x1b[0m 03-24 13:28:31 [a.py:1] m", "INFO 03-24 13:28:31 [a.py:1] m"},
 		{"markdown quote and code", "> `(APIServer pid=90) INFO 11-28 11:59:14 [loggers.py:236] Engine 000: x`", "(APIServer pid=90) INFO 11-28 11:59:14 [loggers.py:236] Engine 000: x"},
-		{"code fence", "```bash", "bash"},
+		{"code fence", "```bash", ""},
+		{"pasted escapes", "^[[0;36m(APIServer pid=1)^[[0;0m INFO 05-07 04:56:17 [loggers.py:271] x^M", "(APIServer pid=1) INFO 05-07 04:56:17 [loggers.py:271] x"},
+		{"CI prefixes", "  | [2025-03-10T15:07:20Z] ERROR 03-10 08:07:20 [core.py:302] x", "ERROR 03-10 08:07:20 [core.py:302] x"},
+		{"docker timestamps", "2026-05-12T08:01:39.331095044Z (APIServer pid=1) INFO 05-12 08:01:39 [loggers.py:271] x", "(APIServer pid=1) INFO 05-12 08:01:39 [loggers.py:271] x"},
+		{"journald", "авг 18 14:15:04 llm python3[28059]: (EngineCore pid=28059) INFO 08-18 14:15:04 [vllm.py:1721] x", "(EngineCore pid=28059) INFO 08-18 14:15:04 [vllm.py:1721] x"},
+		{"torch rank", "[rank0]: Traceback (most recent call last):", "Traceback (most recent call last):"},
 		{"cut escape", "abc\x1b[", "abc"},
 	} {
 		if got := clean(tc.in); got != tc.want {
