@@ -556,7 +556,7 @@ func writeDiagnoses(b *bufio.Writer, r *Run, st style) {
 		}
 		s := "[" + d.ID + "] " + d.Text
 		if len(ev) > 0 {
-			s += " Evidence: " + strings.Join(ev, "; ") + "."
+			s += " Evidence: " + strings.TrimRight(strings.Join(ev, "; "), ".…") + "."
 		}
 		items = append(items, s)
 	}

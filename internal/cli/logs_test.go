@@ -40,7 +40,7 @@ func TestLogs(t *testing.T) {
 			KVCache struct{ Tokens int } `json:"kv_cache"`
 		}
 	}
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Schema != 1 || len(rep.Runs) != 1 || rep.Runs[0].KVCache.Tokens != 130960 {
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Schema != 2 || len(rep.Runs) != 1 || rep.Runs[0].KVCache.Tokens != 130960 {
 		t.Errorf("JSON report: %+v, %v", rep, err)
 	}
 }
@@ -69,6 +69,9 @@ func TestLogsUsage(t *testing.T) {
 		{"missing file", []string{"logs", "no/such.log"}, exitFailed, "no such file"},
 		{"missing model config", []string{"logs", testLog, "--model-config", "no/config.json"}, exitFailed, "model config"},
 		{"help", []string{"logs", "--help"}, exitOK, "Examples"},
+		{"another engine", []string{"logs", "../../vllmlog/testdata/corpus/051-sglang-decode-batches.log"}, exitFailed, "is a log of SGLang, not of vLLM"},
+		{"llama.cpp", []string{"logs", "../../vllmlog/testdata/corpus/055-llamacpp-journald.log"}, exitFailed, "llama.cpp"},
+		{"nothing understood", []string{"logs", "../../vllmlog/testdata/corpus/SOURCES.md"}, exitFailed, "nothing in ../../vllmlog/testdata/corpus/SOURCES.md was understood"},
 	} {
 		checkCLI(t, tc)
 	}
