@@ -118,13 +118,7 @@ func stripANSI(s string) string {
 var caretEscapeRe = regexp.MustCompile(`\^\[\[[0-9;?]*[A-Za-z]|\^\[[@-Z\\-_]|\^M$`)
 
 func stripCaretEscapes(s string) string {
-	for {
-		t := caretEscapeRe.ReplaceAllString(s, "")
-		if t == s {
-			return t
-		}
-		s = t
-	}
+	return caretEscapeRe.ReplaceAllString(s, "")
 }
 
 // wrapperRes are the prefixes other programs put before the lines they

@@ -3,6 +3,7 @@ package vllmlog
 import (
 	"bufio"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -149,5 +150,29 @@ func TestSeriesBounded(t *testing.T) {
 	}
 	if mean := kept / float64(total); math.Abs(mean-sum/n) > 5 {
 		t.Errorf("mean of the kept points %.1f, of the lines %.1f", mean, sum/n)
+	}
+}
+
+// TestSplitRecords cuts the lines of pastes that lost their line breaks
+// (vllm-project/vllm#2595, corpus log 007) and of records printed after a
+// progress bar, and leaves single records whole.
+func TestSplitRecords(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, line string
+		want       []string
+	}{
+		{"joined records, first prefix lost its parenthesis",
+			"_AsyncLLMEngine pid=1974) INFO 01-25 11:26:53 llm_engine.py:706] a (_AsyncLLMEngine pid=1974) INFO 01-25 11:26:58 llm_engine.py:706] b",
+			[]string{"_AsyncLLMEngine pid=1974) INFO 01-25 11:26:53 llm_engine.py:706] a", "(_AsyncLLMEngine pid=1974) INFO 01-25 11:26:58 llm_engine.py:706] b"}},
+		{"after a progress bar",
+			"Processed prompts:   6%|█▋ | 29/512 [00:08<02:31,  3.19it/s](EngineCore_DP0 pid=10311) ERROR 10-25 11:17:27 [core.py:720] EngineCore encountered a fatal error.",
+			[]string{"Processed prompts:   6%|█▋ | 29/512 [00:08<02:31,  3.19it/s]", "(EngineCore_DP0 pid=10311) ERROR 10-25 11:17:27 [core.py:720] EngineCore encountered a fatal error."}},
+		{"one record", "(APIServer pid=90) INFO 11-28 11:45:51 [api_server.py:1977] vLLM API server version 0.11.2", nil},
+		{"a level word inside a message", "INFO 01-02 03:04:05 [a.py:1] the INFO level is on", nil},
+	} {
+		if got := splitRecords(tc.line); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

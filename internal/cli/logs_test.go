@@ -76,3 +76,22 @@ func TestLogsUsage(t *testing.T) {
 		checkCLI(t, tc)
 	}
 }
+
+// TestCalibrateServerLogV0 reads the capacity of a V0 log a user pasted
+// (two starts; the last prints "# GPU blocks: 1478" and max_model_len
+// 29,000 only in its concurrency line) instead of refusing it: what fails
+// then is the missing results file, not the log.
+func TestCalibrateServerLogV0(t *testing.T) {
+	t.Parallel()
+	e, _, errb := testEnv()
+	err := bench(context.Background(), e, []string{"calibrate", filepath.Join(t.TempDir(), "no-results"), "--out", filepath.Join(t.TempDir(), "twin.yaml"),
+		"--server-log", "../../vllmlog/testdata/corpus/012-v0-kv-fragments-two-starts.log"})
+	if err == nil || strings.Contains(err.Error(), "server-log") {
+		t.Fatalf("err = %v", err)
+	}
+	for _, want := range []string{"max_model_len = 29000", "usable KV-cache blocks = 1478"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb)
+		}
+	}
+}
