@@ -89,7 +89,11 @@ func requestsText(r Requests) string {
 	s := fmt.Sprintf("%d ok of %d scheduled", r.OK, r.Scheduled)
 	var more []string
 	if r.Failed > 0 {
-		more = append(more, fmt.Sprintf("%d failed", r.Failed))
+		f := fmt.Sprintf("%d failed", r.Failed)
+		if r.Shed > 0 {
+			f += fmt.Sprintf(" (%d shed by the server: %.0f %% of those sent answered 429 or 503)", r.Shed, 100*float64(r.Shed)/float64(max(r.Scheduled-r.Dropped, 1)))
+		}
+		more = append(more, f)
 	}
 	if r.Dropped > 0 {
 		more = append(more, fmt.Sprintf("%d dropped at the cap", r.Dropped))

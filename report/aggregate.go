@@ -264,6 +264,9 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 		s.req.Inputs += int64(r.Inputs)
 	case results.Failed:
 		s.req.Failed++
+		if r.Shed() {
+			s.req.Shed++
+		}
 		s.errors[string(r.ErrorClass)]++
 		s.keepMessage(string(r.ErrorClass), r.Error)
 	case results.Canceled:
@@ -330,6 +333,7 @@ func (s *stageAgg) merge(o *stageAgg) {
 	s.req.Scheduled += o.req.Scheduled
 	s.req.OK += o.req.OK
 	s.req.Failed += o.req.Failed
+	s.req.Shed += o.req.Shed
 	s.req.Canceled += o.req.Canceled
 	s.req.Dropped += o.req.Dropped
 	s.req.Warmup += o.req.Warmup

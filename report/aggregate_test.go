@@ -56,7 +56,7 @@ func TestAggregateFigures(t *testing.T) {
 		Sent: time.Second, End: 2 * time.Second})
 	s := a.Summary()
 	st := s.Stages[0]
-	want := Requests{Scheduled: 104, OK: 100, Failed: 2, Canceled: 1, Dropped: 1, Warmup: 1}
+	want := Requests{Scheduled: 104, OK: 100, Failed: 2, Shed: 1, Canceled: 1, Dropped: 1, Warmup: 1}
 	if st.Requests != want {
 		t.Errorf("requests = %+v, want %+v", st.Requests, want)
 	}

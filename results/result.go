@@ -206,3 +206,10 @@ type Result struct {
 	ErrorClass ErrorClass `json:"error_class,omitempty"`
 	Error      string     `json:"error,omitempty"` // message, with a body excerpt for HTTP errors
 }
+
+// Shed reports whether the request failed because the server refused it
+// to shed load: HTTP 429 Too Many Requests or 503 Service Unavailable. Such
+// a server is serving, and says it is full.
+func (r *Result) Shed() bool {
+	return r.Outcome == Failed && (r.Status == 429 || r.Status == 503)
+}

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"github.com/servebench/servebench/scrape/profile"
 	"math"
 	"strings"
 	"time"
@@ -219,7 +220,7 @@ func (v *validator) zeros(sc *Scenario) {
 
 	s := &raw.Scrape
 	z("scrape.interval", s.Interval == 0, "0s is not an interval: write "+Duration(minScrape).String()+" or more"+orDefault(Duration(DefaultScrapeInterval))+"; scrape.enabled: false turns scraping off")
-	z("scrape.profile", s.Profile == "", "is empty: write one of "+strings.Join(scrapeProfiles, ", ")+orDefault(DefaultScrapeProfile))
+	z("scrape.profile", s.Profile == "", "is empty: write one of "+strings.Join(profile.Names(), ", ")+orDefault(DefaultScrapeProfile))
 
 	l := &raw.Load
 	z("load.max_duration", l.MaxDuration == 0, "0s is not a bound: write the longest the whole run may take, like 1h"+orDefault(Duration(DefaultMaxDuration)))

@@ -603,3 +603,11 @@ func joinSorted(errs []error) error {
 	})
 	return errors.Join(errs...)
 }
+
+// FieldError returns a *FieldError for field of sc, with the position the
+// field has in the scenario's file (or --set): what a caller that checks
+// a scenario beyond Validate (the load model's stage kinds) reports.
+func (sc *Scenario) FieldError(field, format string, args ...any) *FieldError {
+	pos := sc.src.at(field)
+	return &FieldError{File: pos.file, Line: pos.line, Field: field, Msg: fmt.Sprintf(format, args...)}
+}

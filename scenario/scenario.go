@@ -282,8 +282,10 @@ type LoadSpec struct {
 }
 
 // CircuitBreaker stops a run when, of the last Window requests that
-// finished, the share Failures or more failed (whatever the class: a dead
-// port, a server refusing every request). It is on by default.
+// finished, the share Failures or more found no server: a refused or reset
+// connection, a timeout, an answer that is not the API, an HTTP error
+// other than load shedding (429, 503), which never counts (package load).
+// It is on by default.
 type CircuitBreaker struct {
 	Enabled  *bool   `yaml:"enabled" json:"enabled"`   // default true
 	Window   int     `yaml:"window" json:"window"`     // finished requests looked at (default 20)

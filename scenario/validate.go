@@ -18,6 +18,7 @@ import (
 	"github.com/servebench/servebench/internal/simurl"
 	"github.com/servebench/servebench/internal/tokenizer"
 	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scrape/profile"
 )
 
 // Limits that catch typos (an extra zero) rather than real needs.
@@ -454,8 +455,6 @@ func (d *Dist) highest() int {
 	return d.Max
 }
 
-var scrapeProfiles = []string{"auto", "vllm", "sglang", "tgi", "llamacpp"}
-
 func (v *validator) scrape(s *Scrape, remote bool) {
 	if s.URL != "" {
 		v.url("scrape.url", s.URL, false, remote)
@@ -463,12 +462,8 @@ func (v *validator) scrape(s *Scrape, remote bool) {
 	if s.Interval < Duration(minScrape) {
 		v.add("scrape.interval", "must be at least %s, got %s", minScrape, s.Interval)
 	}
-	ok := false
-	for _, p := range scrapeProfiles {
-		ok = ok || s.Profile == p
-	}
-	if !ok {
-		v.add("scrape.profile", "want one of %s, got %q", strings.Join(scrapeProfiles, ", "), s.Profile)
+	if names := profile.Names(); !slices.Contains(names, s.Profile) {
+		v.add("scrape.profile", "want one of %s, got %q", strings.Join(names, ", "), s.Profile)
 	}
 }
 

@@ -129,7 +129,7 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	if dir == "" {
 		dir = filepath.Join("runs", fmt.Sprintf("%s-%s", safeName(sc.Name), time.Now().Format("20060102-150405")))
 	}
-	if err := run.PrepareDir(dir, *force); err != nil {
+	if err := run.PrepareDir(dir, *force, chart.Renderer{}); err != nil {
 		var used *run.UsedDirError
 		if errors.As(err, &used) {
 			return usageError{err}
@@ -141,8 +141,16 @@ func runCmd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	opts.Shard, opts.StartAt = sh, start
-	opts.Virtual, opts.MetricsAddr = *virtual, *metricsAddr
+	opts.Virtual = *virtual
 	opts.NoScrape = *scrapeShard >= 0 && sh.Index != *scrapeShard
+	if *metricsAddr != "" {
+		lm, err := listenLive(*metricsAddr, sc.Target.AllowRemote, opts.Progress)
+		if err != nil {
+			return usageError{err}
+		}
+		defer lm.Close()
+		opts.Observer = lm
+	}
 	if *quiet && sc.Target.AllowRemote {
 		// Load leaving this machine is announced, quiet or not.
 		fmt.Fprint(e.stderr, run.Describe(sc, sh))
@@ -219,7 +227,7 @@ func shardFlags(shard, startAt string, scrapeShard int) (scenario.Shard, time.Ti
 // runOptions are the run library's options for a run from the command
 // line: the API key from the environment, progress on stderr.
 func runOptions(e env, sc *scenario.Scenario, dir string, quiet bool) (run.Options, error) {
-	o := run.Options{Dir: dir, Terminal: e.isTerminal}
+	o := run.Options{Dir: dir, Terminal: e.isTerminal, Render: chart.Renderer{}}
 	key, err := run.APIKey(sc, e.getenv)
 	if err != nil {
 		return o, usageError{err}

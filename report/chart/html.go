@@ -100,6 +100,25 @@ func WriteFiles(dir string, a *report.Aggregate, s *report.Summary) ([]string, e
 	return append(paths, p), nil
 }
 
+// Renderer draws a run's pictures with WriteFiles: what run.Options.Render
+// and run.Merge take.
+type Renderer struct{}
+
+// Render writes the plots and report.html of a run into dir.
+func (Renderer) Render(dir string, a *report.Aggregate, s *report.Summary) error {
+	_, err := WriteFiles(dir, a, s)
+	return err
+}
+
+// Files names every file Render may write.
+func (Renderer) Files() []string {
+	out := []string{HTMLName}
+	for _, name := range PlotNames() {
+		out = append(out, name+".png", name+".svg")
+	}
+	return out
+}
+
 // inlineSVG strips the XML prolog and comment gonum writes before <svg, so
 // the document can sit inside HTML, makes it scale with the page, and
 // gives it title as its <title> (the browser's tooltip, and its name for a
