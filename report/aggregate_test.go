@@ -1,21 +1,19 @@
 package report
 
 import (
-	"runtime"
-	"strings"
-
-	"github.com/servebench/servebench/results"
-
 	"bytes"
 	"encoding/json"
 	"flag"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/servebench/servebench/internal/golden"
+	"github.com/servebench/servebench/results"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")

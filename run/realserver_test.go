@@ -6,8 +6,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"github.com/servebench/servebench/load"
-	"github.com/servebench/servebench/results"
 	"io"
 	"net"
 	"net/http"
@@ -19,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/servebench/servebench/load"
+	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/scenario"
 )
 

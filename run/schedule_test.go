@@ -1,10 +1,6 @@
 package run
 
 import (
-	"github.com/servebench/servebench/load"
-	"github.com/servebench/servebench/results"
-	"github.com/servebench/servebench/scenario"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +16,9 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/client"
+	"github.com/servebench/servebench/load"
+	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scenario"
 )
 
 // streamServer is an httptest server that streams chat completions as vLLM

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/servebench/servebench/load"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/servebench/servebench/load"
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/scenario"

@@ -2,13 +2,13 @@ package scenario
 
 import (
 	"fmt"
-	"github.com/servebench/servebench/scrape/profile"
 	"math"
 	"strings"
 	"time"
 
 	"github.com/servebench/servebench/internal/tokenizer"
 	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scrape/profile"
 )
 
 // Defaults, applied by Scenario.Defaults when a field is unset.

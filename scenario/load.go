@@ -12,10 +12,9 @@ import (
 	"strconv"
 	"strings"
 
-	suggestpkg "github.com/servebench/servebench/internal/suggest"
-
 	"go.yaml.in/yaml/v3"
 
+	suggestpkg "github.com/servebench/servebench/internal/suggest"
 	"github.com/servebench/servebench/internal/yamlmsg"
 )
 

@@ -1,18 +1,17 @@
 package scenario
 
 import (
-	"path/filepath"
-
-	"github.com/servebench/servebench/internal/loopback"
-	"github.com/servebench/servebench/results"
-
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/servebench/servebench/internal/loopback"
+	"github.com/servebench/servebench/results"
 )
 
 // Scenario is one benchmark: what to target, what to send and how to pace

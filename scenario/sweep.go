@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/servebench/servebench/internal/simurl"
 	"maps"
 	"math"
 	"net/url"
@@ -19,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/servebench/servebench/internal/loopback"
+	"github.com/servebench/servebench/internal/simurl"
 )
 
 // Sweep defaults and limits, applied by Scenario.Defaults and checked by

@@ -2,11 +2,11 @@ package scrape_test
 
 import (
 	"fmt"
-	"github.com/servebench/servebench/scrape/profile"
 	"strings"
 
 	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/scrape"
+	"github.com/servebench/servebench/scrape/profile"
 )
 
 // A vLLM page with two data-parallel engines: KV usage is averaged, the

@@ -1,15 +1,15 @@
 package scrape
 
 import (
-	"github.com/servebench/servebench/results"
-	"github.com/servebench/servebench/scrape/profile"
-
 	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scrape/profile"
 )
 
 // FuzzParse feeds arbitrary pages to the parser under every profile. The

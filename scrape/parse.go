@@ -1,9 +1,6 @@
 package scrape
 
 import (
-	"github.com/servebench/servebench/results"
-	"github.com/servebench/servebench/scrape/profile"
-
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +11,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scrape/profile"
 )
 
 // ErrUnknownEngine is returned by Parser.Parse when a profile is to be
@@ -97,7 +97,7 @@ func read(fams map[string]*dto.MetricFamily, prof profile.Profile) results.Readi
 					continue
 				}
 				var all []results.Histogram
-				for _, key := range sortedKeys(groups) {
+				for _, key := range rankedKeys(groups) {
 					h := groups[key]
 					all = append(all, h)
 					if key != "" {
@@ -125,7 +125,7 @@ func read(fams map[string]*dto.MetricFamily, prof profile.Profile) results.Readi
 					continue
 				}
 				var all []float64
-				for _, key := range sortedKeys(groups) {
+				for _, key := range rankedKeys(groups) {
 					v := groups[key]
 					all = append(all, v)
 					if key != "" {
@@ -372,7 +372,8 @@ func combine(vs []float64, averaged bool) float64 {
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-func sortedKeys[V any](m map[string]V) []string {
+// rankedKeys returns the keys of m in rank order (rankLess).
+func rankedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

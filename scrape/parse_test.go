@@ -1,23 +1,21 @@
 package scrape
 
 import (
-	"github.com/servebench/servebench/scrape/profile"
-	"math"
-
-	"github.com/servebench/servebench/results"
-
 	"encoding/json"
 	"errors"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/servebench/servebench/internal/golden"
-
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/servebench/servebench/internal/golden"
+	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scrape/profile"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")

@@ -1,15 +1,9 @@
 package scrape
 
 import (
-	"github.com/servebench/servebench/scrape/profile"
-	"crypto/tls"
-
-	"github.com/servebench/servebench/internal/loopback"
-	"github.com/servebench/servebench/internal/redact"
-	"github.com/servebench/servebench/results"
-
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +13,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/servebench/servebench/internal/loopback"
+	"github.com/servebench/servebench/internal/redact"
+	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scrape/profile"
 )
 
 // Scraper limits and defaults.

@@ -2,10 +2,6 @@ package scrape
 
 import (
 	"bytes"
-	"github.com/servebench/servebench/scrape/profile"
-
-	"github.com/servebench/servebench/results"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +13,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scrape/profile"
 )
 
 // vllmPage renders a small two-engine vLLM page whose values depend on n,

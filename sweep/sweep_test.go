@@ -23,9 +23,8 @@ import (
 
 	"github.com/servebench/servebench/internal/golden"
 	"github.com/servebench/servebench/internal/loopback"
-	"github.com/servebench/servebench/run"
-
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/run"
 	"github.com/servebench/servebench/scenario"
 )
 

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/servebench/servebench/internal/decodelaw"
 	"github.com/servebench/servebench/internal/kvcapacity"
-	"github.com/servebench/servebench/report/correlate"
 )
 
 // analyze derives a run's explanations, check, phases, decay, findings
@@ -247,17 +247,17 @@ func decay(r *run, lay *layout, ck *Check) *Decay {
 			context = func(p Point) float64 { return p.KVUsagePerc / 100 * tokens }
 			d.ContextBasis = fmt.Sprintf("KV usage × the printed %s tokens (exact only when every layer keeps the whole context)", kvcapacity.Thousands(r.KV.Tokens))
 		}
-		var ws []correlate.Window
+		var ws []decodelaw.Point
 		if context != nil && !math.IsNaN(first.Running) && !math.IsNaN(first.KVUsagePerc) {
 			for _, p := range pts {
 				x := context(p)
 				d.ctx = append(d.ctx, x)
-				ws = append(ws, correlate.Window{Decoding: p.Running, OutputTokensPerSec: p.GenerationTPS, ContextSum: x})
+				ws = append(ws, decodelaw.Point{Streams: p.Running, TokensPerSec: p.GenerationTPS, Context: x})
 			}
 			d.StartContext, d.EndContext = math.Round(d.ctx[0]), math.Round(d.ctx[len(d.ctx)-1])
 			// A law needs a few points and a change to explain.
 			if len(ws) >= minFitPoints && d.Change <= -heldChange {
-				d.Fit = correlate.FitDecode(ws)
+				d.Fit = decodelaw.FitPoints(ws)
 			}
 			if f := d.Fit; f != nil && f.Holds {
 				b := f.SlopeNSPerToken * 1e-6 // ms per token of context

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"math"
 
-	"github.com/servebench/servebench/report/correlate"
+	"github.com/servebench/servebench/internal/decodelaw"
 )
 
 // Schema is the version of the JSON report (bench logs --format json and
@@ -361,7 +361,7 @@ type Decay struct {
 	ContextBasis string  `json:"context_basis,omitempty"`
 	// Fit is the decode law, per-stream time per token ≈ a + b·context,
 	// over the stretch's points (nil with fewer than three, or no spread).
-	Fit *correlate.DecodeFit `json:"decode_fit,omitempty"`
+	Fit *decodelaw.Fit `json:"decode_fit,omitempty"`
 	// KVShareEnd is the share of the last point's time per token that the
 	// fitted law attributes to reading context: b·context / (a + b·context).
 	KVShareEnd  float64  `json:"kv_share_end,omitempty"`

@@ -1,19 +1,20 @@
 package chart
 
 import (
-	"github.com/servebench/servebench/internal/atomicfile"
-	"github.com/servebench/servebench/report"
-	"github.com/servebench/servebench/results"
-
-	"github.com/servebench/servebench/report/correlate"
-
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/servebench/servebench/internal/atomicfile"
+	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/report/correlate"
+	"github.com/servebench/servebench/results"
 )
 
 // HTMLName is the file name of the HTML report WriteFiles writes.
@@ -36,7 +37,7 @@ func WriteHTML(w io.Writer, s *report.Summary, figs []Figure, scenario json.RawM
 		data.Rows = append(data.Rows, htmlRow{Stage: st, Overall: st.Index < 0})
 	}
 	for _, st := range rows {
-		for _, class := range sortedKeys(st.Errors) {
+		for _, class := range slices.Sorted(maps.Keys(st.Errors)) {
 			data.Errors = append(data.Errors, htmlError{Stage: st.Name, Class: class, Count: st.Errors[class],
 				Messages: st.ErrorMessages[class]})
 		}

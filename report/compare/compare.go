@@ -1,20 +1,17 @@
 package compare
 
 import (
-	"cmp"
-	"maps"
-
-	"github.com/servebench/servebench/report"
-
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/results"
 )
 
@@ -423,7 +420,7 @@ var gateStats = results.Metric{Class: results.Latency}.Stats()
 
 func parseGates(m map[string]float64) ([]gateKey, error) {
 	var out []gateKey
-	for _, key := range sortedKeys(m) {
+	for _, key := range slices.Sorted(maps.Keys(m)) {
 		g := gateKey{key: key, scope: "overall", max: m[key]}
 		rest := key
 		if i := strings.LastIndex(key, ":"); i >= 0 {
@@ -434,7 +431,7 @@ func parseGates(m map[string]float64) ([]gateKey, error) {
 		takesStat, ok := metrics[g.metric]
 		switch {
 		case !ok:
-			return nil, fmt.Errorf("max regression %q: unknown metric %q (want one of %s)", key, g.metric, strings.Join(sortedKeys(metrics), ", "))
+			return nil, fmt.Errorf("max regression %q: unknown metric %q (want one of %s)", key, g.metric, strings.Join(slices.Sorted(maps.Keys(metrics)), ", "))
 		case takesStat && !slices.Contains(gateStats, g.stat):
 			return nil, fmt.Errorf("max regression %q: %s needs a statistic, one of %s (like %s.p99)", key, g.metric, strings.Join(gateStats, ", "), g.metric)
 		case !takesStat && g.stat != "":
@@ -628,5 +625,3 @@ func round(x float64, digits int) float64 {
 	p := math.Pow(10, float64(digits))
 	return math.Round(x*p) / p
 }
-
-func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K { return slices.Sorted(maps.Keys(m)) }

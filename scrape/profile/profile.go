@@ -8,13 +8,12 @@
 package profile
 
 import (
-	"github.com/servebench/servebench/results"
-
-	"github.com/servebench/servebench/internal/vllmmetric"
-
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/servebench/servebench/internal/vllmmetric"
+	"github.com/servebench/servebench/results"
 )
 
 // Field selects which number of a series a Source reads.
