@@ -228,9 +228,6 @@ func (f *Flags) loopAssignments(named bool) ([]assignment, error) {
 		for _, open := range []string{"rate", "arrival", "burstiness", "max_concurrency", "overflow"} {
 			add("--concurrency", st+open, "")
 		}
-		if f.Burstiness != 0 || f.Arrival != "" || f.Overflow != "" {
-			return nil, fmt.Errorf("--arrival, --burstiness and --overflow shape an open loop's arrivals: give --rate too")
-		}
 	case f.Rate != 0:
 		add("--rate", st+"rate", strconv.FormatFloat(f.Rate, 'g', -1, 64))
 		add("--rate", st+"concurrency", "")
