@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/servebench/servebench/internal/stats"
 	"github.com/servebench/servebench/report/correlate"
 	"github.com/servebench/servebench/results"
 )
@@ -52,7 +54,7 @@ type Aggregate struct {
 	ending   int           // headers that promise an End record
 	ends     []results.End // End records read
 	warnings []string
-	skipped  map[string]int // records not aggregated, by reason
+	skipped  map[string]int    // records not aggregated, by reason
 	obs      [][]time.Duration // scratch: one record's observations, per latency metric
 
 	hosts, versions map[string]bool // distinct hosts and server versions of the headers
@@ -274,6 +276,9 @@ func (s *stageAgg) add(r *results.Result, obs [][]time.Duration, ignoreEOS bool)
 		s.req.Inputs += int64(r.Inputs)
 	case results.Failed:
 		s.req.Failed++
+		if r.Shed() {
+			s.req.Shed++
+		}
 		s.errors[string(r.ErrorClass)]++
 		s.keepMessage(string(r.ErrorClass), r.Error)
 	case results.Canceled:
@@ -350,6 +355,7 @@ func (s *stageAgg) merge(o *stageAgg) {
 	s.req.Scheduled += o.req.Scheduled
 	s.req.OK += o.req.OK
 	s.req.Failed += o.req.Failed
+	s.req.Shed += o.req.Shed
 	s.req.Canceled += o.req.Canceled
 	s.req.Dropped += o.req.Dropped
 	s.req.Warmup += o.req.Warmup
@@ -358,7 +364,7 @@ func (s *stageAgg) merge(o *stageAgg) {
 	for k, v := range o.errors {
 		s.errors[k] += v
 	}
-	for _, k := range sortedKeys(o.messages) {
+	for _, k := range slices.Sorted(maps.Keys(o.messages)) {
 		for _, m := range o.messages[k] {
 			s.keepMessage(k, m)
 		}
@@ -397,7 +403,7 @@ func (s *stageAgg) merge(o *stageAgg) {
 // overall merges every stage.
 func (a *Aggregate) overall() *stageAgg {
 	out := newStageAgg(len(a.latency))
-	for _, i := range sortedKeys(a.stages) {
+	for _, i := range slices.Sorted(maps.Keys(a.stages)) {
 		out.merge(a.stages[i])
 	}
 	return out
@@ -413,7 +419,7 @@ func (a *Aggregate) Summary() *Summary {
 	out.Files = a.files
 	overall := a.overall()
 	out.Overall = a.stageSummary(overall, -1, "overall")
-	idx := sortedKeys(a.stages)
+	idx := slices.Sorted(maps.Keys(a.stages))
 	out.Stages = make([]Stage, 0, len(idx))
 	for _, i := range idx {
 		out.Stages = append(out.Stages, a.stageSummary(a.stages[i], i, a.stageName(i)))
@@ -433,7 +439,7 @@ func (a *Aggregate) Summary() *Summary {
 	out.Workload = workload(a.spec)
 	out.Correlation = a.corr.Correlation(a.names)
 	out.Warnings = append([]string(nil), a.warnings...)
-	for _, why := range sortedKeys(a.skipped) {
+	for _, why := range slices.Sorted(maps.Keys(a.skipped)) {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d request records were skipped: they have %s (a damaged or foreign results file?)", a.skipped[why], why))
 	}
 	out.Harness = a.harness()
@@ -442,6 +448,9 @@ func (a *Aggregate) Summary() *Summary {
 	}
 	explain(out.Correlation, out.Harness, out.Stages)
 	out.Incomplete = a.incomplete()
+	for _, e := range a.ends {
+		out.Until = append(out.Until, e.Until...)
+	}
 	if out.Incomplete != "" {
 		out.Warnings = append(out.Warnings, "the run did not complete ("+out.Incomplete+"): the figures cover part of the load")
 	}
@@ -667,7 +676,7 @@ func (a *Aggregate) Histogram(i int, metric string) *hdrhistogram.Histogram {
 
 // StageIndexes returns the indexes of the stages that have records, in
 // order.
-func (a *Aggregate) StageIndexes() []int { return sortedKeys(a.stages) }
+func (a *Aggregate) StageIndexes() []int { return slices.Sorted(maps.Keys(a.stages)) }
 
 // Windows returns the correlation timeline (see correlate.Correlator).
 func (a *Aggregate) Windows() []correlate.Window { return a.corr.Windows() }
@@ -678,7 +687,7 @@ func dist(h *hdrhistogram.Histogram) Dist {
 		return Dist{}
 	}
 	ms := func(us float64) float64 { return round(us/1000, 4) }
-	return Dist{
+	d := Dist{
 		Count: n,
 		Mean:  round(h.Mean()/1000, 3),
 		Std:   round(h.StdDev()/1000, 3),
@@ -689,7 +698,31 @@ func dist(h *hdrhistogram.Histogram) Dist {
 		P999:  ms(quantile(h, 99.9)),
 		Max:   ms(quantile(h, 100)),
 	}
+	for _, p := range []struct {
+		stat string
+		q    float64
+	}{{"p50", 0.5}, {"p90", 0.9}, {"p95", 0.95}, {"p99", 0.99}, {"p99_9", 0.999}} {
+		lo, hi, ok := stats.QuantileRanks(int(n), p.q, ciLevel)
+		if !ok {
+			continue
+		}
+		if d.CI == nil {
+			d.CI = map[string][2]float64{}
+		}
+		d.CI[p.stat] = [2]float64{ms(quantile(h, 100*float64(lo)/float64(n))), ms(quantile(h, 100*float64(hi)/float64(n)))}
+	}
+	if n >= 2 {
+		half := stats.TQuantile(1-(1-ciLevel)/2, float64(n-1)) * h.StdDev() / 1000 * math.Sqrt(float64(n)/float64(n-1)) / math.Sqrt(float64(n))
+		if d.CI == nil {
+			d.CI = map[string][2]float64{}
+		}
+		d.CI["mean"] = [2]float64{round(d.Mean-half, 3), round(d.Mean+half, 3)}
+	}
+	return d
 }
+
+// ciLevel is the confidence of every interval a summary gives.
+const ciLevel = 0.95
 
 // quantile is the q-th percentile of h (in its unit, µs) at the midpoint
 // of the bucket that holds it. HdrHistogram reports the bucket's highest
@@ -710,7 +743,7 @@ func quantile(h *hdrhistogram.Histogram, q float64) float64 {
 // joinSet lists a set's members in order, comma-separated: at most five,
 // then how many more.
 func joinSet(set map[string]bool) string {
-	keys := sortedKeys(set)
+	keys := slices.Sorted(maps.Keys(set))
 	if len(keys) > 5 {
 		return fmt.Sprintf("%s and %d more", strings.Join(keys[:5], ", "), len(keys)-5)
 	}

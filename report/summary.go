@@ -47,6 +47,9 @@ type Summary struct {
 	// load.max_duration reached, killed); empty when it did, or when the
 	// results files predate end records.
 	Incomplete string `json:"incomplete,omitempty"`
+	// Until says how each stage with a precision goal ended: the figure,
+	// its interval and the margin it reached (from the end records).
+	Until []results.Until `json:"until,omitempty"`
 	// Harness is what the run measured of its own client (the worst of the
 	// merged files): when Limited, the client, not the server, set part of
 	// the figures.
@@ -179,9 +182,12 @@ type Requests struct {
 	Scheduled int64 `json:"scheduled"` // ok + failed + canceled + dropped
 	OK        int64 `json:"ok"`
 	Failed    int64 `json:"failed"`
-	Canceled  int64 `json:"canceled"`
-	Dropped   int64 `json:"dropped"`
-	Warmup    int64 `json:"warmup"` // excluded from every other figure
+	// Shed counts the failed requests the server refused to shed load
+	// (429 or 503: it was serving, and said it was full).
+	Shed     int64 `json:"shed,omitempty"`
+	Canceled int64 `json:"canceled"`
+	Dropped  int64 `json:"dropped"`
+	Warmup   int64 `json:"warmup"` // excluded from every other figure
 	// Retried counts the sends repeated on a fresh connection after the
 	// server had closed a kept-alive one before any response byte (the
 	// request had not been processed; see results.Result.Retries).
@@ -247,6 +253,21 @@ type Dist struct {
 	P99   float64 `json:"p99"`
 	P999  float64 `json:"p99_9"`
 	Max   float64 `json:"max"`
+	// CI holds each statistic's 95 % confidence interval, [lo, hi] in
+	// milliseconds: distribution-free (order statistics) for the
+	// percentiles, read from the histogram and so bounded by its
+	// precision (3 significant figures); Student-t for the mean. A
+	// statistic absent has too few samples for an interval (a p99 needs
+	// about 300; see results.MinSamplesFor), and no interval is given for
+	// the max.
+	CI map[string][2]float64 `json:"ci_95,omitempty"`
+}
+
+// Interval returns the 95 % interval of the statistic named stat; ok is
+// false when there is none (too few samples, or the max).
+func (d Dist) Interval(stat string) (lo, hi float64, ok bool) {
+	iv, ok := d.CI[stat]
+	return iv[0], iv[1], ok
 }
 
 // Stat returns the statistic named stat ("p50", "p90", "p95", "p99",

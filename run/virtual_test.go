@@ -6,9 +6,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
+	"github.com/servebench/servebench/load"
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/scenario"
@@ -82,8 +84,8 @@ func TestVirtualRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Overall.OutputTokensPerSec != sum.Overall.OutputTokensPerSec || again.Overall.ITL != sum.Overall.ITL ||
-		again.Overall.TTFT != sum.Overall.TTFT || again.Overall.Requests != sum.Overall.Requests {
+	if again.Overall.OutputTokensPerSec != sum.Overall.OutputTokensPerSec || !reflect.DeepEqual(again.Overall.ITL, sum.Overall.ITL) ||
+		!reflect.DeepEqual(again.Overall.TTFT, sum.Overall.TTFT) || again.Overall.Requests != sum.Overall.Requests {
 		t.Errorf("two virtual runs differ:\n%+v\n%+v", sum.Overall, again.Overall)
 	}
 	// Every measured request has its latencies (none sent at the epoch,
@@ -114,8 +116,8 @@ load:
 	}
 	cfg, _ := sim.Preset("tiny")
 	sum, err := Simulate(context.Background(), sc, cfg, nil)
-	if !errors.Is(err, ErrMaxDuration) {
-		t.Fatalf("err = %v, want ErrMaxDuration", err)
+	if !errors.Is(err, load.ErrMaxDuration) {
+		t.Fatalf("err = %v, want load.ErrMaxDuration", err)
 	}
 	if sum.Incomplete == "" || sum.Overall.Requests.OK == 0 {
 		t.Errorf("incomplete %q, requests %+v", sum.Incomplete, sum.Overall.Requests)
