@@ -53,14 +53,9 @@ const (
 	idleConnExpiry = 90 * time.Second
 )
 
-// The client's buffer sizes, for a reader that is to read alike (bench
-// selftest's raw reader): the transport's per-connection read and write
-// buffers, and the per-stream line reader's.
-const (
-	ConnReadBytes   = connReadBytes
-	ConnWriteBytes  = connWriteBytes
-	LineReaderBytes = readerBytes
-)
+// ConnWriteBytes is the client's per-connection write buffer, for a
+// sender that is to write alike (bench selftest's raw reader).
+const ConnWriteBytes = connWriteBytes
 
 // Config configures a Client. The zero value of each field selects its
 // documented default.
