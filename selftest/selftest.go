@@ -5,7 +5,8 @@
 // It consumes a configuration (stream counts, a measured window, rounds,
 // chunks per response, and optionally an external source) and produces
 // one Row per stream count: the chunks per second the real client path
-// (client.Do, as a run uses it) takes in from a zero-latency SSE source,
+// (client.Do, with each record written to a results file and aggregated,
+// as a run does) takes in from a zero-latency SSE source,
 // beside a raw reader that only counts "data:" lines over the same kind
 // of connections (HTTP/1.1 keep-alive, one stream each, 64 KiB reads),
 // the CPU each spends per chunk, and the ratio of the two
@@ -36,6 +37,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,6 +50,7 @@ import (
 	"github.com/servebench/servebench/client"
 	"github.com/servebench/servebench/internal/loopback"
 	"github.com/servebench/servebench/internal/openfiles"
+	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/results"
 )
 
@@ -311,12 +314,17 @@ func loop(ctx context.Context, n int, one func(context.Context)) (wait func()) {
 	return wg.Wait
 }
 
-// clientSide is the real client: client.Do per request, as a run sends
-// them; its chunk counter (Client.Chunks, the live count every run
-// keeps) counts the token chunks as they arrive.
+// clientSide is the real client path as a run uses it: client.Do per
+// request, and every record handed to one writer goroutine that encodes
+// it into a results file and adds it to a report.Aggregate, as a run's
+// writer does; the client's chunk counter (Client.Chunks, the live count
+// every run keeps) counts the token chunks as they arrive. Leaving out
+// the record path would flatter the client: at a few million chunks a
+// second, writing and aggregating them is a fifth of its work.
 type clientSide struct {
 	c   *client.Client
 	req *client.Request
+	dir string // where each window's results file goes (removed after)
 }
 
 func newClientSide(ctx context.Context, url string, n int, req *client.Request, remote bool) (*clientSide, error) {
@@ -330,7 +338,7 @@ func newClientSide(ctx context.Context, url string, n int, req *client.Request, 
 		c.Close()
 		return nil, err
 	}
-	return &clientSide{c: c, req: req}, nil
+	return &clientSide{c: c, req: req, dir: os.TempDir()}, nil
 }
 
 func (s *clientSide) start(ctx context.Context, n int, count *atomic.Int64) func() {
@@ -350,8 +358,35 @@ func (s *clientSide) start(ctx context.Context, n int, count *atomic.Int64) func
 			}
 		}
 	}()
-	wait := loop(ctx, n, func(ctx context.Context) { s.c.Do(ctx, s.req) })
-	return func() { wait(); close(stop); <-done }
+	records := make(chan results.Result, recordsBuffer)
+	written := make(chan struct{})
+	go s.write(records, written)
+	wait := loop(ctx, n, func(ctx context.Context) { records <- s.c.Do(ctx, s.req) })
+	return func() { wait(); close(records); <-written; close(stop); <-done }
+}
+
+// recordsBuffer is the records a run's writer may have waiting, as a run
+// allows.
+const recordsBuffer = 4096
+
+// write is the run's writer, for the records of one window: each into a
+// results file and an aggregate. The file is removed at the end.
+func (s *clientSide) write(records <-chan results.Result, done chan<- struct{}) {
+	defer close(done)
+	f, err := os.CreateTemp(s.dir, "servebench-selftest-*.jsonl")
+	var w *results.Writer
+	if err == nil {
+		defer os.Remove(f.Name())
+		w = results.NewWriter(f)
+		defer func() { w.Close(); f.Close() }()
+	}
+	agg := report.New()
+	for r := range records {
+		if w != nil {
+			_ = w.Write(results.ResultRecord(&r))
+		}
+		agg.Add(&r)
+	}
 }
 
 func (s *clientSide) close() { s.c.Close() }

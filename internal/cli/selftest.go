@@ -14,9 +14,10 @@ import (
 const selftestUsage = `Usage: bench selftest [--streams 1,64,1000,10000] [--duration 3s] [--warmup 1s] [--rounds 3]
                       [--chunks 2000] [--source URL [--allow-remote] [--model NAME]] [--format text|json]
 
-Measures how many SSE chunks per second servebench's client takes in on
-this machine from a zero-latency source, beside a raw reader that only
-counts data lines over the same kind of connections. The ratio says how
+Measures how many SSE chunks per second servebench takes in on this
+machine from a zero-latency source (the client, with each record written
+to a results file and aggregated, as a run does), beside a raw reader that
+only counts data lines over the same kind of connections. The ratio says how
 much of the machine's ingest capacity a run leaves usable: below it, the
 harness, not the server, limits the figures. Run it on the machine that
 will generate load, idle.
