@@ -166,14 +166,7 @@ func (c *Correlator) AddResult(r *results.Result) {
 	stop := max(end, r.Sent+chunks[n-1])
 	s.step(qDec, start, 1)
 	s.step(qCtx, start, prompt)
-	total := 0.0
-	for i, d := range chunks {
-		k := float64(r.ChunkTokensAt(i))
-		total += k
-		s.step(qCtx, r.Sent+d, k)
-		s.point(pTokens, r.Sent+d, k)
-		s.point(pWarmTokens, r.Sent+d, warm*k)
-	}
+	total := s.chunks(r, warm)
 	s.step(qDec, stop, -1)
 	s.step(qCtx, stop, -(prompt + total))
 	if !r.Warmup {
