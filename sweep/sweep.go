@@ -283,7 +283,7 @@ func (p *Plan) runJob(ctx context.Context, opts Options, j *Job, logf func(strin
 // when no request succeeded.
 func (p *Plan) takeSummary(sum *report.Summary, rec *RunRecord) {
 	rec.Metrics = metricsOf(sum)
-	rec.BudgetsPass, rec.Missed = verdictOf(sum.Verdict)
+	rec.BudgetsPass, rec.Inconclusive, rec.Missed = verdictOf(sum.Verdict)
 	rec.Checks = checkMargins(sum.Verdict)
 	if sum.Overall.Requests.OK == 0 && rec.Status != StatusFailed {
 		rec.Status = StatusFailed

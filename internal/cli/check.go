@@ -38,6 +38,10 @@ Examples:
 // (exit code 3).
 var errBudget = errors.New("budget missed")
 
+// errInconclusive marks a run or check that completed, missed no budget,
+// but could not tell whether some were met: exit code 4.
+var errInconclusive = errors.New("budget inconclusive")
+
 func checkCmd(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "check", checkUsage)
 	budgetsFile := fs.String("budgets", "", "scenario `file` whose budgets and slo to judge by (default: the results' own scenario)")
@@ -145,8 +149,11 @@ func printVerdict(e env, sum *report.Summary, dir string) error {
 }
 
 func budgetErr(v *report.Verdict) error {
-	if v == nil || v.Pass {
+	switch {
+	case v == nil || v.Pass:
 		return nil
+	case v.Failed == 0:
+		return fmt.Errorf("%w: %d of %d budgets cannot be told met or missed (their 95 %% intervals straddle the limits)", errInconclusive, v.Inconclusive, len(v.Checks))
 	}
 	return fmt.Errorf("%w: %d of %d budgets missed", errBudget, v.Failed, len(v.Checks))
 }

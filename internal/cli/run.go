@@ -76,7 +76,7 @@ Examples:
   bench run scenarios/quickstart.yaml --out runs/try1
   bench run my.yaml --target http://127.0.0.1:8000 --set load.stages[0].concurrency=64
   bench run my.yaml --set prompts.input_tokens.value=4096 --set request.max_tokens=256
-  bench run scenarios/release-gate.yaml --target http://127.0.0.1:8000   # exit 3 if a budget is missed
+  bench run scenarios/release-gate.yaml --target http://127.0.0.1:8000   # exit 3 if a budget is missed, 4 if one cannot be told
   bench run my.yaml --target http://10.0.0.7:8000 --allow-remote --header X-Tenant:bench
   bench run my.yaml --shard 0/4 --start-at 2026-11-22T03:00:00Z --scrape-shard 0 --out runs/big/shard-0
   bench run my.yaml --target sim://./twin.yaml --virtual --set load.stages[0].duration=10m

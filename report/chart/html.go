@@ -339,12 +339,12 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 <p class="note">Every stage's measured ok requests, by their turn in the conversation: the mean prompt (history included) and the share of it the server served from its prefix cache (– when it reports none).</p>
 {{end}}
 {{with .S.Verdict}}
-<h2 id="verdict">Budgets: {{if .Pass}}<span class="pass">PASS</span>{{else}}<span class="fail">FAIL</span>{{end}}</h2>
+<h2 id="verdict">Budgets: {{if .Pass}}<span class="pass">PASS</span>{{else if .Failed}}<span class="fail">FAIL</span>{{else}}<span class="fail">INCONCLUSIVE</span>{{end}}</h2>
 <p>{{.}}{{with .Source}} · budgets from {{.}}{{end}}</p>
 <table id="budgets">
 <thead><tr><th>budget</th><th>measured</th><th>limit</th><th>margin</th><th>samples</th><th></th></tr></thead>
 <tbody>
-{{range .Checks}}{{$d := describe .}}<tr class="{{if .Pass}}pass{{else}}fail{{end}}"><td>{{.Name}}</td><td>{{index $d 0}}</td><td>{{index $d 1}}</td><td>{{index $d 2}}</td><td>{{.Samples}}</td><td>{{if .Pass}}ok{{else}}FAIL{{end}}</td></tr>
+{{range .Checks}}{{$d := describe .}}<tr class="{{if .Pass}}pass{{else}}fail{{end}}"><td>{{.Name}}</td><td>{{index $d 0}}</td><td>{{index $d 1}}</td><td>{{index $d 2}}</td><td>{{.Samples}}</td><td>{{if .Pass}}ok{{else if eq .Status "inconclusive"}}inconclusive{{else}}FAIL{{end}}</td></tr>
 {{end}}</tbody>
 </table>
 {{if .Warnings}}<ul class="note">{{range .Warnings}}<li>{{.}}</li>{{end}}</ul>{{end}}
