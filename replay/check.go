@@ -1,0 +1,157 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/servebench/servebench/internal/textable"
+	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/run"
+	"github.com/servebench/servebench/scenario"
+	"github.com/servebench/servebench/sim"
+)
+
+// Figures are a stats line's figures.
+type Figures struct {
+	Prompt  float64 // tokens per second over the interval
+	Gen     float64 // tokens per second over the interval
+	Running float64
+	Waiting float64
+	KVPerc  float64 // percent
+}
+
+// Compared is one stats line of the log beside the simulator's line at
+// the same time.
+type Compared struct {
+	Log    Line
+	At     float64 // replay time: seconds after the first arrival
+	Replay Figures
+}
+
+// GenDiff is the replay's generation throughput relative to the log's
+// (NaN when the log's is 0).
+func (c Compared) GenDiff() float64 {
+	if c.Log.Gen == 0 {
+		return math.NaN()
+	}
+	return c.Replay.Gen/c.Log.Gen - 1
+}
+
+// Comparison is the log's stats lines against the replay's, run in
+// virtual time.
+type Comparison struct {
+	Lines    []Compared
+	OK       int // requests the replay completed
+	NotOK    int // requests that failed, were canceled or dropped
+	Duration time.Duration
+}
+
+// checkGrid is how often Check reads the simulator's counters: every
+// log time falls on it (Replay.Origin is on a tenth of a second).
+const checkGrid = 100 * time.Millisecond
+
+// Check runs the scenario Write wrote (at scenarioPath) on its simulator
+// in virtual time and computes the simulator's stats lines at the log's
+// times, as vLLM's stat logger does: tokens counted between the line's
+// time less its interval and its time, divided by the interval; running,
+// waiting and KV usage at the line's time.
+func Check(ctx context.Context, scenarioPath string, r *Replay) (*Comparison, error) {
+	sc, err := scenario.Load(scenarioPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := sc.Set("scrape.interval", checkGrid.String()); err != nil {
+		return nil, err
+	}
+	cfg, err := sim.ConfigFromURL(sc.SimTarget())
+	if err != nil {
+		return nil, fmt.Errorf("replay: %s: %w", scenarioPath, err)
+	}
+	var samples []*results.Sample
+	cmp := &Comparison{}
+	observe := func(rec results.Record, _ int) {
+		switch {
+		case rec.Sample != nil && rec.Sample.OK:
+			samples = append(samples, rec.Sample)
+		case rec.Result != nil && rec.Result.Outcome == results.OK:
+			cmp.OK++
+		case rec.Result != nil:
+			cmp.NotOK++
+		}
+	}
+	sum, err := run.Simulate(ctx, sc, cfg, observe)
+	if err != nil {
+		return nil, fmt.Errorf("replay: running %s in virtual time: %w", scenarioPath, err)
+	}
+	if sum != nil {
+		cmp.Duration = time.Duration(sum.DurationS * float64(time.Second))
+	}
+	if len(samples) == 0 {
+		return nil, fmt.Errorf("replay: running %s in virtual time read no metrics", scenarioPath)
+	}
+	s := series(samples)
+	for _, l := range r.Lines {
+		at := l.At - r.Origin
+		f := Figures{
+			Prompt:  (s.value(at, results.PromptTokens) - s.value(at-l.Interval, results.PromptTokens)) / l.Interval,
+			Gen:     (s.value(at, results.GenerationTokens) - s.value(at-l.Interval, results.GenerationTokens)) / l.Interval,
+			Running: s.value(at, results.Running),
+			Waiting: s.value(at, results.Waiting),
+			KVPerc:  100 * s.value(at, results.KVUsage),
+		}
+		cmp.Lines = append(cmp.Lines, Compared{Log: l, At: at, Replay: f})
+	}
+	return cmp, nil
+}
+
+// series is the scraped readings by time since the first (the trace's
+// first arrival).
+type series []*results.Sample
+
+// value is meaning m at t seconds after the first reading: 0 before it;
+// the last reading's counters, and no requests, after the run.
+func (s series) value(t float64, m results.Meaning) float64 {
+	if t < 0 {
+		return 0
+	}
+	at := s[0].At + time.Duration(math.Round(t*1e6))*time.Microsecond
+	i := sort.Search(len(s), func(i int) bool { return s[i].At > at+time.Microsecond }) - 1
+	if i < 0 {
+		return 0
+	}
+	if i == len(s)-1 && at > s[i].At+checkGrid && (m == results.Running || m == results.Waiting || m == results.KVUsage) {
+		return 0
+	}
+	return s[i].Values[m]
+}
+
+// Write writes the comparison as a table: each of the log's stats lines
+// beside the replay's at the same time.
+func (c *Comparison) Write(w io.Writer) error {
+	rows := [][]string{
+		{"log time", "replay", "prompt tok/s", "", "generation tok/s", "", "", "running", "", "waiting", "", "KV %", ""},
+		{"", "time", "log", "replay", "log", "replay", "diff", "log", "replay", "log", "replay", "log", "replay"},
+	}
+	for _, l := range c.Lines {
+		diff := "–"
+		if d := l.GenDiff(); !math.IsNaN(d) {
+			diff = fmt.Sprintf("%+.1f %%", 100*d)
+		}
+		kv := "–"
+		if !math.IsNaN(l.Log.KVPerc) {
+			kv = fmt.Sprintf("%.1f", l.Log.KVPerc)
+		}
+		rows = append(rows, []string{l.Log.Time, fmt.Sprintf("%.1f s", l.At),
+			f1(l.Log.Prompt), f1(l.Replay.Prompt), f1(l.Log.Gen), f1(l.Replay.Gen), diff,
+			fmt.Sprint(l.Log.Running), fmt.Sprint(l.Replay.Running), fmt.Sprint(l.Log.Waiting), fmt.Sprint(l.Replay.Waiting),
+			kv, fmt.Sprintf("%.1f", l.Replay.KVPerc)})
+	}
+	_, err := io.WriteString(w, textable.Format(rows, false))
+	return err
+}
+
+func f1(x float64) string { return fmt.Sprintf("%.1f", x) }
