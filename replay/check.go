@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/servebench/servebench/internal/textable"
@@ -133,9 +135,10 @@ func (s series) value(t float64, m results.Meaning) float64 {
 // beside the replay's at the same time.
 func (c *Comparison) Write(w io.Writer) error {
 	rows := [][]string{
-		{"log time", "replay", "prompt tok/s", "", "generation tok/s", "", "", "running", "", "waiting", "", "KV %", ""},
-		{"", "time", "log", "replay", "log", "replay", "diff", "log", "replay", "log", "replay", "log", "replay"},
+		{"", "", "prompt tok/s", "generation tok/s", "", "running", "waiting", "KV usage %"},
+		{"log time", "replay time", "log / replay", "log / replay", "diff", "log / replay", "log / replay", "log / replay"},
 	}
+	pair := func(a, b string) string { return a + " / " + b }
 	for _, l := range c.Lines {
 		diff := "–"
 		if d := l.GenDiff(); !math.IsNaN(d) {
@@ -143,15 +146,43 @@ func (c *Comparison) Write(w io.Writer) error {
 		}
 		kv := "–"
 		if !math.IsNaN(l.Log.KVPerc) {
-			kv = fmt.Sprintf("%.1f", l.Log.KVPerc)
+			kv = f1(l.Log.KVPerc)
 		}
 		rows = append(rows, []string{l.Log.Time, fmt.Sprintf("%.1f s", l.At),
-			f1(l.Log.Prompt), f1(l.Replay.Prompt), f1(l.Log.Gen), f1(l.Replay.Gen), diff,
-			fmt.Sprint(l.Log.Running), fmt.Sprint(l.Replay.Running), fmt.Sprint(l.Log.Waiting), fmt.Sprint(l.Replay.Waiting),
-			kv, fmt.Sprintf("%.1f", l.Replay.KVPerc)})
+			pair(f1(l.Log.Prompt), f1(l.Replay.Prompt)), pair(f1(l.Log.Gen), f1(l.Replay.Gen)), diff,
+			pair(fmt.Sprint(l.Log.Running), fmt.Sprint(l.Replay.Running)), pair(fmt.Sprint(l.Log.Waiting), fmt.Sprint(l.Replay.Waiting)),
+			pair(kv, f1(l.Replay.KVPerc))})
 	}
 	_, err := io.WriteString(w, textable.Format(rows, false))
 	return err
 }
 
 func f1(x float64) string { return fmt.Sprintf("%.1f", x) }
+
+// WriteSummary writes what `bench logs --replay` prints: the files
+// written, what the replay assumed and what the log could not tell, and,
+// when c is not nil, the log's stats lines beside the replay's.
+func WriteSummary(w io.Writer, r *Replay, scenarioPath string, c *Comparison) error {
+	var b strings.Builder
+	dir := filepath.Dir(scenarioPath)
+	fmt.Fprintf(&b, "Replay of %s (the server start at line %d, engine %s): %d stats lines, %d request(s)\n",
+		r.Source, r.Run.FirstLine, r.Engine, len(r.Lines), len(r.Trace))
+	fmt.Fprintf(&b, "  wrote %s (the scenario), %s (the simulator), %s (the arrivals)\n",
+		scenarioPath, filepath.Join(dir, PresetFile), filepath.Join(dir, TraceFile))
+	fmt.Fprintf(&b, "  run it: bench run %s   (--virtual for virtual time)\n\n", scenarioPath)
+	b.WriteString("Assumed\n")
+	for _, n := range r.Assumed {
+		b.WriteString(bullet(n, "  - ", "    "))
+	}
+	b.WriteString("\nThe log does not tell\n")
+	for _, n := range r.Unknown {
+		b.WriteString(bullet(n, "  - ", "    "))
+	}
+	if c != nil {
+		fmt.Fprintf(&b, "\nThe log against the replay, run on the simulator in virtual time (%d of %d requests completed):\n", c.OK, c.OK+c.NotOK)
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil || c == nil {
+		return err
+	}
+	return c.Write(w)
+}

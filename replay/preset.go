@@ -39,6 +39,9 @@ func preset(run *vllmlog.Run, lines []Line) (sim.Config, *kvModel, cost, []strin
 	if c.ChunkedPrefill != nil {
 		cfg.EnableChunkedPrefill = *c.ChunkedPrefill
 	}
+	if c.GPUMemoryUtilization > 0 {
+		cfg.GPUMemoryUtilization = c.GPUMemoryUtilization
+	}
 	cfg.Seed, cfg.MeanOutputTokens = 1, 0
 
 	var notes []string

@@ -60,7 +60,8 @@ func Build(rep *vllmlog.Report) (*Replay, error) {
 	if len(b.all) == 0 {
 		return nil, fmt.Errorf("%w: the stats lines of %s imply no request", ErrTooFew, run.File)
 	}
-	r := &Replay{Name: scenarioName(run.File), Source: run.File, Run: run, Engine: series.Engine, Lines: lines, Config: cfg, presetNotes: presetNotes}
+	cfg.Name = scenarioName(run.File)
+	r := &Replay{Name: cfg.Name, Source: run.File, Run: run, Engine: series.Engine, Lines: lines, Config: cfg, presetNotes: presetNotes}
 	r.Assumed = append(append(intervalNotes, presetNotes...), b.notes...)
 	r.Unknown = append(b.unknown, r.limits(kv)...)
 	clamped := r.arrivals(b.all)
@@ -80,6 +81,7 @@ func Build(rep *vllmlog.Report) (*Replay, error) {
 func (r *Replay) arrivals(reqs []*request) int {
 	slices.SortStableFunc(reqs, func(a, b *request) int { return cmp.Compare(a.arrive, b.arrive) })
 	r.Origin = math.Floor(reqs[0].arrive*10) / 10
+	reqs[0].arrive = r.Origin // a trace's offsets count from its first arrival
 	last := r.Lines[len(r.Lines)-1]
 	end := last.At + last.Interval
 	clamped := 0

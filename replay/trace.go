@@ -163,14 +163,21 @@ func (b *rebuild) gap(k int) {
 	}
 }
 
-// interval applies line k: who was admitted, arrived and left in its
-// interval, and the tokens each running request generated.
-func (b *rebuild) interval(k int) {
-	l := b.lines[k]
-	d, s := l.Interval, l.At-l.Interval
+// flows are what one interval implies: requests admitted (their first
+// token out: their prompt counted), arrived and departed, and the prompt
+// of each admitted one.
+type flows struct {
+	admitted, arrivals, departs int
+	prompt                      float64
+}
+
+// flows reads an interval's flows from its line and the state before it:
+// waiting = arrivals − admitted, running = admitted − departed, and the
+// prompt tokens are the admitted requests' prompts.
+func (b *rebuild) flows(l Line) flows {
 	rp, wp := len(b.running), len(b.waiting)
 	dR, dW := int(l.Running)-rp, int(l.Waiting)-wp
-	pt := l.Prompt * d
+	pt := l.Prompt * l.Interval
 	m := max(0, dR, -dW)
 	if pt >= 0.5 {
 		m = max(m, int(math.Max(1, math.Round(pt/b.typicalPrompt()))))
@@ -178,84 +185,102 @@ func (b *rebuild) interval(k int) {
 	if l.Gen > 0 && rp == 0 && l.Running == 0 {
 		m = max(m, 1) // tokens with nobody running at either end: a request came and went
 	}
-	arrivals, departs := dW+m, m-dR
-	prompt := b.typicalPrompt()
+	f := flows{admitted: m, arrivals: dW + m, departs: m - dR, prompt: b.typicalPrompt()}
 	if pt >= 0.5 {
-		prompt = pt / float64(m)
+		f.prompt = pt / float64(m)
 	}
-	oldGone := min(departs, rp)
-	newGone := departs - oldGone
-	stay := rp - oldGone
+	return f
+}
 
-	// Stream-seconds the interval's tokens took at the decode speed.
+// interval applies line k: who was admitted, arrived and left in its
+// interval, and the tokens each running request generated.
+func (b *rebuild) interval(k int) {
+	l := b.lines[k]
+	d, s := l.Interval, l.At-l.Interval
+	f := b.flows(l)
+	rp := len(b.running)
+	oldGone := min(f.departs, rp)
+	newGone := f.departs - oldGone
+
+	// The stream-seconds the interval's tokens took at the decode speed,
+	// less those of the requests that ran throughout, shared by the
+	// requests that ran part of it.
 	n := math.Max(float64(max(rp, int(l.Running))), 1)
-	rho := b.cost.rate(n, b.meanContext(prompt), b.kv)
-	x := l.Gen*d/rho - float64(stay)*d
-	partial := (m - newGone) + oldGone
-	x = math.Min(math.Max(x, 0), float64(partial)*d)
+	rho := b.cost.rate(n, b.meanContext(f.prompt), b.kv)
+	partial := f.admitted - newGone + oldGone
+	x := math.Min(math.Max(l.Gen*d/rho-float64(rp-oldGone)*d, 0), float64(partial)*d)
 	each := 0.0
 	if partial > 0 {
 		each = x / float64(partial)
 	}
-
-	// Admissions: the oldest waiting first, then new arrivals.
-	fromQueue := min(m, wp)
-	admitted := append([]*request(nil), b.waiting[:fromQueue]...)
-	b.waiting = b.waiting[fromQueue:]
-	newArrivals := arrivals - (m - fromQueue)
-	runNew := spread(m, each, d) // longest first: the first admitted ran longest
-	for i := range m - fromQueue {
-		at := s + d - runNew[fromQueue+i]
-		r := &request{arrive: at, depart: math.NaN()}
-		admitted = append(admitted, r)
-		b.all = append(b.all, r)
-	}
-	for i := range newArrivals {
-		r := &request{arrive: s + (float64(i)+0.5)*d/float64(newArrivals), depart: math.NaN(), prompt: prompt}
-		b.waiting = append(b.waiting, r)
-		b.all = append(b.all, r)
-	}
-	for _, r := range admitted {
-		r.prompt = prompt
-	}
+	admitted, runNew := b.admit(s, d, f, each)
 
 	// Tokens, by the time each request ran in the interval.
 	runOld := spread(oldGone, each, d)
 	slices.Reverse(runOld) // the oldest leaves first
-	type share struct {
-		r *request
-		t float64
-	}
-	var shares []share
-	total := 0.0
+	var who []*request
+	var ran []float64
 	for i, r := range b.running {
 		t := d
 		if i < oldGone {
 			t = runOld[i]
 			r.depart = s + t
 		}
-		shares = append(shares, share{r, t})
-		total += t
+		who, ran = append(who, r), append(ran, t)
 	}
 	for i, r := range admitted {
 		t := runNew[i]
-		if i >= m-newGone {
+		if i >= f.admitted-newGone {
 			t = math.Min(t, d/2)
 			r.depart = s + d - runNew[i] + t
 		}
-		shares = append(shares, share{r, t})
+		who, ran = append(who, r), append(ran, t)
+	}
+	share(who, ran, l.Gen*d)
+	b.running = append(b.running[oldGone:], admitted[:f.admitted-newGone]...)
+}
+
+// admit takes the interval's admitted requests, the oldest waiting first,
+// then new arrivals (arriving as they are admitted), and queues the
+// arrivals that wait, spread over the interval. It returns the admitted
+// requests and how long each ran in the interval (the first admitted
+// longest).
+func (b *rebuild) admit(s, d float64, f flows, each float64) ([]*request, []float64) {
+	fromQueue := min(f.admitted, len(b.waiting))
+	admitted := append([]*request(nil), b.waiting[:fromQueue]...)
+	b.waiting = b.waiting[fromQueue:]
+	run := spread(f.admitted, each, d)
+	for i := range f.admitted - fromQueue {
+		r := &request{arrive: s + d - run[fromQueue+i], depart: math.NaN()}
+		admitted = append(admitted, r)
+		b.all = append(b.all, r)
+	}
+	for _, r := range admitted {
+		r.prompt = f.prompt
+	}
+	waits := f.arrivals - (f.admitted - fromQueue)
+	for i := range waits {
+		r := &request{arrive: s + (float64(i)+0.5)*d/float64(waits), depart: math.NaN(), prompt: f.prompt}
+		b.waiting = append(b.waiting, r)
+		b.all = append(b.all, r)
+	}
+	return admitted, run
+}
+
+// share gives tokens to the requests in proportion to the time each ran.
+func share(who []*request, ran []float64, tokens float64) {
+	total := 0.0
+	for _, t := range ran {
 		total += t
 	}
-	tokens := l.Gen * d
-	for _, sh := range shares {
+	for i, r := range who {
 		switch {
 		case total > 0:
-			sh.r.out += tokens * sh.t / total
-		case len(shares) > 0:
-			sh.r.out += tokens / float64(len(shares))
+			r.out += tokens * ran[i] / total
+		default:
+			r.out += tokens / float64(len(who))
 		}
 	}
-	b.running = append(b.running[oldGone:], admitted[:m-newGone]...)
 }
 
 // meanContext is the mean context of the running requests, or prompt when

@@ -75,7 +75,7 @@ func (r *Replay) traceJSONL() ([]byte, error) {
 // presetYAML is the simulator preset, headed by where each figure came
 // from.
 func (r *Replay) presetYAML() ([]byte, error) {
-	body, err := yaml.Marshal(r.Config)
+	body, err := marshal(r.Config)
 	if err != nil {
 		return nil, fmt.Errorf("replay: preset: %w", err)
 	}
@@ -91,16 +91,36 @@ func (r *Replay) presetYAML() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// marshal is YAML with two-space indents, as the project's files are.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	err := enc.Close()
+	return b.Bytes(), err
+}
+
 // comment wraps s as "# - " lines of at most 100 characters.
-func comment(s string) string {
+func comment(s string) string { return bullet(s, "# - ", "#   ") }
+
+// bullet wraps s into lines of at most 100 characters, the first starting
+// with first, the others with rest.
+func bullet(s, first, rest string) string {
 	var b strings.Builder
-	line := "# -"
+	line, fresh := first, true
 	for _, w := range strings.Fields(s) {
-		if len(line)+1+len(w) > 100 {
+		if !fresh && len([]rune(line))+1+len([]rune(w)) > 100 {
 			b.WriteString(line + "\n")
-			line = "#  "
+			line, fresh = rest, true
 		}
-		line += " " + w
+		if fresh {
+			line, fresh = line+w, false
+		} else {
+			line += " " + w
+		}
 	}
 	b.WriteString(line + "\n")
 	return b.String()
@@ -159,7 +179,7 @@ func (r *Replay) scenarioYAML() ([]byte, error) {
 	st := stageDoc{Name: "replay", MaxConcurrency: max(2*int(peak)+16, len(r.Trace))}
 	st.Trace.Path = TraceFile
 	d.Load.Stages = []stageDoc{st}
-	body, err := yaml.Marshal(&d)
+	body, err := marshal(&d)
 	if err != nil {
 		return nil, fmt.Errorf("replay: scenario: %w", err)
 	}
