@@ -50,6 +50,18 @@ type Comparison struct {
 	OK       int // requests the replay completed
 	NotOK    int // requests that failed, were canceled or dropped
 	Duration time.Duration
+	// Stopped says why the run ended early (its load.max_duration); the
+	// lines before still compare.
+	Stopped string
+}
+
+func cmpErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("no metrics were read")
 }
 
 // checkGrid is how often Check reads the simulator's counters: every
@@ -86,14 +98,14 @@ func Check(ctx context.Context, scenarioPath string, r *Replay) (*Comparison, er
 		}
 	}
 	sum, err := run.Simulate(ctx, sc, cfg, observe)
+	if ctx.Err() != nil || len(samples) == 0 {
+		return nil, fmt.Errorf("replay: running %s in virtual time: %w", scenarioPath, cmpErr(err, ctx.Err()))
+	}
 	if err != nil {
-		return nil, fmt.Errorf("replay: running %s in virtual time: %w", scenarioPath, err)
+		cmp.Stopped = err.Error() // the lines before the stop still compare
 	}
 	if sum != nil {
 		cmp.Duration = time.Duration(sum.DurationS * float64(time.Second))
-	}
-	if len(samples) == 0 {
-		return nil, fmt.Errorf("replay: running %s in virtual time read no metrics", scenarioPath)
 	}
 	s := series(samples)
 	for _, l := range r.Lines {
@@ -153,8 +165,43 @@ func (c *Comparison) Write(w io.Writer) error {
 			pair(fmt.Sprint(l.Log.Running), fmt.Sprint(l.Replay.Running)), pair(fmt.Sprint(l.Log.Waiting), fmt.Sprint(l.Replay.Waiting)),
 			pair(kv, f1(l.Replay.KVPerc))})
 	}
-	_, err := io.WriteString(w, textable.Format(rows, false))
+	_, err := io.WriteString(w, textable.Format(rows, false)+c.verdict())
 	return err
+}
+
+// verdict says, from the table's figures, how close the replay came.
+func (c *Comparison) verdict() string {
+	n, within5, within10, same := 0, 0, 0, 0
+	worst, worstAt := 0.0, ""
+	for _, l := range c.Lines {
+		if l.Replay.Running == l.Log.Running {
+			same++
+		}
+		d := l.GenDiff()
+		if math.IsNaN(d) {
+			continue
+		}
+		n++
+		if math.Abs(d) <= 0.05 {
+			within5++
+		}
+		if math.Abs(d) <= 0.10 {
+			within10++
+		}
+		if math.Abs(d) >= math.Abs(worst) {
+			worst, worstAt = d, l.Log.Time
+		}
+	}
+	var b strings.Builder
+	if n > 0 {
+		fmt.Fprintf(&b, "Generation throughput within ±5 %% of the log's at %d of %d lines with tokens, within ±10 %% at %d; the largest difference %+.1f %% (%s).\n",
+			within5, n, within10, 100*worst, worstAt)
+	}
+	fmt.Fprintf(&b, "Running count equal at %d of %d lines.\n", same, len(c.Lines))
+	if c.Stopped != "" {
+		fmt.Fprintf(&b, "The replay was cut short: %s.\n", c.Stopped)
+	}
+	return b.String()
 }
 
 func f1(x float64) string { return fmt.Sprintf("%.1f", x) }

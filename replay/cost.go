@@ -39,11 +39,17 @@ type decodePoint struct {
 }
 
 // steadyPoints are the intervals of steady decoding: requests running,
-// the same number at both ends, no prompt prefilled, nothing waiting.
+// the same number at both ends, no prompt prefilled, nothing waiting, and
+// the KV cache growing no faster than the tokens generated explain (a
+// long prompt prefilled in chunks fills it while its prompt tokens are
+// not yet counted).
 func steadyPoints(lines []Line, kv *kvModel) []decodePoint {
 	var pts []decodePoint
 	for i, l := range lines {
 		if l.Gen <= 0 || l.Running <= 0 || l.Prompt > 0 || l.Waiting > 0 || (i > 0 && lines[i-1].Running != l.Running) {
+			continue
+		}
+		if i > 0 && prefilling(lines[i-1], l, kv) {
 			continue
 		}
 		// Context at the interval's middle: at the line, less half the
@@ -58,27 +64,26 @@ func steadyPoints(lines []Line, kv *kvModel) []decodePoint {
 	return pts
 }
 
+// prefilling reports whether the context in flight grew by more than the
+// tokens generated between lines p and l can explain: by half as much
+// again, and two of KV usage's printed steps (0.1 %).
+func prefilling(p, l Line, kv *kvModel) bool {
+	a, b := kv.contextAt(p.KVPerc, p.Running), kv.contextAt(l.KVPerc, l.Running)
+	if math.IsNaN(a) || math.IsNaN(b) {
+		return false
+	}
+	generated := (p.Gen + l.Gen) / 2 * (l.At - p.At)
+	slack := kv.contextAt(p.KVPerc+0.2, p.Running) - a
+	return b-a > 1.5*generated+slack
+}
+
 // fitCost fits the step cost to the log's intervals of steady decoding,
 // and says how. With none, the fastest decode the log shows bounds it.
 func fitCost(lines []Line, kv *kvModel, defaults cost) (cost, []string) {
 	c := defaults
 	pts := steadyPoints(lines, kv)
 	if len(pts) == 0 {
-		best, at := 0.0, int64(0)
-		for i, l := range lines {
-			n := l.Running
-			if i > 0 {
-				n = max(n, lines[i-1].Running)
-			}
-			if r := l.Gen / max(n, 1); r > best {
-				best, at = r, l.LogLine
-			}
-		}
-		c.overheadUS, c.perSeqUS, c.perKVNS = 1e6/(best*(1+boundMargin)), 0, 0
-		return c, []string{fmt.Sprintf("no interval of steady decoding (the same requests running at both ends, no prompt, nothing waiting): "+
-			"a stream decodes at %.1f tokens/s, %.0f %% above the fastest the log shows (%.1f tokens/s per request at line %d, a lower bound when the interval held an arrival or a departure); "+
-			"the log does not tell how much faster it was, nor how the speed changes with more requests or a longer context",
-			best*(1+boundMargin), 100*boundMargin, best, at)}
+		return boundCost(lines, kv, c)
 	}
 	useKV := len(pts) >= 3
 	var reads, ns []float64
@@ -122,6 +127,34 @@ func fitCost(lines []Line, kv *kvModel, defaults cost) (cost, []string) {
 		notes = append(notes, "the steady intervals do not show how context slows decoding (too few, too little change in KV usage, or no KV figures): the replay's step cost does not grow with context")
 	}
 	return c, notes
+}
+
+// boundCost is the step cost when no interval shows steady decoding: the
+// fastest decode of an interval without prompt tokens or a chunked
+// prefill (which slows the steps beside it) bounds a stream's speed from below; with none, the
+// simulator's default cost stays.
+func boundCost(lines []Line, kv *kvModel, c cost) (cost, []string) {
+	best, at := 0.0, int64(0)
+	for i, l := range lines {
+		if l.Prompt > 0 || (i > 0 && prefilling(lines[i-1], l, kv)) {
+			continue
+		}
+		n := l.Running
+		if i > 0 {
+			n = max(n, lines[i-1].Running)
+		}
+		if r := l.Gen / max(n, 1); r > best {
+			best, at = r, l.LogLine
+		}
+	}
+	if best == 0 {
+		return c, []string{fmt.Sprintf("no interval shows decoding alone (every interval with tokens also prefilled prompts, counted or in chunks): the step costs the simulator's default, %.0f µs + %.0f µs per request, and the log does not tell the decode speed", c.overheadUS, c.perSeqUS)}
+	}
+	c.overheadUS, c.perSeqUS, c.perKVNS = 1e6/(best*(1+boundMargin)), 0, 0
+	return c, []string{fmt.Sprintf("no interval of steady decoding (the same requests running at both ends, no prompt, nothing waiting): "+
+		"a stream decodes at %.1f tokens/s, %.0f %% above the fastest the log shows without prefill (%.1f tokens/s per request at line %d, a lower bound when the interval held an arrival or a departure); "+
+		"the log does not tell how much faster it was, nor how the speed changes with more requests or a longer context",
+		best*(1+boundMargin), 100*boundMargin, best, at)}
 }
 
 // leastSquares fits step (µs) = b0 + b1·n + b2·read/1000 over pts, with the

@@ -20,7 +20,7 @@ type kvModel struct {
 	// context and at most window tokens of it.
 	fullFrac, swFrac float64
 	window           int
-	basis            string // how context is told from usage
+	basis            string // how the layout was chosen
 }
 
 // contextAt is the context in flight (tokens summed over the streams) that
@@ -50,18 +50,21 @@ func (k *kvModel) read(c float64) float64 {
 // model's layers, heads per GPU, element size) and its pool of usable
 // blocks (0: the log states none), and returns the kvModel that matches
 // it. Notes say what was assumed.
-func layout(cfg *sim.Config, run *vllmlog.Run, usable int) (*kvModel, []string) {
+func layout(cfg *sim.Config, run *vllmlog.Run, usable int, lines []Line) (*kvModel, []string) {
 	var notes []string
+	stated := usable > 0
+	if !stated {
+		var note string
+		usable, note = impliedPool(lines, cfg)
+		notes = append(notes, note)
+	}
 	k := &kvModel{usable: float64(usable), block: cfg.BlockSize}
 	if usable <= 0 {
 		// Ample: no preemption the log would not show.
-		blocks := max(8*cfg.MaxModelLen/cfg.BlockSize, 1<<16)
-		cfg.NumGPUBlocksOverride = blocks + 1
-		notes = append(notes, fmt.Sprintf("the log states no KV-cache size: the simulator gets an ample pool (%s blocks), so it never preempts, and its KV-usage figures do not compare with the log's", kvcapacity.Thousands(blocks)))
+		usable = max(8*cfg.MaxModelLen/cfg.BlockSize, 1<<16)
 		k.usable = 0
-	} else {
-		cfg.NumGPUBlocksOverride = usable + 1 // one is vLLM's reserved null block
 	}
+	cfg.NumGPUBlocksOverride = usable + 1 // one is vLLM's reserved null block
 	ck := run.KV.Check
 	m, g, ok := ck.Layout()
 	if ok && ck.Agrees() && g.Settings.BlockSize == cfg.BlockSize {
@@ -101,9 +104,31 @@ func layout(cfg *sim.Config, run *vllmlog.Run, usable int) (*kvModel, []string) 
 	cfg.NumLayers, cfg.NumKVHeads, cfg.HeadDim, cfg.KVDtypeBytes = 1, 1, 1, 2
 	cfg.SlidingWindow, cfg.SlidingWindowLayers = 0, 0
 	cfg.KVCacheMemoryBytes = int64(cfg.NumGPUBlocksOverride) * int64(2*cfg.BlockSize*2)
-	if usable > 0 {
+	if stated {
 		k.basis = fmt.Sprintf("the printed KV-cache size as %s blocks of %d tokens, every layer holding the whole context (the model's layers are not known to servebench, or the KV check did not reproduce the log)", kvcapacity.Thousands(usable), cfg.BlockSize)
 		notes = append(notes, "KV cache: "+k.basis)
 	}
 	return k, notes
+}
+
+// impliedPool is the KV-cache pool, in usable blocks of one uniform layer,
+// that the first stats line's KV usage implies for the context the replay
+// gives its requests (their prompts, assumed when the log shows none, and
+// the tokens generated in the interval), when the log states no KV-cache
+// size; 0, with a note, when that line shows no usage to tell it.
+func impliedPool(lines []Line, cfg *sim.Config) (int, string) {
+	l := lines[0]
+	if !(l.KVPerc > 0) || l.Running <= 0 {
+		return 0, fmt.Sprintf("the log states no KV-cache size: the simulator gets an ample pool (%s blocks), so it never preempts, and its KV-usage figures do not compare with the log's",
+			kvcapacity.Thousands(max(8*cfg.MaxModelLen/cfg.BlockSize, 1<<16)))
+	}
+	prompt, _ := estimatePrompt(lines)
+	ctx := l.Running * orDefaultPrompt(prompt)
+	if l.Prompt > 0 {
+		ctx = l.Prompt * l.Interval
+	}
+	ctx += l.Gen * l.Interval
+	blocks := int(math.Round(ctx / float64(cfg.BlockSize) / (l.KVPerc / 100)))
+	return max(blocks, 1), fmt.Sprintf("the log states no KV-cache size: the pool is taken as %s blocks of %d tokens, what the first stats line's KV usage (%.1f %%) implies for the %s tokens of context the replay gives its %g running request(s) there; with another context the pool would differ in proportion",
+		kvcapacity.Thousands(max(blocks, 1)), cfg.BlockSize, l.KVPerc, kvcapacity.Thousands(int(ctx)), l.Running)
 }

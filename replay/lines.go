@@ -62,7 +62,7 @@ func readLines(run *vllmlog.Run, s *vllmlog.Series) ([]Line, []string, error) {
 			ErrTooFew, where, len(s.Points), MinLines)
 	}
 	var lines []Line
-	work := false
+	work, tokens := false, false
 	for _, p := range s.Points {
 		if math.IsNaN(p.OffsetS) {
 			return nil, nil, fmt.Errorf("%w: the stats line at line %d of %s has no timestamp, so the intervals between lines are unknown", ErrTooFew, p.Line, where)
@@ -76,10 +76,14 @@ func readLines(run *vllmlog.Run, s *vllmlog.Series) ([]Line, []string, error) {
 			return nil, nil, fmt.Errorf("%w: the stats lines at lines %d and %d of %s do not advance in time", ErrTooFew, lines[len(lines)-1].LogLine, p.Line, where)
 		}
 		work = work || l.Gen > 0 || l.Prompt > 0 || l.Running > 0 || l.Waiting > 0
+		tokens = tokens || l.Gen > 0 || l.Prompt > 0
 		lines = append(lines, l)
 	}
 	if !work {
 		return nil, nil, fmt.Errorf("%w: the %d stats lines of %s show no work at all (no tokens, nothing running or waiting): there is no load to replay", ErrTooFew, len(lines), where)
+	}
+	if !tokens {
+		return nil, nil, fmt.Errorf("%w: the %d stats lines of %s show requests but not one token generated or prefilled (a stalled engine: see bench logs' diagnosis); the simulator does not stall, so there is no throughput to replay", ErrTooFew, len(lines), where)
 	}
 	notes := intervals(lines, run.Config.Generation, s.Stride)
 	return lines, notes, nil

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"cmp"
+	"slices"
 	"fmt"
 	"math"
 	"strings"
@@ -13,11 +14,19 @@ import (
 	"github.com/servebench/servebench/vllmlog"
 )
 
+// server is the simulated server a replay runs on.
+type server struct {
+	cfg       sim.Config
+	kv        *kvModel // the KV-cache layout cfg gives the simulator
+	cost      cost     // cfg's step cost
+	notes     []string // what was read from the log, and what was assumed
+	mmlStated bool     // the log states max_model_len
+}
+
 // preset builds the simulator configuration of the log's server: capacity
 // from the log (twin.FromLog), the KV-cache layout from its KV check, the
-// step cost fitted to its stats lines. It returns the configuration, the
-// KV model that matches it, and notes: what was read, what was assumed.
-func preset(run *vllmlog.Run, lines []Line) (sim.Config, *kvModel, cost, []string) {
+// step cost fitted to its stats lines.
+func preset(run *vllmlog.Run, lines []Line) *server {
 	cfg := sim.Defaults()
 	cfg.Name = "replay"
 	c := &run.Config
@@ -62,8 +71,9 @@ func preset(run *vllmlog.Run, lines []Line) (sim.Config, *kvModel, cost, []strin
 	}
 	cfg.MaxNumBatchedTokens = opts.MaxNumBatchedTokens
 	if cfg.MaxNumBatchedTokens == 0 {
-		cfg.MaxNumBatchedTokens = twin.DefaultBudget
-		notes = append(notes, fmt.Sprintf("max_num_batched_tokens = %d: the log does not state it (vLLM's default on most GPUs)", cfg.MaxNumBatchedTokens))
+		var note string
+		cfg.MaxNumBatchedTokens, note = budget(lines)
+		notes = append(notes, note)
 	}
 	cfg.MaxNumBatchedTokens = max(cfg.MaxNumBatchedTokens, cfg.MaxNumSeqs)
 	if opts.BlockSize > 0 {
@@ -77,7 +87,7 @@ func preset(run *vllmlog.Run, lines []Line) (sim.Config, *kvModel, cost, []strin
 	if !cfg.EnableChunkedPrefill {
 		cfg.MaxNumBatchedTokens = max(cfg.MaxNumBatchedTokens, cfg.MaxModelLen)
 	}
-	kv, kvNotes := layout(&cfg, run, opts.KVBlocks)
+	kv, kvNotes := layout(&cfg, run, opts.KVBlocks, lines)
 	notes = append(notes, kvNotes...)
 
 	d := sim.Defaults()
@@ -94,7 +104,41 @@ func preset(run *vllmlog.Run, lines []Line) (sim.Config, *kvModel, cost, []strin
 	fitted = cost{cfg.StepOverheadUS, cfg.PerSeqUS, cfg.PerKVTokenNS, cfg.PerPrefillTokenUS}
 	cfg.JitterFrac = 0.01
 	cfg.LogStatsInterval = time.Duration(math.Round(lines[len(lines)-1].Interval)) * time.Second
-	return cfg, kv, fitted, notes
+	return &server{cfg: cfg, kv: kv, cost: fitted, notes: notes, mmlStated: opts.MaxModelLen > 0}
+}
+
+// defaultBudgets are vLLM's defaults for max_num_batched_tokens (2048 on
+// most GPUs, 8192 on large ones, 16384 offline).
+var defaultBudgets = []int{2048, 8192, 16384}
+
+// budget tells the step budget the log does not state from the intervals
+// in which the engine prefilled while requests waited throughout: each
+// decode step then prefilled about a budget of prompt tokens, and the
+// steps are the generation tokens per running request. It takes the
+// nearest of vLLM's defaults when within a third of one; vLLM's 2048
+// when no interval shows it.
+func budget(lines []Line) (int, string) {
+	var per []float64
+	for i := 1; i < len(lines); i++ {
+		l, p := lines[i], lines[i-1]
+		n := (l.Running + p.Running) / 2
+		if l.Waiting > 0 && p.Waiting > 0 && l.Prompt > 0 && l.Gen > 0 && n >= 1 {
+			per = append(per, l.Prompt*n/l.Gen)
+		}
+	}
+	if len(per) == 0 {
+		return twin.DefaultBudget, fmt.Sprintf("max_num_batched_tokens = %d: the log does not state it (vLLM's default on most GPUs)", twin.DefaultBudget)
+	}
+	slices.Sort(per)
+	seen := per[len(per)/2]
+	b := int(math.Max(256, math.Round(seen/256)*256))
+	for _, d := range defaultBudgets {
+		if math.Abs(seen/float64(d)-1) <= 1.0/3 {
+			b = d
+		}
+	}
+	return b, fmt.Sprintf("max_num_batched_tokens = %d: the log does not state it; in the %d interval(s) that prefilled while requests waited, each decode step prefilled about %.0f prompt tokens (prompt tokens ÷ decode steps, a step per generated token of each running request)",
+		b, len(per), seen)
 }
 
 // round3 keeps three decimals: what a preset file needs to reproduce a fit.

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servebench/servebench/internal/kvcapacity"
 	"github.com/servebench/servebench/sim"
+	"github.com/servebench/servebench/twin"
 	"github.com/servebench/servebench/vllmlog"
 )
 
@@ -54,19 +56,20 @@ func Build(rep *vllmlog.Report) (*Replay, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, kv, c, presetNotes := preset(run, lines)
-	b := &rebuild{lines: lines, cost: c, kv: kv, budget: cfg.MaxNumBatchedTokens}
+	srv := preset(run, lines)
+	b := &rebuild{lines: lines, cost: srv.cost, kv: srv.kv, budget: srv.cfg.MaxNumBatchedTokens}
 	b.run()
 	if len(b.all) == 0 {
 		return nil, fmt.Errorf("%w: the stats lines of %s imply no request", ErrTooFew, run.File)
 	}
-	cfg.Name = scenarioName(run.File)
-	r := &Replay{Name: cfg.Name, Source: run.File, Run: run, Engine: series.Engine, Lines: lines, Config: cfg, presetNotes: presetNotes}
-	r.Assumed = append(append(intervalNotes, presetNotes...), b.notes...)
-	r.Unknown = append(b.unknown, r.limits(kv)...)
+	srv.cfg.Name = scenarioName(run.File)
+	srv.fitRequests(b.all)
+	r := &Replay{Name: srv.cfg.Name, Source: run.File, Run: run, Engine: series.Engine, Lines: lines, Config: srv.cfg, presetNotes: srv.notes}
+	r.Assumed = append(append(intervalNotes, srv.notes...), b.notes...)
+	r.Unknown = append(b.unknown, r.limits(srv.kv)...)
 	clamped := r.arrivals(b.all)
 	if clamped > 0 {
-		r.Assumed = append(r.Assumed, fmt.Sprintf("%d request(s) would have outgrown max_model_len (%d): their output is cut to fit", clamped, cfg.MaxModelLen))
+		r.Assumed = append(r.Assumed, fmt.Sprintf("%d request(s) would have outgrown max_model_len (%d): their output is cut to fit", clamped, r.Config.MaxModelLen))
 	}
 	if err := r.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("replay: the simulator built from %s is not valid: %w", run.File, err)
@@ -136,4 +139,30 @@ func scenarioName(file string) string {
 		base = "log"
 	}
 	return "replay-" + base
+}
+
+// fitRequests makes max_model_len, when the log does not state it, long
+// enough for the longest request rebuilt (and no longer than the pool
+// holds, up to twin.DefaultMaxModelLen), and the pool large enough for one
+// request of max_model_len, as vLLM requires at start-up.
+func (s *server) fitRequests(reqs []*request) {
+	need := 0
+	for _, q := range reqs {
+		need = max(need, int(math.Ceil(q.prompt+q.out)))
+	}
+	c := &s.cfg
+	if !s.mmlStated {
+		pool := (c.NumGPUBlocksOverride - 1) * c.BlockSize
+		c.MaxModelLen = max(need, min(twin.DefaultMaxModelLen, pool), 2)
+	}
+	k, err := c.Capacity()
+	if err == nil && k.NumBlocks-1 < k.BlocksPerRequest {
+		c.NumGPUBlocksOverride = k.BlocksPerRequest + 1
+		if k2, err := c.Capacity(); err == nil {
+			c.KVCacheMemoryBytes = int64(k2.NumBlocks) * k2.PageBytes * int64(k2.GroupSize)
+		}
+		s.notes = append(s.notes, fmt.Sprintf("the pool is raised to %s blocks, so that one request of max_model_len (%s tokens) fits, as vLLM requires at start-up; KV usage is then lower than the log's",
+			kvcapacity.Thousands(k.BlocksPerRequest), kvcapacity.Thousands(c.MaxModelLen)))
+		s.kv.usable = float64(k.BlocksPerRequest)
+	}
 }

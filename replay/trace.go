@@ -38,7 +38,11 @@ type rebuild struct {
 const defaultPrompt = 1024
 
 func (b *rebuild) run() {
-	b.estimatePrompt()
+	var note string
+	b.promptLen, note = estimatePrompt(b.lines)
+	if note != "" {
+		b.notes = append(b.notes, note)
+	}
 	b.start()
 	for k := range b.lines {
 		if k > 0 {
@@ -49,21 +53,19 @@ func (b *rebuild) run() {
 	b.finish()
 }
 
-// estimatePrompt sets the typical prompt length: prompt tokens per request
-// added to the running count, over the intervals that added some.
-func (b *rebuild) estimatePrompt() {
-	var per []float64
-	var loose []float64
-	for k, l := range b.lines {
+// estimatePrompt is the typical prompt length: prompt tokens per request
+// added to the running count, over the intervals that added some; NaN when
+// no line counts prompt tokens. The note says how, when it is a guess.
+func estimatePrompt(lines []Line) (float64, string) {
+	var per, loose []float64
+	for k, l := range lines {
 		pt := l.Prompt * l.Interval
 		if pt < 0.5 {
 			continue
 		}
-		prev := 0.0
+		prev := 0.0 // a first line with prompt tokens follows an idle time (see start)
 		if k > 0 {
-			prev = b.lines[k-1].Running
-		} else if l.Prompt > 0 {
-			prev = 0 // the first line follows an idle time (see start)
+			prev = lines[k-1].Running
 		}
 		if added := l.Running - prev; added >= 1 {
 			per = append(per, pt/added)
@@ -74,14 +76,13 @@ func (b *rebuild) estimatePrompt() {
 	switch {
 	case len(per) > 0:
 		slices.Sort(per)
-		b.promptLen = per[len(per)/2]
+		return per[len(per)/2], ""
 	case len(loose) > 0:
 		slices.Sort(loose)
-		b.promptLen = loose[len(loose)/2]
-		b.notes = append(b.notes, fmt.Sprintf("no interval added running requests beside its prompt tokens, so the prompt length is taken as one interval's prompt tokens (%.0f): each interval with prompt tokens admitted one request, as far as the replay knows", b.promptLen))
-	default:
-		b.promptLen = math.NaN()
+		v := loose[len(loose)/2]
+		return v, fmt.Sprintf("no interval added running requests beside its prompt tokens, so the prompt length is taken as one interval's prompt tokens (%.0f): each interval with prompt tokens admitted one request, as far as the replay knows", v)
 	}
+	return math.NaN(), ""
 }
 
 // start sets the state before the first line's interval. A first line with
@@ -128,11 +129,13 @@ func (b *rebuild) start() {
 
 // typicalPrompt is the prompt of a request whose prompt the log does not
 // show.
-func (b *rebuild) typicalPrompt() float64 {
-	if math.IsNaN(b.promptLen) {
+func (b *rebuild) typicalPrompt() float64 { return orDefaultPrompt(b.promptLen) }
+
+func orDefaultPrompt(p float64) float64 {
+	if math.IsNaN(p) {
 		return defaultPrompt
 	}
-	return b.promptLen
+	return p
 }
 
 // prefillTime is how long the simulator takes to prefill n prompts of ctx
@@ -250,11 +253,17 @@ func (b *rebuild) admit(s, d float64, f flows, each float64) ([]*request, []floa
 	admitted := append([]*request(nil), b.waiting[:fromQueue]...)
 	b.waiting = b.waiting[fromQueue:]
 	run := spread(f.admitted, each, d)
-	for i := range f.admitted - fromQueue {
-		r := &request{arrive: s + d - run[fromQueue+i], depart: math.NaN()}
-		admitted = append(admitted, r)
-		b.all = append(b.all, r)
+	// New arrivals reach the engine a prefill before their first token;
+	// the engine prefills one prompt after another, so going back from
+	// the last admitted, each arrives a prefill before the next one's.
+	fresh := make([]*request, f.admitted-fromQueue)
+	t := math.Inf(1)
+	for i := len(fresh) - 1; i >= 0; i-- {
+		t = math.Min(t, s+d-run[fromQueue+i]) - b.prefillTime(1, f.prompt)
+		fresh[i] = &request{arrive: t, depart: math.NaN()}
 	}
+	admitted = append(admitted, fresh...)
+	b.all = append(b.all, fresh...)
 	for _, r := range admitted {
 		r.prompt = f.prompt
 	}

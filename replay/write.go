@@ -167,7 +167,7 @@ func (r *Replay) scenarioYAML() ([]byte, error) {
 	d.Name, d.Description = r.Name, r.description()
 	d.Target.URL, d.Target.API = "sim://./"+PresetFile, "completions"
 	span := time.Duration(math.Ceil(r.Span)) * time.Second
-	limit := (2*span + time.Minute).Round(time.Minute)
+	limit := (3*span + 5*time.Minute).Round(time.Minute)
 	d.Target.Timeouts.FirstByte, d.Target.Timeouts.Idle, d.Target.Timeouts.Total = limit.String(), "5m0s", limit.String()
 	d.Request.IgnoreEOS = true
 	d.Scrape.Interval = r.Config.LogStatsInterval.String()
