@@ -64,9 +64,24 @@ func cmpErr(errs ...error) error {
 	return fmt.Errorf("no metrics were read")
 }
 
-// checkGrid is how often Check reads the simulator's counters: every
-// log time falls on it (Replay.Origin is on a tenth of a second).
-const checkGrid = 100 * time.Millisecond
+// grid is how often Check reads the simulator's counters: the longest of
+// a second, half a second and a tenth of one on which every time it reads
+// falls (Replay.Origin is on a tenth of a second).
+func (r *Replay) grid() time.Duration {
+	for _, g := range []float64{1, 0.5, 0.1} {
+		on := true
+		for _, l := range r.Lines {
+			for _, t := range []float64{l.At - r.Origin, l.At - l.Interval - r.Origin} {
+				k := t / g
+				on = on && math.Abs(k-math.Round(k)) < 1e-6
+			}
+		}
+		if on {
+			return time.Duration(g * float64(time.Second))
+		}
+	}
+	return 100 * time.Millisecond
+}
 
 // Check runs the scenario Write wrote (at scenarioPath) on its simulator
 // in virtual time and computes the simulator's stats lines at the log's
@@ -78,7 +93,7 @@ func Check(ctx context.Context, scenarioPath string, r *Replay) (*Comparison, er
 	if err != nil {
 		return nil, err
 	}
-	if err := sc.Set("scrape.interval", checkGrid.String()); err != nil {
+	if err := sc.Set("scrape.interval", r.grid().String()); err != nil {
 		return nil, err
 	}
 	cfg, err := sim.ConfigFromURL(sc.SimTarget())
@@ -107,7 +122,7 @@ func Check(ctx context.Context, scenarioPath string, r *Replay) (*Comparison, er
 	if sum != nil {
 		cmp.Duration = time.Duration(sum.DurationS * float64(time.Second))
 	}
-	s := series(samples)
+	s := series{samples, r.grid()}
 	for _, l := range r.Lines {
 		at := l.At - r.Origin
 		f := Figures{
@@ -123,21 +138,25 @@ func Check(ctx context.Context, scenarioPath string, r *Replay) (*Comparison, er
 }
 
 // series is the scraped readings by time since the first (the trace's
-// first arrival).
-type series []*results.Sample
+// first arrival), every grid.
+type series struct {
+	s    []*results.Sample
+	grid time.Duration
+}
 
 // value is meaning m at t seconds after the first reading: 0 before it;
 // the last reading's counters, and no requests, after the run.
-func (s series) value(t float64, m results.Meaning) float64 {
+func (ser series) value(t float64, m results.Meaning) float64 {
 	if t < 0 {
 		return 0
 	}
+	s := ser.s
 	at := s[0].At + time.Duration(math.Round(t*1e6))*time.Microsecond
 	i := sort.Search(len(s), func(i int) bool { return s[i].At > at+time.Microsecond }) - 1
 	if i < 0 {
 		return 0
 	}
-	if i == len(s)-1 && at > s[i].At+checkGrid && (m == results.Running || m == results.Waiting || m == results.KVUsage) {
+	if i == len(s)-1 && at > s[i].At+ser.grid && (m == results.Running || m == results.Waiting || m == results.KVUsage) {
 		return 0
 	}
 	return s[i].Values[m]

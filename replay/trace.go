@@ -109,8 +109,9 @@ func (b *rebuild) start() {
 		}
 		b.unknown = append(b.unknown, fmt.Sprintf("the context of the %g request(s) running at the first stats line (no KV figures to tell it): taken as %.0f tokens", n, ctx))
 	}
-	lead := b.prefillTime(n, ctx) + 0.2
-	lead = math.Ceil(lead*10) / 10
+	// Whole seconds, so that the log's times fall on whole seconds of the
+	// replay (Check reads the simulator's counters every second then).
+	lead := math.Ceil(b.prefillTime(n, ctx) + 0.2)
 	for range int(n) {
 		r := &request{arrive: s0 - lead, prompt: ctx, depart: math.NaN(), pre: true}
 		r.out = 1 + (lead-b.prefillTime(n, ctx))*b.cost.rate(n, ctx, b.kv)
