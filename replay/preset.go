@@ -2,9 +2,9 @@ package replay
 
 import (
 	"cmp"
-	"slices"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
