@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/servebench/servebench/internal/kvcapacity"
 	"github.com/servebench/servebench/sim"
 	"github.com/servebench/servebench/twin"
 	"github.com/servebench/servebench/vllmlog"
@@ -29,28 +28,7 @@ type server struct {
 func preset(run *vllmlog.Run, lines []Line) *server {
 	cfg := sim.Defaults()
 	cfg.Name = "replay"
-	c := &run.Config
-	if served := cmp.Or(c.ServedModelName, c.Model); served != "" {
-		cfg.Model, cfg.ServedModelName = served, served
-	}
-	if c.Model != "" {
-		cfg.Model = c.Model
-	}
-	if c.Version != "" {
-		cfg.VLLMVersion = strings.TrimPrefix(c.Version, "v")
-	}
-	if c.Architecture != "" {
-		cfg.Architecture = c.Architecture
-	}
-	if c.PrefixCaching != nil {
-		cfg.EnablePrefixCaching = *c.PrefixCaching
-	}
-	if c.ChunkedPrefill != nil {
-		cfg.EnableChunkedPrefill = *c.ChunkedPrefill
-	}
-	if c.GPUMemoryUtilization > 0 {
-		cfg.GPUMemoryUtilization = c.GPUMemoryUtilization
-	}
+	identity(&cfg, &run.Config)
 	cfg.Seed, cfg.MeanOutputTokens = 1, 0
 
 	var notes []string
@@ -67,7 +45,7 @@ func preset(run *vllmlog.Run, lines []Line) *server {
 	cfg.MaxNumSeqs = opts.MaxNumSeqs
 	if cfg.MaxNumSeqs == 0 {
 		cfg.MaxNumSeqs = max(twin.DefaultMaxNumSeqs, int(maxRunning))
-		notes = append(notes, fmt.Sprintf("max_num_seqs = %d: the log does not state it (vLLM's default)", cfg.MaxNumSeqs))
+		notes = append(notes, fmt.Sprintf("max_num_seqs = %d: the log does not state it (vLLM's default, or the most requests the log shows running)", cfg.MaxNumSeqs))
 	}
 	cfg.MaxNumBatchedTokens = opts.MaxNumBatchedTokens
 	if cfg.MaxNumBatchedTokens == 0 {
@@ -81,8 +59,7 @@ func preset(run *vllmlog.Run, lines []Line) *server {
 	}
 	cfg.MaxModelLen = opts.MaxModelLen
 	if cfg.MaxModelLen == 0 {
-		cfg.MaxModelLen = twin.DefaultMaxModelLen
-		notes = append(notes, fmt.Sprintf("max_model_len = %s: the log does not state it (assumed; the replay's requests fit in it)", kvcapacity.Thousands(cfg.MaxModelLen)))
+		cfg.MaxModelLen = twin.DefaultMaxModelLen // until fitRequests sees the requests
 	}
 	if !cfg.EnableChunkedPrefill {
 		cfg.MaxNumBatchedTokens = max(cfg.MaxNumBatchedTokens, cfg.MaxModelLen)
@@ -105,6 +82,32 @@ func preset(run *vllmlog.Run, lines []Line) *server {
 	cfg.JitterFrac = 0.01
 	cfg.LogStatsInterval = time.Duration(math.Round(lines[len(lines)-1].Interval)) * time.Second
 	return &server{cfg: cfg, kv: kv, cost: fitted, notes: notes, mmlStated: opts.MaxModelLen > 0}
+}
+
+// identity sets what the simulator says it is, and the switches, as the
+// log's configuration states them.
+func identity(cfg *sim.Config, c *vllmlog.Config) {
+	if served := cmp.Or(c.ServedModelName, c.Model); served != "" {
+		cfg.Model, cfg.ServedModelName = served, served
+	}
+	if c.Model != "" {
+		cfg.Model = c.Model
+	}
+	if c.Version != "" {
+		cfg.VLLMVersion = strings.TrimPrefix(c.Version, "v")
+	}
+	if c.Architecture != "" {
+		cfg.Architecture = c.Architecture
+	}
+	if c.PrefixCaching != nil {
+		cfg.EnablePrefixCaching = *c.PrefixCaching
+	}
+	if c.ChunkedPrefill != nil {
+		cfg.EnableChunkedPrefill = *c.ChunkedPrefill
+	}
+	if c.GPUMemoryUtilization > 0 {
+		cfg.GPUMemoryUtilization = c.GPUMemoryUtilization
+	}
 }
 
 // defaultBudgets are vLLM's defaults for max_num_batched_tokens (2048 on

@@ -154,6 +154,8 @@ func (s *server) fitRequests(reqs []*request) {
 	if !s.mmlStated {
 		pool := (c.NumGPUBlocksOverride - 1) * c.BlockSize
 		c.MaxModelLen = max(need, min(twin.DefaultMaxModelLen, pool), 2)
+		s.notes = append(s.notes, fmt.Sprintf("max_model_len = %s: the log does not state it; the replay takes what the pool holds, up to %s, and at least its longest request (%s tokens)",
+			kvcapacity.Thousands(c.MaxModelLen), kvcapacity.Thousands(twin.DefaultMaxModelLen), kvcapacity.Thousands(need)))
 	}
 	k, err := c.Capacity()
 	if err == nil && k.NumBlocks-1 < k.BlocksPerRequest {

@@ -13,7 +13,6 @@ type request struct {
 	prompt float64
 	out    float64 // tokens generated so far
 	depart float64 // when it left; NaN while it runs
-	pre    bool    // running before the first line
 }
 
 // rebuild reconstructs the requests behind the stats lines: the state
@@ -113,7 +112,7 @@ func (b *rebuild) start() {
 	// replay (Check reads the simulator's counters every second then).
 	lead := math.Ceil(b.prefillTime(n, ctx) + 0.2)
 	for range int(n) {
-		r := &request{arrive: s0 - lead, prompt: ctx, depart: math.NaN(), pre: true}
+		r := &request{arrive: s0 - lead, prompt: ctx, depart: math.NaN()}
 		r.out = 1 + (lead-b.prefillTime(n, ctx))*b.cost.rate(n, ctx, b.kv)
 		b.running = append(b.running, r)
 		b.all = append(b.all, r)
