@@ -35,10 +35,18 @@
 // assumed steady.
 //
 // The simulator's step cost is fitted to the intervals of steady decoding
-// (same running count at both ends, no prompt, nothing waiting): time per
+// (same running count at both ends, no prompt, nothing waiting, and KV
+// usage growing no faster than the tokens generated explain): time per
 // step = running ÷ generation throughput, against the context in flight
 // from KV usage; with no such interval, the fastest decode the log shows
 // bounds it. Capacity (max_num_seqs, the step budget, max_model_len, the
 // KV-cache pool and its layout) comes from the log through twin.FromLog
-// and the KV check.
+// and the KV check; a step budget the log does not print is told from the
+// intervals that prefilled while requests waited (prompt tokens per decode
+// step), a pool it does not print from the first line's KV usage, and
+// max_model_len, unprinted, is made to fit the requests.
+//
+// Check reads the simulator's counters every second (or tenth of one) of
+// virtual time, on a grid the log's times fall on, so the simulator's
+// lines are computed at exactly the log's times.
 package replay
