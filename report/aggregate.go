@@ -724,3 +724,68 @@ func round(x float64, digits int) float64 {
 	p := math.Pow(10, float64(digits))
 	return math.Round(x*p) / p
 }
+
+// quantileBounds are the one-sided distribution-free bounds of the
+// q-quantile of h at (1+conf)/2 each (together a conf interval), in
+// milliseconds; either may be missing with too few samples.
+func quantileBounds(h *hdrhistogram.Histogram, q, conf float64) (lo, hi float64, loOK, hiOK bool) {
+	n := h.TotalCount()
+	if n == 0 {
+		return 0, 0, false, false
+	}
+	tail := (1 + conf) / 2
+	at := func(rank int) float64 { return round(quantile(h, 100*float64(rank)/float64(n))/1000, 4) }
+	if r, ok := stats.QuantileBound(int(n), q, tail, false); ok {
+		lo, loOK = at(r), true
+	}
+	if r, ok := stats.QuantileBound(int(n), q, tail, true); ok {
+		hi, hiOK = at(r), true
+	}
+	return lo, hi, loOK, hiOK
+}
+
+// StatInterval is the conf interval of a latency statistic ("p50" …
+// "p99_9", "mean") of stage i (−1: the whole run), in milliseconds: the
+// distribution-free interval of a percentile from the histogram, the
+// Student-t interval of the mean. ok is false with too few samples, or for
+// the max.
+func (a *Aggregate) StatInterval(i int, metric, stat string, conf float64) (lo, hi float64, ok bool) {
+	h := a.Histogram(i, metric)
+	if h == nil || h.TotalCount() < 2 {
+		return 0, 0, false
+	}
+	if q, isQ := results.Quantile(stat); isQ {
+		lo, hi, loOK, hiOK := quantileBounds(h, q, conf)
+		return lo, hi, loOK && hiOK
+	}
+	if stat != "mean" {
+		return 0, 0, false
+	}
+	n := float64(h.TotalCount())
+	mean, sd := h.Mean()/1000, h.StdDev()/1000*math.Sqrt(n/(n-1))
+	half := stats.TQuantile(1-(1-conf)/2, n-1) * sd / math.Sqrt(n)
+	return mean - half, mean + half, true
+}
+
+// RateInterval is the conf interval of a stage's output tokens per second
+// by batch means: the stage's full scrape windows as batches, a Student-t
+// interval over their rates, scaled to the stage's own figure (the windows
+// cover the load, not the stage's whole span). None with fewer than five
+// windows.
+func (a *Aggregate) RateInterval(st *Stage, conf float64) (lo, hi float64, ok bool) {
+	var rates []float64
+	for _, w := range a.Windows() {
+		if w.Full && (st.Index < 0 || w.Stage == st.Index) && w.To > w.From {
+			rates = append(rates, w.OutputTokensPerSec)
+		}
+	}
+	if len(rates) < 5 {
+		return 0, 0, false
+	}
+	iv := stats.Mean(rates, conf)
+	if !iv.OK || iv.Estimate <= 0 {
+		return 0, 0, false
+	}
+	scale := st.OutputTokensPerSec / iv.Estimate
+	return iv.Lo * scale, iv.Hi * scale, true
+}
