@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 )
@@ -178,11 +179,20 @@ type Reader struct {
 }
 
 // Open opens a results file, gzip-compressed or not (detected from its
-// content, not its name).
+// content, not its name). Only a regular file is read: a device never
+// ends, and a pipe could not be read twice (Files reads the headers
+// first).
 func Open(path string) (*Reader, error) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("open results file %s: %s", path, notRegular(fi.Mode()))
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open results file: %w", err)
+	}
+	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("open results file %s: %s", path, notRegular(fi.Mode()))
 	}
 	br := bufio.NewReaderSize(f, 64<<10)
 	var src io.Reader = br
@@ -199,10 +209,33 @@ func Open(path string) (*Reader, error) {
 	return r, nil
 }
 
+// notRegular says what a file mode that is not a regular file's is.
+func notRegular(m fs.FileMode) string {
+	what := "not a plain file (" + m.Type().String() + ")"
+	switch {
+	case m.IsDir():
+		what = "a directory with no results file"
+	case m&fs.ModeCharDevice != 0:
+		what = "a character device"
+	case m&fs.ModeDevice != 0:
+		what = "a block device"
+	case m&fs.ModeNamedPipe != 0:
+		what = "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		what = "a socket"
+	}
+	return "is " + what + ", not a regular file: a results file is read from a file"
+}
+
+// MaxLineBytes caps a results file's line: a request record with every
+// chunk's arrival time is kilobytes, a header with a large scenario
+// megabytes; a longer line is not a results file's.
+const MaxLineBytes = 256 << 20
+
 // NewReader reads records from src; name is used in errors.
 func NewReader(src io.Reader, name string) *Reader {
 	sc := bufio.NewScanner(src)
-	sc.Buffer(make([]byte, 0, 256<<10), 256<<20)
+	sc.Buffer(make([]byte, 0, 256<<10), MaxLineBytes)
 	return &Reader{name: name, sc: sc}
 }
 
@@ -232,7 +265,11 @@ func (r *Reader) Scan() bool {
 	for {
 		line, ok := r.next()
 		if !ok {
-			if err := r.sc.Err(); err != nil && r.err == nil {
+			switch err := r.sc.Err(); {
+			case r.err != nil:
+			case errors.Is(err, bufio.ErrTooLong):
+				r.err = &SyntaxError{r.name, r.line + 1, fmt.Sprintf("line longer than %d MiB, the cap on a results line: is this a results file?", MaxLineBytes>>20)}
+			case err != nil:
 				r.err = fmt.Errorf("read %s: %w", r.name, err)
 			}
 			return false

@@ -402,3 +402,22 @@ func BenchmarkReadResult(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
 }
+
+// TestIssue22OpenRefusesDevices (issue 22, item 2): a results file that is
+// a device is refused at once rather than read without end.
+func TestIssue22OpenRefusesDevices(t *testing.T) {
+	t.Parallel()
+	for _, path := range []string{"/dev/zero", "/dev/urandom"} {
+		if _, err := os.Stat(path); err != nil {
+			t.Skipf("no %s here", path)
+		}
+		r, err := Open(path)
+		if err == nil {
+			r.Close()
+			t.Fatalf("Open(%s) succeeded", path)
+		}
+		if want := "is a character device, not a regular file"; !strings.Contains(err.Error(), want) {
+			t.Errorf("Open(%s) = %v, want %q", path, err, want)
+		}
+	}
+}

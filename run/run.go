@@ -264,7 +264,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 	// once it is up and before the load.
 	var prompts *scenario.Prompts
 	if sc.Prompts.Tokenizer != tokenizer.Server {
-		if prompts, err = scenario.NewShardPrompts(sc, opts.Shard); err != nil {
+		if prompts, err = scenario.NewShardPrompts(ctx, sc, opts.Shard, prepareProgress(opts.Progress)); err != nil {
 			return nil, &ConfigError{err}
 		}
 	}

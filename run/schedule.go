@@ -146,7 +146,7 @@ func newScheduler(sc *scenario.Scenario, d Doer, opts ...option) (*scheduler, er
 		r.replier = rep
 	}
 	if r.prompts == nil {
-		p, err := scenario.NewShardPrompts(r.sc, r.shard)
+		p, err := scenario.NewShardPrompts(context.Background(), r.sc, r.shard, nil) // run.Run passes its prompts, built under its context
 		if err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}

@@ -65,7 +65,7 @@ func Simulate(ctx context.Context, sc *scenario.Scenario, cfg sim.Config, observ
 		return nil, &ConfigError{err}
 	}
 	agg.AddHeader(hdr)
-	v, err := newVirtualRun(sc, cfg, DefaultGrace, func(rec results.Record, inFlight int) {
+	v, err := newVirtualRun(ctx, sc, cfg, DefaultGrace, func(rec results.Record, inFlight int) {
 		agg.AddRecord(rec)
 		if observe != nil {
 			observe(rec, inFlight)
@@ -144,7 +144,7 @@ func runVirtual(ctx context.Context, sc *scenario.Scenario, opts Options) (*repo
 		grace = DefaultGrace
 	}
 	var runErr error
-	if v, err := newVirtualRun(sc, cfg, grace, write); err != nil {
+	if v, err := newVirtualRun(ctx, sc, cfg, grace, write); err != nil {
 		runErr = err
 	} else {
 		runErr = v.run(ctx)
@@ -208,7 +208,7 @@ type timer struct {
 	fn func()
 }
 
-func newVirtualRun(sc *scenario.Scenario, cfg sim.Config, grace time.Duration, emit func(results.Record, int)) (*virtualRun, error) {
+func newVirtualRun(ctx context.Context, sc *scenario.Scenario, cfg sim.Config, grace time.Duration, emit func(results.Record, int)) (*virtualRun, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, &ConfigError{fmt.Errorf("scenario runner: %w", err)}
 	}
@@ -218,7 +218,7 @@ func newVirtualRun(sc *scenario.Scenario, cfg sim.Config, grace time.Duration, e
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
-	prompts, err := scenario.NewPrompts(sc)
+	prompts, err := scenario.NewPrompts(ctx, sc)
 	if err != nil {
 		return nil, &ConfigError{fmt.Errorf("scenario %s: %w", sc.Name, err)}
 	}

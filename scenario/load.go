@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -16,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/servebench/servebench/internal/inputfile"
 	"github.com/servebench/servebench/internal/yamlmsg"
 )
 
@@ -58,11 +58,15 @@ func (e *FieldError) Error() string {
 // decoders that run after the check expand no more than it counted.
 const maxNodes = 100_000
 
+// maxScenarioBytes caps a scenario file: real ones are a few KB, and
+// maxNodes bounds what a document may hold anyway.
+const maxScenarioBytes = 16 << 20
+
 // Load reads the scenario file at path, applies Defaults and validates it.
 // The error, when not nil, joins one *FieldError per problem (use
 // errors.As or the Unwrap() []error method to list them).
 func Load(path string) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.ReadFile(path, inputfile.Limit{What: "scenario", MaxBytes: maxScenarioBytes})
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", path, err)
 	}

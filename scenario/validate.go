@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servebench/servebench/internal/inputfile"
 	"github.com/servebench/servebench/internal/loopback"
 	"github.com/servebench/servebench/internal/simurl"
 	"github.com/servebench/servebench/internal/tokenizer"
@@ -316,8 +317,16 @@ func (v *validator) dataset(sc *Scenario) {
 	switch {
 	case err != nil:
 		v.add("prompts.dataset.path", "cannot read %q: %s", sc.DatasetPath(), errorOr(err, ""))
-	case fi.IsDir():
-		v.add("prompts.dataset.path", "%q is a directory", d.Path)
+	case !fi.Mode().IsRegular():
+		v.add("prompts.dataset.path", "%q %s", d.Path, (&inputfile.NotRegularError{What: "dataset", Mode: fi.Mode()}).Reason())
+	}
+	for _, c := range []struct {
+		field string
+		v     int
+	}{{"max_file_mib", d.MaxFileMiB}, {"max_line_mib", d.MaxLineMiB}} {
+		if c.v < 0 || c.v > maxFileMiB {
+			v.add("prompts.dataset."+c.field, "want 1 to %d MiB (0: the default), got %d", maxFileMiB, c.v)
+		}
 	}
 }
 

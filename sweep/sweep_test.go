@@ -278,7 +278,7 @@ sweep:
 
 func TestPlan(t *testing.T) {
 	t.Parallel()
-	p, err := NewPlan(parse(t, simSweep))
+	p, err := NewPlan(t.Context(), parse(t, simSweep))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +310,7 @@ func TestPlanChecksSimSettings(t *testing.T) {
 	// tiny has max_num_seqs 8: a budget of 4 tokens is refused up front,
 	// before any run.
 	doc := strings.Replace(simSweep, "[256, 1024]", "[256, 4]", 1)
-	_, err := NewPlan(parse(t, doc))
+	_, err := NewPlan(t.Context(), parse(t, doc))
 	if err == nil || !strings.Contains(err.Error(), "sweep.parameters.max_num_batched_tokens: value 4: simulator set max_num_batched_tokens=4") {
 		t.Fatalf("err = %v", err)
 	}
@@ -332,7 +332,7 @@ func TestPlanPresetFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlan(sc)
+	p, err := NewPlan(t.Context(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +381,7 @@ sweep:
 
 func TestDryRun(t *testing.T) {
 	t.Parallel()
-	p, err := NewPlan(parse(t, `name: vllm-mnbt
+	p, err := NewPlan(t.Context(), parse(t, `name: vllm-mnbt
 target: {model: m}
 load: {stages: [{concurrency: 1, requests: 1}]}
 sweep:
@@ -410,7 +410,7 @@ sweep:
 func TestExecuteServers(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	p, err := NewPlan(parse(t, serverSweep("exit", "serve", "never-ready")))
+	p, err := NewPlan(t.Context(), parse(t, serverSweep("exit", "serve", "never-ready")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,7 +491,7 @@ sweep:
     ready_timeout: 20s
     stop_timeout: 5s
 `, strings.Join(quoted, ", "), shellJoin([]string{os.Args[0]})+" {{.port}} {{.delay}}", testServerEnv)
-	p, err := NewPlan(parse(t, doc))
+	p, err := NewPlan(t.Context(), parse(t, doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -529,7 +529,7 @@ func TestIssue11ReadyNoRedirect(t *testing.T) {
 	defer redirect.Close()
 	doc := serverSweep("serve") + "    ready_url: " + redirect.URL + "/health\n"
 	doc = strings.Replace(doc, "ready_timeout: 1500ms", "ready_timeout: 1s", 1)
-	p, err := NewPlan(parse(t, doc))
+	p, err := NewPlan(t.Context(), parse(t, doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -571,12 +571,12 @@ sweep:
     command: [server, "{{.port}}"]
     %s: http://{{.host}}:{{.port}}%s
 `, tc.field, map[string]string{"ready_url": "/health", "base_url": "\n    ready_url: http://127.0.0.1:{{.port}}/health"}[tc.field])
-			_, err := NewPlan(parse(t, doc))
+			_, err := NewPlan(t.Context(), parse(t, doc))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v\nwant it to contain %q", err, tc.want)
 			}
 			remote := strings.Replace(doc, "target: {model: m}", "target: {model: m, allow_remote: true}", 1)
-			if _, err := NewPlan(parse(t, remote)); err != nil {
+			if _, err := NewPlan(t.Context(), parse(t, remote)); err != nil {
 				t.Errorf("with allow_remote: %v", err)
 			}
 		})
@@ -602,7 +602,7 @@ sweep:
     ready_timeout: 20s
     stop_timeout: 1m
 `, shellJoin([]string{os.Args[0]})+" {{.port}}", testServerEnv)
-	p, err := NewPlan(parse(t, doc))
+	p, err := NewPlan(t.Context(), parse(t, doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -703,7 +703,7 @@ sweep:
   parameters:
     max_num_batched_tokens: [256, 512, 1024, 2048]
 `
-	p, err := NewPlan(parse(t, doc))
+	p, err := NewPlan(t.Context(), parse(t, doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -732,7 +732,7 @@ sweep:
 func TestExecuteResume(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	p, err := NewPlan(parse(t, `name: resume
+	p, err := NewPlan(t.Context(), parse(t, `name: resume
 target: {url: "sim://tiny?seed=3"}
 load: {stages: [{concurrency: 2, requests: 6}]}
 budgets: {overall: {error_rate: {max: 0}}}
@@ -800,7 +800,7 @@ sweep: {parameters: {max_num_seqs: [2, 4]}}
 func TestExecuteInterrupted(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	p, err := NewPlan(parse(t, "name: x\nload: {stages: [{concurrency: 1, requests: 1}]}\nsweep: {parameters: {max_num_seqs: [1, 2, 4]}}\n"))
+	p, err := NewPlan(t.Context(), parse(t, "name: x\nload: {stages: [{concurrency: 1, requests: 1}]}\nsweep: {parameters: {max_num_seqs: [1, 2, 4]}}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

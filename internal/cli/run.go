@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -117,7 +118,7 @@ func runCmd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if *dryRun {
-		if err := run.DryRun(e.stdout, sc, sh); err != nil {
+		if err := run.DryRun(ctx, e.stdout, sc, sh); err != nil {
 			return usageError{err}
 		}
 		return nil
@@ -129,12 +130,9 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	if dir == "" {
 		dir = filepath.Join("runs", fmt.Sprintf("%s-%s", safeName(sc.Name), time.Now().Format("20060102-150405")))
 	}
-	if err := run.PrepareDir(dir, *force); err != nil {
-		var used *run.UsedDirError
-		if errors.As(err, &used) {
-			return usageError{err}
-		}
-		return fmt.Errorf("run: %w", err)
+	created, err := prepareOut(dir, *force)
+	if err != nil {
+		return err
 	}
 	opts, err := runOptions(e, sc, dir, *quiet)
 	if err != nil {
@@ -171,6 +169,9 @@ func runCmd(ctx context.Context, e env, args []string) error {
 		runErr = usageError{runErr}
 	}
 	if sum == nil {
+		if created { // nothing written: leave no empty directory behind
+			_ = os.Remove(dir) // only if still empty
+		}
 		return runErr
 	}
 	if err := report.WriteText(e.stdout, sum); err != nil {
@@ -184,6 +185,20 @@ func runCmd(ctx context.Context, e env, args []string) error {
 		runErr = err
 	}
 	return runErr
+}
+
+// prepareOut makes or clears the run's output directory (run.PrepareDir)
+// and reports whether it made it.
+func prepareOut(dir string, force bool) (created bool, err error) {
+	_, statErr := os.Stat(dir)
+	if err := run.PrepareDir(dir, force); err != nil {
+		var used *run.UsedDirError
+		if errors.As(err, &used) {
+			return false, usageError{err}
+		}
+		return false, fmt.Errorf("run: %w", err)
+	}
+	return errors.Is(statErr, os.ErrNotExist), nil
 }
 
 // abortWait bounds how long an abort waits for the run to record its
