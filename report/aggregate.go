@@ -159,13 +159,17 @@ func (a *Aggregate) check(r *results.Result) string {
 	if n := len(r.ChunkTimes); n > 0 && (r.ChunkTimes[0] < 0 || r.ChunkTimes[n-1] > maxOffset) {
 		return "a chunk time outside the run"
 	}
+	if r.PromptTokens < 0 || r.OutputTokens < 0 || r.ReasoningTokens < 0 || r.CachedTokens < 0 || r.InputTokens < 0 || r.MaxTokens < 0 {
+		return "a negative token count"
+	}
 	return ""
 }
 
 // Add accumulates one request record; r is not retained. Warmup records
 // are counted as such, and count on the timeline, but in no statistic. A
 // record that cannot be (an unknown outcome, a stage the scenario lacks, a
-// time outside the run) is skipped and counted in a warning.
+// time outside the run, a negative token count) is skipped and counted in
+// a warning.
 func (a *Aggregate) Add(r *results.Result) {
 	if why := a.check(r); why != "" {
 		if a.skipped == nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/servebench/servebench/report/compare"
 )
 
-const compareUsage = `Usage: bench compare BASE NEW [--max-regression [SCOPE:]METRIC[.STAT]=N% ...] [--alpha 0.05] [--min-change 5%] [--format text|json] [--partial]
+const compareUsage = `Usage: bench compare BASE NEW [--max-regression [SCOPE:]METRIC[.STAT]=N% ...] [--alpha 0.05] [--min-change 5%] [--format text|json] [--partial] [--mixed]
 
 Compares a baseline run with a new one (results files or run directories),
 benchstat-style: for the whole run and each stage both have, every latency
@@ -42,6 +42,7 @@ func compareCmd(ctx context.Context, e env, args []string) error {
 	minChange := fs.String("min-change", "5%", "smallest relative change flagged as a regression or improvement")
 	format := fs.String("format", "text", "output format: text or json")
 	partial := fs.Bool("partial", false, "accept sharded runs whose results lack shards")
+	mixed := fs.Bool("mixed", false, "merge results of different scenarios (refused otherwise: the figures would mix their workloads)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -72,14 +73,14 @@ func compareCmd(ctx context.Context, e env, args []string) error {
 		}
 		opts.MaxRegression[k] = v
 	}
-	rd := report.Reader{Partial: *partial}
+	rd := report.Reader{Partial: *partial, Mixed: *mixed}
 	base, err := rd.FromFiles(pos[0])
 	if err != nil {
-		return fmt.Errorf("compare: base: %w", err)
+		return readError("compare: base", err)
 	}
 	cand, err := rd.FromFiles(pos[1])
 	if err != nil {
-		return fmt.Errorf("compare: new: %w", err)
+		return readError("compare: new", err)
 	}
 	c, err := compare.Runs(base, cand, opts)
 	if err != nil {
