@@ -262,6 +262,7 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 	}
 	s.req.Scheduled++
 	s.req.Retried += int64(r.Retries)
+	s.req.ResentWritten += int64(r.ResentWritten)
 	switch r.Outcome {
 	case results.OK:
 		s.req.OK++
@@ -338,6 +339,7 @@ func (s *stageAgg) merge(o *stageAgg) {
 	s.req.Dropped += o.req.Dropped
 	s.req.Warmup += o.req.Warmup
 	s.req.Retried += o.req.Retried
+	s.req.ResentWritten += o.req.ResentWritten
 	s.req.Inputs += o.req.Inputs
 	for k, v := range o.errors {
 		s.errors[k] += v
@@ -453,10 +455,16 @@ func (a *Aggregate) Summary() *Summary {
 				"the server stopped them at its context limit; their latencies and throughput describe shorter responses than asked for",
 			n, overall.req.OK))
 	}
-	if n := overall.req.Retried; n > 0 {
+	if n, w := overall.req.Retried, overall.req.ResentWritten; n > 0 && w == 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf(
 			"%d requests were sent again on a fresh connection: the server closed kept-alive connections after a response "+
-				"(as llama.cpp's server does); none had been processed, and their TTFT includes the new connection", n))
+				"(as llama.cpp's server does) before the first send was written whole, so none was processed twice; "+
+				"their TTFT includes the new connection", n))
+	} else if n > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf(
+			"%d requests were sent again on a fresh connection after the server closed a kept-alive one before any response byte; "+
+				"%d of the earlier sends had been written whole, so the server may have processed them too: up to %d requests' "+
+				"work that no record counts (duplicate load; a server that closes connections while it works on a request)", n, w, w))
 	}
 	if n := overall.tokens.EstimatedRequests; n > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf(

@@ -19,7 +19,7 @@ var CSVColumns = []string{
 	"scheduled_s", "sent_s", "sent_utc",
 	"ttft_ms", "ttfc_ms", "tpot_ms", "itl_mean_ms", "itl_max_ms", "e2e_ms", "schedule_lag_ms",
 	"input_tokens_asked", "max_tokens", "prompt_tokens", "output_tokens", "reasoning_tokens", "cached_tokens",
-	"tokens_estimated", "finish_reason", "chunks", "retries", "error",
+	"tokens_estimated", "finish_reason", "chunks", "retries", "error", "resent_written",
 }
 
 // WriteCSV writes one CSV row per request record of the results files
@@ -128,6 +128,7 @@ func csvRow(row []string, r *results.Result, host, stage string, epoch time.Time
 		count(r.InputTokens), count(r.MaxTokens), strconv.Itoa(r.PromptTokens), strconv.Itoa(r.OutputTokens),
 		count(r.ReasoningTokens), count(r.CachedTokens),
 		strconv.FormatBool(r.Estimated), r.FinishReason, strconv.Itoa(len(r.ChunkTimes)), count(r.Retries), r.Error,
+		count(r.ResentWritten),
 	}
 	copy(row, vals)
 	return buf

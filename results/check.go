@@ -90,6 +90,7 @@ func (r *Result) Impossible() string {
 		{"stage", r.Stage}, {"turn", r.Turn}, {"input_tokens", r.InputTokens}, {"inputs", r.Inputs},
 		{"max_tokens", r.MaxTokens}, {"prompt_tokens", r.PromptTokens}, {"output_tokens", r.OutputTokens},
 		{"reasoning_tokens", r.ReasoningTokens}, {"cached_tokens", r.CachedTokens}, {"retries", r.Retries},
+		{"resent_written", r.ResentWritten},
 	} {
 		if c.v < 0 {
 			return fmt.Sprintf("%s is %d: a count is never negative", c.field, c.v)
@@ -121,6 +122,9 @@ func (r *Result) Impossible() string {
 		if c < 0 {
 			return fmt.Sprintf("chunk_ns[%d] is %d: chunk times count forward from sent_ns", i, c)
 		}
+	}
+	if r.ResentWritten > r.Retries {
+		return fmt.Sprintf("resent_written %d is more than retries %d", r.ResentWritten, r.Retries)
 	}
 	if r.Status != 0 && (r.Status < 100 || r.Status > 599) {
 		return fmt.Sprintf("status %d is no HTTP status", r.Status)
