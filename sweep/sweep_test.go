@@ -898,3 +898,33 @@ func goldenCheck(t *testing.T, got []byte) {
 	t.Helper()
 	golden.Check(t, filepath.Join("testdata", golden.Name(t)+".golden"), got, *update)
 }
+
+// TestIssue22ForeignServerOnPort (issue 22, item 9): with a fixed port
+// that another server held, the launched server could not bind and the
+// foreign one answered the readiness poll and took the load (4 requests
+// measured against it). A port that already accepts connections before
+// the launch is refused, and no load is sent.
+func TestIssue22ForeignServerOnPort(t *testing.T) {
+	t.Parallel()
+	var foreign atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { foreign.Add(1) }))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	doc := strings.Replace(serverSweep("serve"), "    ready_timeout:", "    port: "+port+"\n    ready_timeout:", 1)
+	p, err := NewPlan(t.Context(), parse(t, doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeRun{param: "mode"}
+	s, err := p.Execute(context.Background(), Options{Dir: t.TempDir(), Run: f.run, Environ: os.Environ()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "something already accepts connections at 127.0.0.1:" + port + " before the server is launched"
+	if len(s.Runs) != 1 || s.Runs[0].Status != StatusFailed || !strings.Contains(s.Runs[0].Error, want) {
+		t.Fatalf("runs %+v, want one failed with %q", s.Runs, want)
+	}
+	if f.calls.Load() != 0 || foreign.Load() != 0 {
+		t.Errorf("the load ran %d times, the foreign server answered %d requests: want none", f.calls.Load(), foreign.Load())
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -95,4 +96,14 @@ func TestIssue22MixedScenarios(t *testing.T) {
 	if _, text := cmd("report", edited, "--format", "csv"); !strings.Contains(text, "request seq 0 again") {
 		t.Errorf("the CSV export does not warn of the repeated line:\n%.2000s", text)
 	}
+}
+
+// TestIssue22DryRunMetricsAddr (issue 22, item 9): --dry-run accepted a
+// --metrics-addr on every interface that the run itself refuses; it is
+// checked the same way now, without listening.
+func TestIssue22DryRunMetricsAddr(t *testing.T) {
+	t.Parallel()
+	base := []string{"run", "--target", "sim://tiny", "--concurrency", "1", "--requests", "1", "--input-tokens", "8", "--output-tokens", "4", "--dry-run"}
+	checkCLI(t, cliCase{"every interface", append(slices.Clone(base), "--metrics-addr", "0.0.0.0:9464"), exitUsage, "want a loopback address"})
+	checkCLI(t, cliCase{"loopback", append(slices.Clone(base), "--metrics-addr", "127.0.0.1:0"), exitOK, "dry run"})
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servebench/servebench/live"
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/report/chart"
 	"github.com/servebench/servebench/run"
@@ -118,10 +119,7 @@ func runCmd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if *dryRun {
-		if err := run.DryRun(ctx, e.stdout, sc, sh); err != nil {
-			return usageError{err}
-		}
-		return nil
+		return runDry(ctx, e, sc, sh, *metricsAddr)
 	}
 	if sc.Sweep != nil {
 		fmt.Fprintf(e.stderr, "note: %s has a sweep: block; 'bench run' makes one run with the scenario's own settings (use 'bench sweep' to run every value)\n", file)
@@ -185,6 +183,21 @@ func runCmd(ctx context.Context, e env, args []string) error {
 		runErr = err
 	}
 	return runErr
+}
+
+// runDry validates what a run would, prints the resolved scenario and
+// the plan, and sends nothing: --metrics-addr is checked as the run checks
+// it, without listening.
+func runDry(ctx context.Context, e env, sc *scenario.Scenario, sh scenario.Shard, metricsAddr string) error {
+	if metricsAddr != "" {
+		if err := live.CheckAddr(metricsAddr, sc.Target.AllowRemote); err != nil {
+			return usageError{err}
+		}
+	}
+	if err := run.DryRun(ctx, e.stdout, sc, sh); err != nil {
+		return usageError{err}
+	}
+	return nil
 }
 
 // prepareOut makes or clears the run's output directory (run.PrepareDir)
