@@ -53,6 +53,7 @@ type Aggregate struct {
 	ends     []results.End // End records read
 	warnings []string
 	skipped  map[string]int // records not aggregated, by reason
+	writeErr string         // why the run's results file stopped being written (WriteFailed)
 	buf      []time.Duration
 
 	hosts, versions map[string]bool // distinct hosts and server versions of the headers
@@ -163,6 +164,16 @@ func (a *Aggregate) check(r *results.Result) string {
 		return "a negative token count"
 	}
 	return ""
+}
+
+// WriteFailed tells a run's aggregate that its results file could not be
+// written (a full disk): the run stops, the aggregate gets no more records
+// (it sums what the file holds) and its summary says why it is
+// incomplete, rather than guessing at a kill from the missing end record.
+func (a *Aggregate) WriteFailed(err error) {
+	if err != nil && a.writeErr == "" {
+		a.writeErr = err.Error()
+	}
 }
 
 // Add accumulates one request record; r is not retained. Warmup records
@@ -540,8 +551,11 @@ func (a *Aggregate) incomplete() string {
 			why = append(why, e.Reason)
 		}
 	}
-	if len(a.ends) < a.ending {
-		why = append(why, "a results file has no end record: the run was killed before it finished")
+	switch {
+	case a.writeErr != "":
+		why = append(why, "the results file could not be written ("+a.writeErr+"): the records after it are in neither the file nor the figures")
+	case len(a.ends) < a.ending:
+		why = append(why, "a results file has no end record: the run was killed, or its disk filled, before it finished")
 	}
 	return strings.Join(why, "; ")
 }

@@ -8,6 +8,7 @@ import (
 
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"math"
 	"math/rand/v2"
@@ -397,5 +398,30 @@ func TestIssue22ResentWarning(t *testing.T) {
 				t.Errorf("warnings:\n%s\nwant %q", w, tc.want)
 			}
 		})
+	}
+}
+
+// TestIssue22WriteFailed (issue 22, item 9): on a full disk the summary
+// blamed a kill for the missing end record. A run whose results file could
+// not be written says so; a file read back without its end record names
+// both causes.
+func TestIssue22WriteFailed(t *testing.T) {
+	t.Parallel()
+	hdr := &results.Header{Schema: results.Schema, Ends: true, Scenario: json.RawMessage(`{"name":"m","load":{"stages":[{"name":"only"}]}}`)}
+	a := New()
+	a.AddHeader(hdr)
+	r := okResult(0, 0, time.Second, 100*msec, 10*msec, 5)
+	a.Add(&r)
+	a.WriteFailed(errors.New("write record 57: no space left on device"))
+	s := a.Summary()
+	if !strings.Contains(s.Incomplete, "the results file could not be written (write record 57: no space left on device)") ||
+		strings.Contains(s.Incomplete, "killed") {
+		t.Errorf("incomplete: %q", s.Incomplete)
+	}
+	b := New()
+	b.AddHeader(hdr)
+	b.Add(&r)
+	if got := b.Summary().Incomplete; !strings.Contains(got, "killed, or its disk filled") {
+		t.Errorf("a file without its end record: %q", got)
 	}
 }

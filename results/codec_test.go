@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -419,5 +420,42 @@ func TestIssue22OpenRefusesDevices(t *testing.T) {
 		if want := "is a character device, not a regular file"; !strings.Contains(err.Error(), want) {
 			t.Errorf("Open(%s) = %v, want %q", path, err, want)
 		}
+	}
+}
+
+// syncCounter is a file that counts its syncs and how much was written
+// before each.
+type syncCounter struct {
+	bytes.Buffer
+	syncs []int
+}
+
+func (s *syncCounter) Sync() error { s.syncs = append(s.syncs, s.Len()); return nil }
+
+// TestIssue22Sync (issue 22, item 9): results.jsonl was never synced to
+// disk. The Writer syncs it, everything written so far included, when a
+// request record begins a new stage and on Close.
+func TestIssue22Sync(t *testing.T) {
+	t.Parallel()
+	var f syncCounter
+	w := NewWriter(&f)
+	if err := w.Write(HeaderRecord(&Header{Schema: Schema})); err != nil {
+		t.Fatal(err)
+	}
+	var at []int // bytes written before each new stage's first record
+	for i, stage := range []int{0, 0, 1, 1, 1, 2} {
+		if i > 0 && stage != []int{0, 0, 1, 1, 1, 2}[i-1] {
+			at = append(at, f.Len())
+		}
+		if err := w.Write(ResultRecord(&Result{Seq: uint64(i), Stage: stage, Outcome: OK})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := append(at, f.Len())
+	if !slices.Equal(f.syncs, want) {
+		t.Errorf("synced after %v bytes, want %v (at each stage's start and at the end)", f.syncs, want)
 	}
 }

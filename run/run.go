@@ -468,6 +468,7 @@ func load(ctx context.Context, sc *scenario.Scenario, opts Options, w *results.W
 			if werr == nil {
 				if werr = w.Write(rec); werr != nil {
 					stopRun(werr)
+					agg.WriteFailed(werr)
 				}
 			}
 			// The summary sees exactly what the file holds.

@@ -107,3 +107,20 @@ func TestIssue22DryRunMetricsAddr(t *testing.T) {
 	checkCLI(t, cliCase{"every interface", append(slices.Clone(base), "--metrics-addr", "0.0.0.0:9464"), exitUsage, "want a loopback address"})
 	checkCLI(t, cliCase{"loopback", append(slices.Clone(base), "--metrics-addr", "127.0.0.1:0"), exitOK, "dry run"})
 }
+
+// TestIssue22OutputsNamed (issue 22, item 9): on a full disk bench run
+// named a summary and a report it had not written. Only the files there
+// are named.
+func TestIssue22OutputsNamed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "results.jsonl"), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	printOutputs(&b, dir)
+	want := "results: " + filepath.Join(dir, "results.jsonl") + "\nsummary: not written\nreport:  not written\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}

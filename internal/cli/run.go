@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -175,8 +176,7 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	if err := report.WriteText(e.stdout, sum); err != nil {
 		return errors.Join(runErr, err)
 	}
-	fmt.Fprintf(e.stdout, "results: %s\nsummary: %s\nreport:  %s\n", filepath.Join(dir, run.FileResults),
-		filepath.Join(dir, run.FileSummary), filepath.Join(dir, chart.HTMLName))
+	printOutputs(e.stdout, dir)
 	// A missed budget decides the exit code only when the run itself
 	// completed: a failed or interrupted run keeps its own code.
 	if err := printVerdict(e, sum, dir); runErr == nil {
@@ -198,6 +198,21 @@ func runDry(ctx context.Context, e env, sc *scenario.Scenario, sh scenario.Shard
 		return usageError{err}
 	}
 	return nil
+}
+
+// printOutputs names the run's results, summary and report files that
+// are there (a full disk, or an abort that skips the plots, leaves some
+// unwritten: they are said to be so, not named).
+func printOutputs(w io.Writer, dir string) {
+	for _, f := range []struct{ label, name string }{
+		{"results:", run.FileResults}, {"summary:", run.FileSummary}, {"report: ", chart.HTMLName},
+	} {
+		path := filepath.Join(dir, f.name)
+		if _, err := os.Stat(path); err != nil {
+			path = "not written"
+		}
+		fmt.Fprintf(w, "%s %s\n", f.label, path)
+	}
 }
 
 // prepareOut makes or clears the run's output directory (run.PrepareDir)
