@@ -27,10 +27,10 @@ type (
 		Data     map[string]string     `yaml:"data"`
 		Spec     struct {
 			k8sPodSpec     `yaml:",inline"` // a Pod's
-			CompletionMode string          `yaml:"completionMode"`
-			Completions    *int   `yaml:"completions"`
-			Parallelism    *int   `yaml:"parallelism"`
-			BackoffLimit   *int   `yaml:"backoffLimit"`
+			CompletionMode string           `yaml:"completionMode"`
+			Completions    *int             `yaml:"completions"`
+			Parallelism    *int             `yaml:"parallelism"`
+			BackoffLimit   *int             `yaml:"backoffLimit"`
 			Template       struct {
 				Spec k8sPodSpec `yaml:"spec"`
 			} `yaml:"template"`
