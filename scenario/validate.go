@@ -88,9 +88,12 @@ func (v *validator) target(sc *Scenario) {
 			v.add(f.field, "cannot read %q: %s", sc.Path(f.path), errorOr(err, "not a regular file"))
 		}
 	}
-	for name := range t.Headers {
-		if !headerNameRE.MatchString(name) {
+	for name, value := range t.Headers {
+		switch {
+		case !headerNameRE.MatchString(name):
 			v.add("target.headers."+name, "is not a valid HTTP header name")
+		case strings.ContainsFunc(value, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }):
+			v.add("target.headers."+name, "holds a control character, which an HTTP header cannot carry")
 		}
 	}
 	if (t.TLS.CAFile != "" || t.TLS.InsecureSkipVerify) && !strings.HasPrefix(t.URL, "https:") {
