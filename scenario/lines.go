@@ -36,13 +36,16 @@ func (p *problems) add(err error) (stop bool) {
 	if len(p.errs) < maxErrors {
 		return false
 	}
-	line := 0
-	var fe *FieldError
-	if errors.As(err, &fe) {
-		line = fe.Line
+	// The last problem says the reading stopped, so that no more than
+	// maxErrors lines are printed.
+	note := fmt.Sprintf("; stopped reading here, after %d problems (is this file in the format the scenario names?)", maxErrors)
+	if fe, ok := err.(*FieldError); ok {
+		c := *fe
+		c.Msg += note
+		p.errs[len(p.errs)-1] = &c
+	} else {
+		p.errs[len(p.errs)-1] = fmt.Errorf("%w%s", err, note)
 	}
-	p.errs = append(p.errs, &FieldError{File: p.name, Line: line,
-		Msg: fmt.Sprintf("stopped reading after %d problems (is this file in the format the scenario names?)", maxErrors)})
 	return true
 }
 
