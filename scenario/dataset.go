@@ -200,7 +200,7 @@ func parseShareGPT(ctx context.Context, name string, r io.Reader, o readOpts) ([
 	for i := 0; dec.More(); i++ {
 		if i%checkEvery == 0 {
 			if ctx.Err() != nil {
-				return nil, fmt.Errorf("%s: reading stopped at conversation %d: %w", name, i, context.Cause(ctx))
+				return nil, fmt.Errorf("%s: reading stopped after %d conversations: %w", name, i, context.Cause(ctx))
 			}
 			if o.progress != nil {
 				o.progress("", cr.read, 0, "bytes")

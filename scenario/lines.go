@@ -120,7 +120,7 @@ func (l *lines) fail(field, format string, args ...any) (stop bool) {
 func (l *lines) err() error {
 	if l.stopped {
 		err := context.Cause(l.ctx)
-		return fmt.Errorf("%s: reading stopped at line %d: %w", l.name, l.line, err)
+		return fmt.Errorf("%s: reading stopped after %d lines: %w", l.name, l.line, err)
 	}
 	switch err := l.sc.Err(); {
 	case errors.Is(err, bufio.ErrTooLong):
