@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/internal/golden"
+	"github.com/servebench/servebench/scrape/profile"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -581,5 +582,22 @@ func TestIssue22Nesting(t *testing.T) {
 	}
 	if err := sc.Set("request.extra.y", deep); err == nil || !strings.Contains(err.Error(), "--set: request.extra.y: "+want) {
 		t.Errorf("--set: %.300v", err)
+	}
+}
+
+// TestScrapeProfiles: every profile the scraper knows is a valid
+// scrape.profile (the validator reads the scraper's table), and nothing
+// else is.
+func TestScrapeProfiles(t *testing.T) {
+	t.Parallel()
+	for _, name := range append(profile.Names(), "lmdeploy") {
+		doc := "name: p\ntarget: {url: \"sim://tiny\"}\nscrape: {profile: " + name + "}\nload: {stages: [{concurrency: 1, requests: 1}]}\n"
+		if _, err := Parse("p.yaml", []byte(doc)); err != nil {
+			t.Errorf("scrape.profile %s: %v", name, err)
+		}
+	}
+	doc := "name: p\ntarget: {url: \"sim://tiny\"}\nscrape: {profile: vlm}\nload: {stages: [{concurrency: 1, requests: 1}]}\n"
+	if _, err := Parse("p.yaml", []byte(doc)); err == nil || !strings.Contains(err.Error(), "lmdeploy") {
+		t.Errorf("scrape.profile vlm: %v, want the known profiles named", err)
 	}
 }

@@ -271,10 +271,11 @@ func exitStatus(err error) string {
 var ErrPortTaken = errors.New("port already served")
 
 // checkFree fails when something already accepts connections at the host
-// and port of each URL, before the server is launched: it would answer the
-// readiness poll and the load for the launched server, which would fail
-// to bind and exit unnoticed. Only a connection accepted counts; a refusal
-// or a timeout leaves the port to the server.
+// and port of each URL (the server's base URL), before the server is
+// launched: it would answer the readiness poll and take the load for the
+// launched server, which would fail to bind and exit unnoticed. Only a
+// connection accepted counts; a refusal or a timeout leaves the port to
+// the server. (A ready_url elsewhere, a health sidecar, is not checked.)
 func checkFree(policy loopback.Policy, urls ...string) error {
 	seen := map[string]bool{}
 	for _, raw := range urls {

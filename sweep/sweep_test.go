@@ -23,9 +23,8 @@ import (
 
 	"github.com/servebench/servebench/internal/golden"
 	"github.com/servebench/servebench/internal/loopback"
-	"github.com/servebench/servebench/run"
-
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/run"
 	"github.com/servebench/servebench/scenario"
 )
 
@@ -926,5 +925,19 @@ func TestIssue22ForeignServerOnPort(t *testing.T) {
 	}
 	if f.calls.Load() != 0 || foreign.Load() != 0 {
 		t.Errorf("the load ran %d times, the foreign server answered %d requests: want none", f.calls.Load(), foreign.Load())
+	}
+}
+
+// TestPlanUpperCaseSim: a URL's scheme is case-insensitive, and SIM://tiny
+// is the simulator for bench sweep as it is for bench run (the scenario
+// and the plan ask internal/simurl, not a prefix of their own).
+func TestPlanUpperCaseSim(t *testing.T) {
+	t.Parallel()
+	p, err := NewPlan(t.Context(), parse(t, strings.Replace(simSweep, "sim://tiny", "SIM://tiny", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Sim || !strings.Contains(p.Jobs[0].Scenario.Target.URL, "max_num_batched_tokens=256") {
+		t.Errorf("sim %v, first job's target %s: want the setting in the simulator's URL", p.Sim, p.Jobs[0].Scenario.Target.URL)
 	}
 }

@@ -1,13 +1,14 @@
 package correlate
 
 import (
-	"github.com/servebench/servebench/results"
-
 	"encoding/json"
+	"maps"
 	"math"
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/servebench/servebench/results"
 )
 
 // Correlation window bounds: windows follow the scrape interval but are
@@ -303,7 +304,7 @@ func (c *Correlator) serverSamples(tl *timeline) []results.Sample {
 	}
 	tl.targets = len(count)
 	target, best := "", -1
-	for _, t := range sortedKeys(count) {
+	for _, t := range slices.Sorted(maps.Keys(count)) {
 		if count[t] > best {
 			target, best = t, count[t]
 		}
@@ -450,7 +451,7 @@ func (c *Correlator) fill(ws []Window) {
 	if len(ws) == 0 {
 		return
 	}
-	idx := sortedKeys(c.stages)
+	idx := slices.Sorted(maps.Keys(c.stages))
 	cursors := make([]*cursor, len(idx))
 	for i, st := range idx {
 		cursors[i] = c.stages[st].cursor()
@@ -487,7 +488,7 @@ func (c *Correlator) fill(ws []Window) {
 // tokens of those whose prefill completed (their first token arrived). A
 // bin cut by from or to counts in proportion.
 func (c *Correlator) WarmupReceived(stage int, from, to time.Duration) (output, prompt float64) {
-	for _, st := range sortedKeys(c.stages) {
+	for _, st := range slices.Sorted(maps.Keys(c.stages)) {
 		if stage >= 0 && st != stage {
 			continue
 		}
@@ -509,7 +510,7 @@ func (c *Correlator) WarmupReceived(stage int, from, to time.Duration) (output, 
 // the other).
 func (c *Correlator) Peaks(stage int, from, to time.Duration) (tokensPerSec float64, inFlight int) {
 	var flight float64
-	for _, st := range sortedKeys(c.stages) {
+	for _, st := range slices.Sorted(maps.Keys(c.stages)) {
 		if stage >= 0 && st != stage {
 			continue
 		}
@@ -521,7 +522,7 @@ func (c *Correlator) Peaks(stage int, from, to time.Duration) (tokensPerSec floa
 	cursors := map[int]*cursor{}
 	for t := from; t+time.Second <= to; t += time.Second {
 		var sum float64
-		for _, st := range sortedKeys(c.stages) {
+		for _, st := range slices.Sorted(maps.Keys(c.stages)) {
 			if stage >= 0 && st != stage {
 				continue
 			}
