@@ -188,7 +188,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.transport = &http.Transport{
 		Proxy:               nil, // never route load through a proxy from the environment
-		DialContext:         dialer.DialContext,
+		DialContext:         resetDialer(dialer.DialContext),
 		MaxIdleConns:        maxConns,
 		MaxIdleConnsPerHost: maxConns,
 		IdleConnTimeout:     idleConnExpiry,

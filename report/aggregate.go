@@ -55,6 +55,7 @@ type Aggregate struct {
 	ends     []results.End // End records read
 	warnings []string
 	skipped  map[string]int // records not aggregated, by reason
+	writeErr string         // why the run's results file stopped being written (WriteFailed)
 	buf      []time.Duration
 
 	hosts, versions map[string]bool // distinct hosts and server versions of the headers
@@ -161,13 +162,27 @@ func (a *Aggregate) check(r *results.Result) string {
 	if n := len(r.ChunkTimes); n > 0 && (r.ChunkTimes[0] < 0 || r.ChunkTimes[n-1] > maxOffset) {
 		return "a chunk time outside the run"
 	}
+	if r.PromptTokens < 0 || r.OutputTokens < 0 || r.ReasoningTokens < 0 || r.CachedTokens < 0 || r.InputTokens < 0 || r.MaxTokens < 0 {
+		return "a negative token count"
+	}
 	return ""
+}
+
+// WriteFailed tells a run's aggregate that its results file could not be
+// written (a full disk): the run stops, the aggregate gets no more records
+// (it sums what the file holds) and its summary says why it is
+// incomplete, rather than guessing at a kill from the missing end record.
+func (a *Aggregate) WriteFailed(err error) {
+	if err != nil && a.writeErr == "" {
+		a.writeErr = err.Error()
+	}
 }
 
 // Add accumulates one request record; r is not retained. Warmup records
 // are counted as such, and count on the timeline, but in no statistic. A
 // record that cannot be (an unknown outcome, a stage the scenario lacks, a
-// time outside the run) is skipped and counted in a warning.
+// time outside the run, a negative token count) is skipped and counted in
+// a warning.
 func (a *Aggregate) Add(r *results.Result) {
 	if why := a.check(r); why != "" {
 		if a.skipped == nil {
@@ -260,6 +275,7 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 	}
 	s.req.Scheduled++
 	s.req.Retried += int64(r.Retries)
+	s.req.ResentWritten += int64(r.ResentWritten)
 	switch r.Outcome {
 	case results.OK:
 		s.req.OK++
@@ -340,6 +356,7 @@ func (s *stageAgg) merge(o *stageAgg) {
 	s.req.Dropped += o.req.Dropped
 	s.req.Warmup += o.req.Warmup
 	s.req.Retried += o.req.Retried
+	s.req.ResentWritten += o.req.ResentWritten
 	s.req.Inputs += o.req.Inputs
 	for k, v := range o.errors {
 		s.errors[k] += v
@@ -458,10 +475,16 @@ func (a *Aggregate) Summary() *Summary {
 				"the server stopped them at its context limit; their latencies and throughput describe shorter responses than asked for",
 			n, overall.req.OK))
 	}
-	if n := overall.req.Retried; n > 0 {
+	if n, w := overall.req.Retried, overall.req.ResentWritten; n > 0 && w == 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf(
 			"%d requests were sent again on a fresh connection: the server closed kept-alive connections after a response "+
-				"(as llama.cpp's server does); none had been processed, and their TTFT includes the new connection", n))
+				"(as llama.cpp's server does) before the first send was written whole, so none was processed twice; "+
+				"their TTFT includes the new connection", n))
+	} else if n > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf(
+			"%d requests were sent again on a fresh connection after the server closed a kept-alive one before any response byte; "+
+				"%d of the earlier sends had been written whole, so the server may have processed them too: up to %d requests' "+
+				"work that no record counts (duplicate load; a server that closes connections while it works on a request)", n, w, w))
 	}
 	if n := overall.tokens.EstimatedRequests; n > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf(
@@ -537,8 +560,11 @@ func (a *Aggregate) incomplete() string {
 			why = append(why, e.Reason)
 		}
 	}
-	if len(a.ends) < a.ending {
-		why = append(why, "a results file has no end record: the run was killed before it finished")
+	switch {
+	case a.writeErr != "":
+		why = append(why, "the results file could not be written ("+a.writeErr+"): the records after it are in neither the file nor the figures")
+	case len(a.ends) < a.ending:
+		why = append(why, "a results file has no end record: the run was killed, or its disk filled, before it finished")
 	}
 	return strings.Join(why, "; ")
 }

@@ -221,9 +221,15 @@ type Result struct {
 
 	// Retries is how many times the request was sent again on a fresh
 	// connection because the pooled connection it first got had been closed
-	// by the server before any response byte (a broken keep-alive): such a
-	// request was never processed. Sent stays the first attempt's time.
+	// by the server before any response byte (a broken keep-alive). Sent
+	// stays the first attempt's time.
 	Retries int `json:"retries,omitempty"`
+	// ResentWritten is how many of those earlier sends had been written
+	// whole before the connection failed: the server may have read and
+	// processed them (a server that closes a connection while it works on
+	// its request), work that no record counts. A send not written whole
+	// cannot have been processed.
+	ResentWritten int `json:"resent_written,omitempty"`
 
 	Status     int        `json:"status,omitempty"` // HTTP status, when a response arrived
 	ErrorClass ErrorClass `json:"error_class,omitempty"`

@@ -47,7 +47,7 @@ func (s *session) close() {
 func connect(ctx context.Context, sc *scenario.Scenario, opts Options, epoch time.Time) (_ *session, err error) {
 	s := &session{}
 	if sc.Prompts.Tokenizer != tokenizer.Server {
-		if s.prompts, err = scenario.NewShardPrompts(sc, opts.Shard); err != nil {
+		if s.prompts, err = scenario.NewShardPrompts(ctx, sc, opts.Shard, prepareProgress(opts.Progress)); err != nil {
 			return nil, &ConfigError{err}
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/servebench/servebench/internal/inputfile"
 	"github.com/servebench/servebench/internal/simurl"
 	"github.com/servebench/servebench/internal/tokenizer"
 	"github.com/servebench/servebench/internal/yamlmsg"
@@ -254,7 +254,7 @@ func preset(name string, depth int) (Config, error) {
 // unknown keys are errors. A file may start from an embedded preset with
 // `base: NAME` and override only what differs.
 func LoadConfig(file string) (Config, error) {
-	data, err := os.ReadFile(file)
+	data, err := inputfile.ReadFile(file, inputfile.Limit{What: "simulator preset", MaxBytes: 16 << 20})
 	if err != nil {
 		return Config{}, fmt.Errorf("sim config: %w", err)
 	}

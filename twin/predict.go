@@ -363,7 +363,7 @@ func sigmaPoints(cfg sim.Config) [][]float64 {
 // one writes each run's results.jsonl and summary.json, and the sweep's
 // page (each run's plots are left out: `bench plot DIR` draws them).
 func predictSweep(ctx context.Context, sc *scenario.Scenario, dir string, quiet bool, log io.Writer) (*sweep.Summary, error) {
-	plan, err := sweep.NewPlan(sc)
+	plan, err := sweep.NewPlan(ctx, sc)
 	if err != nil {
 		return nil, err
 	}

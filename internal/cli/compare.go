@@ -53,6 +53,7 @@ func compareCmd(ctx context.Context, e env, args []string) error {
 	format := fs.String("format", "text", "output format: text or json")
 	partial := fs.Bool("partial", false, "accept sharded runs whose results lack shards")
 	different := fs.Bool("different-workloads", false, "compare runs whose workloads differ, flagged in the first line, instead of refusing")
+	mixed := fs.Bool("mixed", false, "merge results of different scenarios (refused otherwise: the figures would mix their workloads)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -83,7 +84,7 @@ func compareCmd(ctx context.Context, e env, args []string) error {
 		}
 		opts.MaxRegression[k] = v
 	}
-	rd := report.Reader{Partial: *partial}
+	rd := report.Reader{Partial: *partial, Mixed: *mixed}
 	base, baseRuns, err := compareSide(rd, "base", baseArgs)
 	if err != nil {
 		return err
@@ -154,14 +155,14 @@ func compareSide(rd report.Reader, label string, paths []string) (*report.Aggreg
 		for _, p := range paths {
 			a, err := rd.FromFiles(p)
 			if err != nil {
-				return nil, nil, fmt.Errorf("compare: %s: %w", label, err)
+				return nil, nil, readError("compare: "+label, err)
 			}
 			runs = append(runs, a)
 		}
 	}
 	pooled, err := rd.FromFiles(paths...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("compare: %s: %w", label, err)
+		return nil, nil, readError("compare: "+label, err)
 	}
 	return pooled, runs, nil
 }
