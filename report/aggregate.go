@@ -420,7 +420,7 @@ func (a *Aggregate) Summary() *Summary {
 	if h := out.Harness; h != nil && h.Limited {
 		out.Warnings = append(out.Warnings, "LIMITED BY THE CLIENT: "+h.Reason+"; "+LimitedAdvice)
 	}
-	explain(out.Correlation, out.Harness, out.Stages)
+	explain(out.Correlation, out.Harness, out.Stages, out.Workload)
 	out.Incomplete = a.incomplete()
 	if out.Incomplete != "" {
 		out.Warnings = append(out.Warnings, "the run did not complete ("+out.Incomplete+"): the figures cover part of the load")

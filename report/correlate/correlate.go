@@ -49,6 +49,21 @@ type Correlator struct {
 	whole    int           // ok requests answered by a whole (not streamed) response
 	lo, hi   time.Duration // earliest send and latest end of a sent request
 	gaps     []time.Duration
+	loads    map[int]*loadSpan // per stage: the measured arrivals' span
+	caps     map[int]stageCap  // per stage: its cap on requests in flight, from the first header
+}
+
+// loadSpan is when a stage's measured arrivals came, first to last.
+type loadSpan struct {
+	first, last time.Duration
+	n, dropped  int
+}
+
+// stageCap is a stage's bound on requests in flight: its workers (closed
+// loop) or its max_concurrency (open loop).
+type stageCap struct {
+	n    int
+	open bool
 }
 
 // stall is a measured request's worst chunk gaps, for preemption
@@ -65,7 +80,9 @@ type span struct{ from, to time.Duration }
 func (s span) overlaps(from, to time.Duration) bool { return s.from < to && s.to > from }
 
 // New returns an empty Correlator.
-func New() *Correlator { return &Correlator{stages: map[int]*bins{}} }
+func New() *Correlator {
+	return &Correlator{stages: map[int]*bins{}, loads: map[int]*loadSpan{}, caps: map[int]stageCap{}}
+}
 
 // AddHeader reads the scrape interval from a results file's resolved
 // scenario and keeps the first scenario for the HTML report. With several
@@ -79,6 +96,16 @@ func (c *Correlator) AddHeader(h *results.Header) {
 	}
 	if h.Spec == nil {
 		return
+	}
+	for i, st := range h.Spec.Load.Stages {
+		if _, ok := c.caps[i]; ok {
+			continue
+		}
+		if st.Open() {
+			c.caps[i] = stageCap{n: st.MaxConcurrency, open: true}
+		} else {
+			c.caps[i] = stageCap{n: st.Concurrency}
+		}
 	}
 	if d := h.Spec.ScrapeInterval(); d > 0 && (c.interval == 0 || d < c.interval) {
 		c.interval = d
@@ -100,14 +127,13 @@ func (c *Correlator) Scenario() json.RawMessage { return c.scenario }
 // measured (not warmup) ok request counts for the TTFT-while-waiting
 // share.
 func (c *Correlator) AddResult(r *results.Result) {
+	if !r.Warmup && r.Scheduled > 0 {
+		c.arrival(r)
+	}
 	if r.Sent == 0 || r.Outcome == results.Dropped {
 		return
 	}
-	s := c.stages[r.Stage]
-	if s == nil {
-		s = &bins{}
-		c.stages[r.Stage] = s
-	}
+	s := c.bins(r.Stage)
 	chunks := r.ChunkTimes
 	n := len(chunks)
 	first, last, end := r.FirstToken, r.LastToken, r.End
@@ -131,9 +157,14 @@ func (c *Correlator) AddResult(r *results.Result) {
 	c.sent = true
 	s.step(qFlight, r.Sent, 1)
 	s.step(qFlight, end, -1)
+	if !r.Warmup && r.Outcome == results.OK {
+		s.point(pDone, end, 1)
+	}
 	if !r.Warmup && r.Outcome == results.OK && first > r.Sent {
 		s.step(qTTFT, r.Sent, 1)
 		s.step(qTTFT, first, -1)
+		s.point(pTTFTSum, r.Sent, (first - r.Sent).Seconds())
+		s.point(pTTFTCount, r.Sent, 1)
 	}
 	prompt := float64(r.PromptTokens)
 	if prompt == 0 {
@@ -175,6 +206,30 @@ func (c *Correlator) AddResult(r *results.Result) {
 		if len(spans) > 0 {
 			c.stalls = append(c.stalls, stall{seq: r.Seq, stage: r.Stage, spans: spans})
 		}
+	}
+}
+
+// bins returns stage st's timeline, made on first use.
+func (c *Correlator) bins(st int) *bins {
+	s := c.stages[st]
+	if s == nil {
+		s = &bins{}
+		c.stages[st] = s
+	}
+	return s
+}
+
+// arrival records a measured request's arrival (sent or dropped) on its
+// stage's load span.
+func (c *Correlator) arrival(r *results.Result) {
+	l := c.loads[r.Stage]
+	if l == nil {
+		l = &loadSpan{first: r.Scheduled, last: r.Scheduled}
+		c.loads[r.Stage] = l
+	}
+	l.first, l.last, l.n = min(l.first, r.Scheduled), max(l.last, r.Scheduled), l.n+1
+	if r.Outcome == results.Dropped {
+		l.dropped++
 	}
 }
 
