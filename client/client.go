@@ -23,6 +23,7 @@ import (
 
 	"github.com/servebench/servebench/internal/loopback"
 	"github.com/servebench/servebench/internal/redact"
+	"github.com/servebench/servebench/internal/suggest"
 	"github.com/servebench/servebench/internal/tokenizer"
 )
 
@@ -394,4 +395,66 @@ func (c *Client) ServerVersion(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("server version from %s/version: %q is not a version", c.root, s[:min(len(s), 100)])
 	}
 	return s, nil
+}
+
+// ModelError is a model the server does not serve: the run is refused
+// before any load is sent, naming what the server serves.
+type ModelError struct {
+	Model  string
+	Root   string   // the server's root URL
+	Served []string // what GET /v1/models lists
+}
+
+func (e *ModelError) Error() string {
+	q := make([]string, len(e.Served))
+	for i, m := range e.Served {
+		q[i] = strconv.Quote(m)
+	}
+	s := fmt.Sprintf("model %q is not served by %s", e.Model, e.Root)
+	if len(q) == 0 {
+		return s + ": its /v1/models lists no model"
+	}
+	if len(q) > 10 {
+		q = append(q[:10], fmt.Sprintf("and %d more", len(e.Served)-10))
+	}
+	s += ": it serves " + strings.Join(q, ", ")
+	if m, ok := closestModel(e.Model, e.Served); ok {
+		s += fmt.Sprintf(" (did you mean %q?)", m)
+	}
+	return s + "; set target.model to one of them, or leave it empty to take the first"
+}
+
+// closestModel is the served model nearest to name: within two edits
+// (case aside), or the one whose name contains it or ends with its last
+// path element ("Qwen2.5-0.5B" for "Qwen/Qwen2.5-0.5B-Instruct").
+func closestModel(name string, served []string) (string, bool) {
+	if m, ok := suggest.Closest(name, served); ok {
+		return m, true
+	}
+	lower := strings.ToLower(name)
+	base := lower[strings.LastIndex(lower, "/")+1:]
+	for _, m := range served {
+		lm := strings.ToLower(m)
+		mb := lm[strings.LastIndex(lm, "/")+1:]
+		if len(base) >= 4 && strings.Contains(lm, base) || len(mb) >= 4 && strings.Contains(base, mb) {
+			return m, true
+		}
+	}
+	return "", false
+}
+
+// CheckModel asks the server's GET /v1/models whether it serves model,
+// before a run sends load. It returns a *ModelError when the listing
+// names other models only, and nil otherwise: when model is listed, or
+// the listing could not be had (no route, no server: the connection
+// warm-up and the requests themselves will tell).
+func (c *Client) CheckModel(ctx context.Context, model string) error {
+	served, err := c.Models(ctx)
+	switch {
+	case err != nil || len(served) == 0:
+		return nil
+	case slices.Contains(served, model):
+		return nil
+	}
+	return &ModelError{Model: model, Root: c.root, Served: served}
 }

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/servebench/servebench/report"
@@ -21,7 +22,7 @@ func Merge(dir string, rd report.Reader, paths ...string) (*report.Summary, erro
 	if err := WriteSummaryFiles(dir, sum); err != nil {
 		return sum, err
 	}
-	if _, err := chart.WriteFiles(dir, agg, sum); err != nil {
+	if _, err := chart.WriteFiles(dir, agg, sum); err != nil && !errors.Is(err, chart.ErrNothingToPlot) {
 		return sum, fmt.Errorf("plots: %w", err)
 	}
 	return sum, nil

@@ -321,6 +321,8 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 		if err := detectModel(ctx, cl, sc, baseURL); err != nil {
 			return nil, err
 		}
+	} else if err := cl.CheckModel(ctx, sc.Target.Model); err != nil {
+		return nil, &ConfigError{err} // a *client.ModelError: the scenario names a model the server lacks
 	}
 	if prompts == nil {
 		if prompts, err = serverPrompts(ctx, cl, sc, opts.Shard, opts.Progress); err != nil {
@@ -558,7 +560,7 @@ func finish(dir string, agg *report.Aggregate, spec *results.Spec, plots bool) (
 	if !plots {
 		return sum, nil
 	}
-	if _, err := chart.WriteFiles(dir, agg, sum); err != nil {
+	if _, err := chart.WriteFiles(dir, agg, sum); err != nil && !errors.Is(err, chart.ErrNothingToPlot) {
 		return sum, fmt.Errorf("plots: %w", err)
 	}
 	return sum, nil

@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/servebench/servebench/internal/slotserver"
+	"github.com/servebench/servebench/report"
+)
+
+// TestIssue20WrongModel is issue 20's second case: a scenario naming a
+// model the server does not serve. The run asks GET /v1/models first and
+// refuses, naming what is served and the nearest name, before a single
+// request of load is sent.
+func TestIssue20WrongModel(t *testing.T) {
+	t.Parallel()
+	srv := slotserver.Start(t, slotserver.Config{Model: "Qwen/Qwen2.5-0.5B-Instruct"})
+	sc := writeScenario(t, "name: wrong\ntarget: {url: '"+srv.URL+"', model: qwen2.5-0.5b-instruct}\nload: {stages: [{concurrency: 2, requests: 6}]}\n")
+	e, out, errb := testEnv()
+	err := bench(context.Background(), e, []string{"run", sc, "--out", filepath.Join(t.TempDir(), "out"), "--quiet"})
+	if got := exitCode(err); got != exitUsage {
+		t.Fatalf("exit code = %d (%v), want %d", got, err, exitUsage)
+	}
+	msg := out.String() + errb.String() + err.Error()
+	for _, want := range []string{`model "qwen2.5-0.5b-instruct" is not served by ` + srv.URL, `it serves "Qwen/Qwen2.5-0.5B-Instruct"`, `did you mean "Qwen/Qwen2.5-0.5B-Instruct"?`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message lacks %q: %s", want, msg)
+		}
+	}
+	if n := srv.Received("/v1/chat/completions"); n != 0 {
+		t.Errorf("the server received %d chat requests: load was sent for a model it does not serve", n)
+	}
+}
+
+// TestIssue20NothingSucceeded: a run in which every request failed gets
+// no saturation verdict and no plots, only the counts and the server's
+// words.
+func TestIssue20NothingSucceeded(t *testing.T) {
+	t.Parallel()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/models", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"object":"list","data":[{"id":"m","object":"model"}]}`)
+	})
+	mux.HandleFunc("/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"error":{"message":"the engine is not ready","code":503}}`, http.StatusServiceUnavailable)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	sc := writeScenario(t, "name: none\ntarget: {url: '"+srv.URL+"', model: m}\nload: {stages: [{concurrency: 2, requests: 12}]}\n")
+	dir := filepath.Join(t.TempDir(), "out")
+	e, _, _ := testEnv()
+	err := bench(context.Background(), e, []string{"run", sc, "--out", dir, "--quiet"})
+	if err == nil || !strings.Contains(err.Error(), "no request succeeded") {
+		t.Fatalf("err = %v, want no request succeeded", err)
+	}
+	b, rerr := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	var sum report.Summary
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	c := sum.Correlation
+	if c == nil || !strings.HasPrefix(c.Conclusion, "No verdict: no stage had enough successful requests") || len(c.Findings) != 1 {
+		t.Errorf("conclusion %q, findings %q: want no verdict and nothing else", c.Conclusion, c.Findings)
+	}
+	for _, name := range []string{"report.html", "timeline.png", "latency.png"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			t.Errorf("%s was written for a run in which nothing succeeded", name)
+		}
+	}
+}
