@@ -8,8 +8,8 @@ import (
 	"github.com/servebench/servebench/report/correlate"
 
 	"bytes"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"io"
