@@ -117,8 +117,11 @@ type Client struct {
 	chunks      atomic.Int64 // token-bearing chunks received, all requests
 	firsts      firstTokens  // first tokens received, all requests
 	requests    atomic.Uint64
-	headers     map[string]string
-	redact      *redact.Redactor // the key and header values, out of every message
+	// tokenizeDialect is the /tokenize body the server understood
+	// (tokenize.go); 0 until one has.
+	tokenizeDialect atomic.Int32
+	headers         map[string]string
+	redact          *redact.Redactor // the key and header values, out of every message
 }
 
 // requestKey returns a key unique to one request of this client, for the

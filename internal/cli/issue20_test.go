@@ -78,3 +78,21 @@ func TestIssue20NothingSucceeded(t *testing.T) {
 		}
 	}
 }
+
+// TestIssue20ServerTokenizerLlamaCPP: prompts.tokenizer: server against a
+// server whose /tokenize reads llama.cpp's body. It used to stop with
+// "only 0 words are one token each", blaming the vocabulary; the prompts
+// are now calibrated in the body the server reads.
+func TestIssue20ServerTokenizerLlamaCPP(t *testing.T) {
+	t.Parallel()
+	srv := slotserver.Start(t, slotserver.Config{Tokenize: "content"})
+	sc := writeScenario(t, "name: tok\ntarget: {url: '"+srv.URL+"', model: m, api: completions}\n"+
+		"prompts: {tokenizer: server, input_tokens: 40, output_tokens: 4}\nload: {stages: [{concurrency: 2, requests: 4}]}\n")
+	e, _, _ := testEnv()
+	if err := bench(context.Background(), e, []string{"run", sc, "--out", filepath.Join(t.TempDir(), "out"), "--quiet"}); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if srv.Received("/tokenize") == 0 || srv.Received("/v1/completions") != 4 {
+		t.Errorf("/tokenize asked %d times, completions %d", srv.Received("/tokenize"), srv.Received("/v1/completions"))
+	}
+}
