@@ -31,6 +31,7 @@ const (
 	pDone              // measured requests completed ok, at their end
 	pTTFTSum           // TTFT of measured ok requests, seconds, at their send
 	pTTFTCount         // measured ok requests with a TTFT, at their send
+	pEndTokens         // output tokens a request received, counted at its end (every sent request)
 	numPoints
 )
 

@@ -180,6 +180,7 @@ func (c *Correlator) AddResult(r *results.Result) {
 		if r.Outcome == results.OK {
 			c.whole++
 			s.point(pTokens, end, float64(r.OutputTokens))
+			s.point(pEndTokens, end, float64(r.OutputTokens))
 			s.point(pWarmTokens, end, warm*float64(r.OutputTokens))
 			s.point(pWarmPrompt, end, warm*prompt)
 		}
@@ -200,6 +201,7 @@ func (c *Correlator) AddResult(r *results.Result) {
 	}
 	s.step(qDec, stop, -1)
 	s.step(qCtx, stop, -(prompt + total))
+	s.point(pEndTokens, end, total)
 	if !r.Warmup {
 		var spans []span
 		spans, c.gaps = p99Spans(r.Sent, chunks, c.gaps)
@@ -298,11 +300,12 @@ type Window struct {
 	Preemptions float64 // server preemptions during the window (counter delta)
 	// ServerTokensPerSec is the server's generation tokens per second (the
 	// counter's rate over the window); NaN when the counter moves only when
-	// a request ends (results.Reading.CountersAtEnd), whose per-window rate
-	// means nothing.
+	// a request ends (see countersAtEnd), whose per-window rate means
+	// nothing.
 	ServerTokensPerSec float64
 
 	serverTokens float64 // the counter's increase over the window, whatever its granularity
+	endTokens    float64 // output tokens of the requests that ended in the window
 }
 
 // Seconds returns the window's length in seconds.
@@ -340,8 +343,49 @@ func (c *Correlator) timeline() timeline {
 		tl.windows = c.fixedWindows(tl.nominal)
 	}
 	c.fill(tl.windows)
+	if tl.scraped {
+		tl.countersAtEnd = countersAtEnd(tl.windows, tl.countersAtEnd)
+		for i := range tl.windows {
+			if tl.countersAtEnd {
+				// A window's counter rate says when requests ended, not how
+				// fast tokens came.
+				tl.windows[i].ServerTokensPerSec = math.NaN()
+			}
+		}
+	}
 	markSteady(tl.windows)
 	return tl
+}
+
+// countersAtEnd tells, from the series themselves, whether the server's
+// generation counter moves as tokens are generated or only when a request
+// ends (as llama.cpp's and llm-d's inference simulator's do): window by
+// window, its increase is set against the tokens the client received in
+// the window and against the tokens of the requests that ended in it, and
+// the closer of the two, by the summed absolute difference, wins when it
+// is at most half as far as the other. When neither is (requests shorter
+// than a window look the same either way, and either reading then does),
+// hint decides: what the scrape profile says of its engine.
+func countersAtEnd(ws []Window, hint bool) bool {
+	var perToken, atEnd float64
+	n := 0
+	for _, w := range ws {
+		if math.IsNaN(w.serverTokens) {
+			continue
+		}
+		perToken += math.Abs(w.serverTokens - w.OutputTokens)
+		atEnd += math.Abs(w.serverTokens - w.endTokens)
+		n++
+	}
+	switch {
+	case n < 3:
+		return hint
+	case atEnd <= perToken/2:
+		return true
+	case perToken <= atEnd/2:
+		return false
+	}
+	return hint
 }
 
 // serverSamples returns the successful samples of the most-scraped target,
@@ -477,11 +521,6 @@ func serverWindow(s []results.Sample, ivs []results.Interval) Window {
 	w.Preemptions = delta(results.Preemptions)
 	w.serverTokens = delta(results.GenerationTokens)
 	w.ServerTokensPerSec = w.serverTokens / w.Seconds()
-	if s[len(s)-1].CountersAtEnd {
-		// The server counts a request's tokens when it ends: a window's
-		// counter rate says when requests ended, not how fast tokens came.
-		w.ServerTokensPerSec = math.NaN()
-	}
 	return w
 }
 
@@ -518,6 +557,7 @@ func (c *Correlator) fill(ws []Window) {
 		for i, st := range idx {
 			steps, points := cursors[i].integrals(w.From, w.To)
 			w.OutputTokens += points[pTokens]
+			w.endTokens += points[pEndTokens]
 			flight += steps[qFlight]
 			dec += steps[qDec]
 			ctx += steps[qCtx]

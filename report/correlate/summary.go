@@ -53,7 +53,10 @@ type Correlation struct {
 
 	// CountersAtEnd is true when the server counts a request's tokens only
 	// when it ends: there is no server rate per window, and the cross-check
-	// compares totals over the run.
+	// compares totals over the run. It is told from the series themselves
+	// (the counter's steps against the tokens received and against the
+	// requests ending), whatever the profile; the profile's word decides
+	// only when the series cannot.
 	CountersAtEnd bool `json:"counters_at_end,omitempty"`
 
 	Stages []StageCorrelation `json:"stages"`
