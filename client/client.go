@@ -25,6 +25,7 @@ import (
 	"github.com/servebench/servebench/internal/redact"
 	"github.com/servebench/servebench/internal/suggest"
 	"github.com/servebench/servebench/internal/tokenizer"
+	"github.com/servebench/servebench/results"
 )
 
 // Default timeouts, used when the Config field is zero. A negative Config
@@ -249,49 +250,92 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// Warm opens n connections to the server and leaves them in the idle pool
-// (n is capped at the pool size, Config.MaxConns), so that the first n
-// concurrent requests of a run do not pay for a dial, and a burst of dials
-// does not inflate the first TTFTs. It holds n GET /v1/models requests open
-// at once, so each has its own connection; any HTTP status will do. It
-// returns the number of connections opened and the first error met.
+// Warm is WarmUp that returns the number of connections opened.
 func (c *Client) Warm(ctx context.Context, n int) (int, error) {
+	w, err := c.WarmUp(ctx, n)
+	return w.Opened, err
+}
+
+// Warm-up bounds: WarmUp gives up on the connections not yet answered
+// once none has answered for warmIdle (or five times the time the last
+// one took, if longer), and at warmDeadline in any case.
+const (
+	warmIdle     = 300 * time.Millisecond
+	warmDeadline = 3 * time.Second
+)
+
+// WarmUp opens up to n connections to the server, at once, and leaves them
+// in the idle pool (n is capped at the pool size, Config.MaxConns), so
+// that the first n concurrent requests of a run do not pay for a dial, and
+// a burst of dials does not inflate the first TTFTs. It holds n GET
+// /v1/models requests open at once, so each has its own connection; any
+// HTTP status will do.
+//
+// It cannot stall a run: a server that serves only so many connections at
+// once (llama.cpp's llama-server, one per HTTP thread, holding an idle
+// kept-alive one for seconds) leaves the others unanswered, and WarmUp
+// stops waiting for them once answers stop coming (warmIdle, at most
+// warmDeadline), cancels them, and keeps what it opened: the load opens
+// more as it needs them. It reports what it did, with its duration; its
+// error is the first one met when no connection could be opened.
+func (c *Client) WarmUp(ctx context.Context, n int) (results.WarmUp, error) {
 	n = min(n, c.transport.MaxIdleConnsPerHost)
+	w := results.WarmUp{Wanted: max(n, 0)}
 	if n <= 0 {
-		return 0, nil
+		return w, nil
 	}
-	ready := make(chan *http.Response, n)
-	errs := make(chan error, n)
-	var wg sync.WaitGroup
+	began := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, warmDeadline)
+	defer cancel()
+	type answer struct {
+		resp *http.Response
+		err  error
+	}
+	answers := make(chan answer, n)
 	for range n {
-		wg.Go(func() {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.root+"/v1/models", nil)
+		go func() {
+			req, err := http.NewRequestWithContext(wctx, http.MethodGet, c.root+"/v1/models", nil)
 			if err != nil {
-				errs <- err
+				answers <- answer{err: err}
 				return
 			}
 			c.setHeaders(req)
 			resp, err := c.http.Do(req)
-			if err != nil {
-				errs <- err
-				return
-			}
-			ready <- resp
-		})
+			answers <- answer{resp, err}
+		}()
 	}
-	wg.Wait() // every request holds its connection until all have answered
-	close(ready)
-	close(errs)
-	opened := 0
-	for resp := range ready {
+	var held []*http.Response
+	var firstErr error
+	idle := time.NewTimer(warmDeadline)
+	defer idle.Stop()
+	for got := 0; got < n; {
+		select {
+		case a := <-answers:
+			got++
+			switch {
+			case a.err == nil && wctx.Err() == nil:
+				held = append(held, a.resp)
+				idle.Reset(max(warmIdle, 5*time.Since(began)))
+			case a.err == nil:
+				a.resp.Body.Close() // answered after the warm-up gave up
+			case firstErr == nil && wctx.Err() == nil:
+				firstErr = a.err
+			}
+		case <-idle.C:
+			cancel() // the rest answer at once, canceled
+		}
+	}
+	// Every answered request held its connection until now: they are
+	// distinct, and go back to the pool drained.
+	for _, resp := range held {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
-		opened++
 	}
-	if err := <-errs; err != nil {
-		return opened, fmt.Errorf("warm %d connections to %s: %w", n, c.root, err)
+	w.Opened, w.Duration = len(held), time.Since(began)
+	if len(held) == 0 && firstErr != nil {
+		return w, fmt.Errorf("warm %d connections to %s: %w", n, c.root, firstErr)
 	}
-	return opened, nil
+	return w, nil
 }
 
 // since returns the offset of now from the epoch, never zero (zero means

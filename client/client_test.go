@@ -621,3 +621,30 @@ func TestCheckModel(t *testing.T) {
 		t.Errorf("no listing: %v", err)
 	}
 }
+
+// TestWarmUpBounded: a server that serves 4 connections at once leaves the
+// others of a warm-up unanswered; WarmUp keeps the 4, gives up on the rest
+// once answers stop, and says so, instead of waiting for the server's
+// keep-alive timeout to free its threads.
+func TestWarmUpBounded(t *testing.T) {
+	t.Parallel()
+	small := slotserver.Start(t, slotserver.Config{Connections: 4, KeepAlive: 5 * time.Second})
+	c, err := New(Config{BaseURL: small.URL, MaxConns: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w, err := c.WarmUp(context.Background(), 16)
+	if err != nil || w.Wanted != 16 || w.Opened != 4 {
+		t.Fatalf("warm-up = %+v, %v; want 4 of 16 opened", w, err)
+	}
+	if !raceEnabled && w.Duration > 2*time.Second {
+		t.Errorf("warm-up took %v: it waited for the server's keep-alive timeout", w.Duration)
+	}
+	big := slotserver.Start(t, slotserver.Config{})
+	c2, _ := New(Config{BaseURL: big.URL, MaxConns: 16})
+	defer c2.Close()
+	if w, err := c2.WarmUp(context.Background(), 16); err != nil || w.Opened != 16 {
+		t.Errorf("unlimited server: %+v, %v", w, err)
+	}
+}

@@ -334,7 +334,8 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 	serverVersion, _ := cl.ServerVersion(ctx)
 	// Open the connections the run will need before the load, so the first
 	// requests' TTFT does not include a burst of dials.
-	if _, err := cl.Warm(ctx, opts.Shard.MaxConcurrency(sc)); err != nil && ctx.Err() == nil {
+	warm, err := cl.WarmUp(ctx, opts.Shard.MaxConcurrency(sc))
+	if err != nil && ctx.Err() == nil {
 		return nil, fmt.Errorf("connect to %s: %w", baseURL, err)
 	}
 	grace := opts.Grace
@@ -355,7 +356,8 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 	}
 	host, _ := os.Hostname()
 	hdr := &results.Header{Schema: results.Schema, Tool: "servebench", Version: Version(), Started: epoch, Host: host,
-		RunID: runID(), Target: baseURL, Model: sc.Target.Model, ServerVersion: serverVersion, Scenario: resolved, Ends: true, Spec: spec}
+		RunID: runID(), Target: baseURL, Model: sc.Target.Model, ServerVersion: serverVersion, Scenario: resolved, Ends: true, Spec: spec,
+		WarmUp: &warm}
 	if opts.Shard.Count > 0 {
 		hdr.Shard = &results.Shard{Index: opts.Shard.Index, Count: opts.Shard.Count, ScenarioHash: hash}
 		if !opts.StartAt.IsZero() {
@@ -489,8 +491,8 @@ func load(ctx context.Context, sc *scenario.Scenario, opts Options, w *results.W
 
 	drawCtx, stopDraw := context.WithCancel(context.Background())
 	if opts.Progress != nil {
-		fmt.Fprintf(opts.Progress, "running %q against %s (model %s); results → %s\n%s",
-			sc.Name, baseURL, sc.Target.Model, filepath.Join(opts.Dir, FileResults), Describe(sc, opts.Shard))
+		fmt.Fprintf(opts.Progress, "running %q against %s (model %s); results → %s\n%s%s\n",
+			sc.Name, baseURL, sc.Target.Model, filepath.Join(opts.Dir, FileResults), Describe(sc, opts.Shard), hdr.WarmUp)
 		g.Go(func() error { prog.draw(drawCtx, opts.Progress, opts.Terminal, 5*time.Second); return nil })
 	}
 	g.Go(func() error {

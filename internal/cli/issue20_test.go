@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/servebench/servebench/internal/slotserver"
 	"github.com/servebench/servebench/report"
@@ -94,5 +95,50 @@ func TestIssue20ServerTokenizerLlamaCPP(t *testing.T) {
 	}
 	if srv.Received("/tokenize") == 0 || srv.Received("/v1/completions") != 4 {
 		t.Errorf("/tokenize asked %d times, completions %d", srv.Received("/tokenize"), srv.Received("/v1/completions"))
+	}
+}
+
+// TestIssue20WarmUpCannotStall is issue 20's eighth case: a server that
+// serves 8 connections at once and holds each idle kept-alive one for 5 s,
+// as llama.cpp's llama-server does with 8 HTTP threads. Warming the 64
+// connections of a max_concurrency of 64 used to hold the load back for
+// tens of seconds, unannounced. The warm-up now keeps what the server
+// answered, gives up on the rest once answers stop, and says so with its
+// duration; the first stage's requests do not wait for it.
+func TestIssue20WarmUpCannotStall(t *testing.T) {
+	t.Parallel()
+	srv := slotserver.Start(t, slotserver.Config{Slots: 8, Connections: 8, KeepAlive: 5 * time.Second})
+	sc := writeScenario(t, "name: warm\ntarget: {url: '"+srv.URL+"', model: m}\nrequest: {ignore_eos: true}\nprompts: {input_tokens: 16, output_tokens: 8}\n"+
+		"load: {stages: [{name: closed-8, concurrency: 8, requests: 16}, {name: trickle, rate: 2, max_concurrency: 64, requests: 2}]}\n")
+	dir := filepath.Join(t.TempDir(), "out")
+	e, _, _ := testEnv()
+	began := time.Now()
+	if err := bench(context.Background(), e, []string{"run", sc, "--out", dir, "--quiet"}); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	took := time.Since(began)
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum report.Summary
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	w := sum.WarmUp
+	if w == nil || w.Wanted != 64 || w.Opened < 1 || w.Opened > 8 {
+		t.Fatalf("warm-up = %+v, want 64 asked and at most the server's 8 opened", w)
+	}
+	if !strings.Contains(strings.Join(sum.Warnings, "\n"), "of 64 connections opened in") {
+		t.Errorf("the warm-up is not reported: %q", sum.Warnings)
+	}
+	if issue20Race {
+		return
+	}
+	if w.Duration > 4*time.Second || took > 15*time.Second {
+		t.Errorf("warm-up took %v, the run %v: the warm-up stalled the run", w.Duration, took)
+	}
+	if p50 := sum.Stages[0].TTFT.P50; p50 > 1000 {
+		t.Errorf("first stage's TTFT p50 = %.0f ms: the warm-up was charged to it", p50)
 	}
 }
