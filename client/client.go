@@ -505,3 +505,40 @@ func (c *Client) CheckModel(ctx context.Context, model string) error {
 	}
 	return &ModelError{Model: model, Root: c.root, Served: served}
 }
+
+// ServerSlots asks the server how many requests it runs at once, where it
+// says: llama.cpp's GET /props (total_slots), else its GET /slots (one
+// entry per slot). It returns 0 and "" when the server does not say
+// (vLLM, SGLang: their batch limit is in their log), within a few
+// seconds.
+func (c *Client) ServerSlots(ctx context.Context) (slots int, source string) {
+	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
+	defer cancel()
+	get := func(path string, out any) bool {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.root+path, nil)
+		if err != nil {
+			return false
+		}
+		c.setHeaders(req)
+		resp, err := c.http.Do(req)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return err == nil && resp.StatusCode == http.StatusOK && json.Unmarshal(body, out) == nil
+	}
+	var props struct {
+		TotalSlots int `json:"total_slots"`
+	}
+	if get("/props", &props) && props.TotalSlots > 0 {
+		return props.TotalSlots, "GET /props total_slots"
+	}
+	var list []struct {
+		ID *int `json:"id"`
+	}
+	if get("/slots", &list) && len(list) > 0 && list[0].ID != nil {
+		return len(list), "GET /slots"
+	}
+	return 0, ""
+}

@@ -133,6 +133,10 @@ type Header struct {
 	// (`bench run --virtual`, `bench predict`): no HTTP and no client, the
 	// engine's clock only. Target is then the sim:// URL.
 	Virtual bool `json:"virtual,omitempty"`
+	// Slots is how many requests the server said it runs at once, and
+	// where it said so (llama.cpp's GET /props total_slots); nil when it
+	// did not say.
+	Slots *Slots `json:"slots,omitempty"`
 	// WarmUp is the connection warm-up that preceded the load (within
 	// the time before End.Began); nil when none ran.
 	WarmUp *WarmUp `json:"warm_up,omitempty"`
@@ -227,4 +231,10 @@ func (w WarmUp) String() string {
 		s += " (the server answered no more at once; the load opens the others as it needs them, and they may wait for the server to free one)"
 	}
 	return s
+}
+
+// Slots is a server's own word on how many requests it runs at once.
+type Slots struct {
+	N      int    `json:"n"`
+	Source string `json:"source"` // where the server said it: "GET /props total_slots", "GET /slots"
 }

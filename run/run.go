@@ -332,6 +332,10 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 	// The server's version, once, for the report's header: a server without
 	// the route (only vLLM and the simulator have it) just goes without.
 	serverVersion, _ := cl.ServerVersion(ctx)
+	var slots *results.Slots // llama.cpp says how many requests it runs at once: the twin's batch limit
+	if n, src := cl.ServerSlots(ctx); n > 0 {
+		slots = &results.Slots{N: n, Source: src}
+	}
 	// Open the connections the run will need before the load, so the first
 	// requests' TTFT does not include a burst of dials.
 	warm, err := cl.WarmUp(ctx, opts.Shard.MaxConcurrency(sc))
@@ -357,7 +361,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*report.Summ
 	host, _ := os.Hostname()
 	hdr := &results.Header{Schema: results.Schema, Tool: "servebench", Version: Version(), Started: epoch, Host: host,
 		RunID: runID(), Target: baseURL, Model: sc.Target.Model, ServerVersion: serverVersion, Scenario: resolved, Ends: true, Spec: spec,
-		WarmUp: &warm}
+		WarmUp: &warm, Slots: slots}
 	if opts.Shard.Count > 0 {
 		hdr.Shard = &results.Shard{Index: opts.Shard.Index, Count: opts.Shard.Count, ScenarioHash: hash}
 		if !opts.StartAt.IsZero() {
