@@ -75,33 +75,8 @@ func findings(c *correlate.Correlation, stated map[int]bool) []string {
 		out = append(out, fmt.Sprintf("%s of time to first token was spent while the server had requests waiting for admission.",
 			pct(*c.TTFTWaitingShare)))
 	}
-	if c.Preemptions != nil && *c.Preemptions > 0 {
-		s := fmt.Sprintf("The server preempted %s times", num(*c.Preemptions))
-		var per []string
-		for _, st := range c.Stages {
-			if st.Preemptions != nil && *st.Preemptions > 0 {
-				per = append(per, fmt.Sprintf("%s in %q", num(*st.Preemptions), st.Name))
-			}
-		}
-		if len(per) > 0 {
-			s += " (" + strings.Join(per, ", ") + ")"
-		}
-		s += fmt.Sprintf("; %d requests had their worst inter-token gaps in a window with a preemption", c.PreemptedRequests)
-		var seqs []string
-		for _, st := range c.Stages {
-			for _, q := range st.AffectedSeqs {
-				if len(seqs) < 10 {
-					seqs = append(seqs, fmt.Sprint(q))
-				}
-			}
-		}
-		if len(seqs) > 0 {
-			s += ": seq " + strings.Join(seqs, ", ")
-			if c.PreemptedRequests > len(seqs) {
-				s += ", …"
-			}
-		}
-		out = append(out, s+".")
+	if p := preemptionFinding(c); p != "" {
+		out = append(out, p)
 	}
 	for _, st := range c.Stages {
 		if stated[st.Index] {
@@ -117,6 +92,40 @@ func findings(c *correlate.Correlation, stated map[int]bool) []string {
 		}
 	}
 	return out
+}
+
+// preemptionFinding states the server's preemptions, per stage, and the
+// requests whose worst gaps fell in a window with one; "" without any.
+func preemptionFinding(c *correlate.Correlation) string {
+	if c.Preemptions == nil || *c.Preemptions <= 0 {
+		return ""
+	}
+	s := fmt.Sprintf("The server preempted %s times", num(*c.Preemptions))
+	var per []string
+	for _, st := range c.Stages {
+		if st.Preemptions != nil && *st.Preemptions > 0 {
+			per = append(per, fmt.Sprintf("%s in %q", num(*st.Preemptions), st.Name))
+		}
+	}
+	if len(per) > 0 {
+		s += " (" + strings.Join(per, ", ") + ")"
+	}
+	s += fmt.Sprintf("; %d requests had their worst inter-token gaps in a window with a preemption", c.PreemptedRequests)
+	var seqs []string
+	for _, st := range c.Stages {
+		for _, q := range st.AffectedSeqs {
+			if len(seqs) < 10 {
+				seqs = append(seqs, fmt.Sprint(q))
+			}
+		}
+	}
+	if len(seqs) > 0 {
+		s += ": seq " + strings.Join(seqs, ", ")
+		if c.PreemptedRequests > len(seqs) {
+			s += ", …"
+		}
+	}
+	return s + "."
 }
 
 // correlations states the Pearson r of output tok/s with KV-cache usage
