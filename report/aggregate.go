@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -268,6 +269,9 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 		s.req.Inputs += int64(r.Inputs)
 	case results.Failed:
 		s.req.Failed++
+		if r.Shed() {
+			s.req.Shed++
+		}
 		s.errors[string(r.ErrorClass)]++
 		s.keepMessage(string(r.ErrorClass), r.Error)
 	case results.Canceled:
@@ -334,6 +338,7 @@ func (s *stageAgg) merge(o *stageAgg) {
 	s.req.Scheduled += o.req.Scheduled
 	s.req.OK += o.req.OK
 	s.req.Failed += o.req.Failed
+	s.req.Shed += o.req.Shed
 	s.req.Canceled += o.req.Canceled
 	s.req.Dropped += o.req.Dropped
 	s.req.Warmup += o.req.Warmup
@@ -342,7 +347,7 @@ func (s *stageAgg) merge(o *stageAgg) {
 	for k, v := range o.errors {
 		s.errors[k] += v
 	}
-	for _, k := range sortedKeys(o.messages) {
+	for _, k := range slices.Sorted(maps.Keys(o.messages)) {
 		for _, m := range o.messages[k] {
 			s.keepMessage(k, m)
 		}
@@ -381,7 +386,7 @@ func (s *stageAgg) merge(o *stageAgg) {
 // overall merges every stage.
 func (a *Aggregate) overall() *stageAgg {
 	out := newStageAgg(len(a.latency))
-	for _, i := range sortedKeys(a.stages) {
+	for _, i := range slices.Sorted(maps.Keys(a.stages)) {
 		out.merge(a.stages[i])
 	}
 	return out
@@ -397,7 +402,7 @@ func (a *Aggregate) Summary() *Summary {
 	out.Files = a.files
 	overall := a.overall()
 	out.Overall = a.stageSummary(overall, -1, "overall")
-	idx := sortedKeys(a.stages)
+	idx := slices.Sorted(maps.Keys(a.stages))
 	out.Stages = make([]Stage, 0, len(idx))
 	for _, i := range idx {
 		out.Stages = append(out.Stages, a.stageSummary(a.stages[i], i, a.stageName(i)))
@@ -417,7 +422,7 @@ func (a *Aggregate) Summary() *Summary {
 	out.Workload = workload(a.spec)
 	out.Correlation = a.corr.Correlation(a.names)
 	out.Warnings = append([]string(nil), a.warnings...)
-	for _, why := range sortedKeys(a.skipped) {
+	for _, why := range slices.Sorted(maps.Keys(a.skipped)) {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d request records were skipped: they have %s (a damaged or foreign results file?)", a.skipped[why], why))
 	}
 	if w := out.WarmUp; w != nil && w.Opened < w.Wanted {
@@ -429,6 +434,9 @@ func (a *Aggregate) Summary() *Summary {
 	}
 	explain(out.Correlation, out.Harness, out.Stages, out.Workload)
 	out.Incomplete = a.incomplete()
+	for _, e := range a.ends {
+		out.Until = append(out.Until, e.Until...)
+	}
 	if out.Incomplete != "" {
 		out.Warnings = append(out.Warnings, "the run did not complete ("+out.Incomplete+"): the figures cover part of the load")
 	}
@@ -644,7 +652,7 @@ func (a *Aggregate) Histogram(i int, metric string) *hdrhistogram.Histogram {
 
 // StageIndexes returns the indexes of the stages that have records, in
 // order.
-func (a *Aggregate) StageIndexes() []int { return sortedKeys(a.stages) }
+func (a *Aggregate) StageIndexes() []int { return slices.Sorted(maps.Keys(a.stages)) }
 
 // Windows returns the correlation timeline (see correlate.Correlator).
 func (a *Aggregate) Windows() []correlate.Window { return a.corr.Windows() }
@@ -687,7 +695,7 @@ func quantile(h *hdrhistogram.Histogram, q float64) float64 {
 // joinSet lists a set's members in order, comma-separated: at most five,
 // then how many more.
 func joinSet(set map[string]bool) string {
-	keys := sortedKeys(set)
+	keys := slices.Sorted(maps.Keys(set))
 	if len(keys) > 5 {
 		return fmt.Sprintf("%s and %d more", strings.Join(keys[:5], ", "), len(keys)-5)
 	}

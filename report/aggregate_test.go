@@ -1,21 +1,19 @@
 package report
 
 import (
-	"runtime"
-	"strings"
-
-	"github.com/servebench/servebench/results"
-
 	"bytes"
 	"encoding/json"
 	"flag"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/servebench/servebench/internal/golden"
+	"github.com/servebench/servebench/results"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
@@ -56,7 +54,7 @@ func TestAggregateFigures(t *testing.T) {
 		Sent: time.Second, End: 2 * time.Second})
 	s := a.Summary()
 	st := s.Stages[0]
-	want := Requests{Scheduled: 104, OK: 100, Failed: 2, Canceled: 1, Dropped: 1, Warmup: 1}
+	want := Requests{Scheduled: 104, OK: 100, Failed: 2, Shed: 1, Canceled: 1, Dropped: 1, Warmup: 1}
 	if st.Requests != want {
 		t.Errorf("requests = %+v, want %+v", st.Requests, want)
 	}

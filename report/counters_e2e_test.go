@@ -22,7 +22,7 @@ import (
 // counter moves per token is drawn per window.
 func TestIssue20CounterGranularity(t *testing.T) {
 	if testing.Short() {
-		t.Skip("two 3-second runs")
+		t.Skip("two 5-second runs")
 	}
 	t.Parallel()
 	for _, tc := range []struct {
@@ -36,14 +36,14 @@ func TestIssue20CounterGranularity(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srv := slotserver.Start(t, slotserver.Config{Slots: 4, StepOverhead: 25 * time.Millisecond, Metrics: tc.metrics, CountersAtEnd: tc.atEnd})
-			// Requests of 2.5 s, started together, against 250 ms scrapes: a
-			// counter moved at their end lags the tokens by whole windows.
+			// Requests of 1 to 2.5 s against 250 ms scrapes: a counter moved
+			// at their ends lags the tokens by whole windows.
 			doc := fmt.Sprintf(`name: counters
 target: {url: %q, model: m, api: completions}
 request: {ignore_eos: true}
-prompts: {input_tokens: 16, output_tokens: 100}
+prompts: {seed: 2, input_tokens: 16, output_tokens: {dist: uniform, min: 40, max: 100}}
 scrape: {interval: 250ms}
-load: {stages: [{concurrency: 4, requests: 4}]}
+load: {stages: [{concurrency: 4, requests: 10}]}
 `, srv.URL)
 			sc, err := scenario.Parse("counters.yaml", []byte(doc))
 			if err != nil {

@@ -178,6 +178,13 @@ type VLLMResult struct {
 	P90E2ELMS    float64 `json:"p90_e2el_ms"`
 	P99E2ELMS    float64 `json:"p99_e2el_ms"`
 
+	// ServebenchDropped counts the arrivals dropped at the cap, never
+	// sent (vLLM's client never drops); ServebenchAccounting states
+	// completed + failed + dropped = num_prompts.
+	ServebenchDropped    int64  `json:"servebench_dropped"`
+	ServebenchAccounting string `json:"servebench_accounting"`
+	// ServebenchITL says what the itl keys measure: per chunk, as vLLM.
+	ServebenchITL      string `json:"servebench_itl"`
 	ServebenchVersion  string `json:"servebench_version"`
 	ServebenchScenario string `json:"servebench_scenario"`
 	ServebenchStage    string `json:"servebench_stage"`
@@ -190,6 +197,9 @@ func (s *Summary) VLLM() []VLLMResult {
 	for _, st := range s.Stages {
 		backend := "openai"
 		tokenizer := s.Model
+		if w := s.Workload; w != nil && w.Tokenizer != "" {
+			tokenizer = w.Tokenizer // what counted the prompts, not the model's name
+		}
 		var load StageLoad
 		if w := s.Workload; w != nil {
 			if w.API == results.APIChat {
@@ -212,7 +222,9 @@ func (s *Summary) VLLM() []VLLMResult {
 			MeanITLMS: st.ITLChunk.Mean, MedianITLMS: st.ITLChunk.P50, StdITLMS: st.ITLChunk.Std, P90ITLMS: st.ITLChunk.P90, P99ITLMS: st.ITLChunk.P99,
 			MeanE2ELMS: st.E2E.Mean, MedianE2ELMS: st.E2E.P50, StdE2ELMS: st.E2E.Std, P90E2ELMS: st.E2E.P90, P99E2ELMS: st.E2E.P99,
 			ServebenchVersion: s.Version, ServebenchScenario: s.Scenario, ServebenchStage: st.Name, ServerVersion: s.ServerVersion,
+			ServebenchDropped: st.Requests.Dropped, ServebenchITL: "per chunk (servebench's itl_chunk_ms; its itl_ms is per token)",
 		}
+		v.ServebenchAccounting = fmt.Sprintf("completed %d + failed %d + dropped %d = num_prompts %d", v.Completed, v.Failed, v.ServebenchDropped, v.NumPrompts)
 		one := 1.0
 		switch load.Loop {
 		case "closed":

@@ -47,6 +47,9 @@ type Summary struct {
 	// load.max_duration reached, killed); empty when it did, or when the
 	// results files predate end records.
 	Incomplete string `json:"incomplete,omitempty"`
+	// Until says how each stage with a precision goal ended: the figure,
+	// its interval and the margin it reached (from the end records).
+	Until []results.Until `json:"until,omitempty"`
 	// Harness is what the run measured of its own client (the worst of the
 	// merged files): when Limited, the client, not the server, set part of
 	// the figures.
@@ -182,9 +185,12 @@ type Requests struct {
 	Scheduled int64 `json:"scheduled"` // ok + failed + canceled + dropped
 	OK        int64 `json:"ok"`
 	Failed    int64 `json:"failed"`
-	Canceled  int64 `json:"canceled"`
-	Dropped   int64 `json:"dropped"`
-	Warmup    int64 `json:"warmup"` // excluded from every other figure
+	// Shed counts the failed requests the server refused to shed load
+	// (429 or 503: it was serving, and said it was full).
+	Shed     int64 `json:"shed,omitempty"`
+	Canceled int64 `json:"canceled"`
+	Dropped  int64 `json:"dropped"`
+	Warmup   int64 `json:"warmup"` // excluded from every other figure
 	// Retried counts the sends repeated on a fresh connection after the
 	// server had closed a kept-alive one before any response byte (the
 	// request had not been processed; see results.Result.Retries).

@@ -1,6 +1,9 @@
 package report
 
 import (
+	"maps"
+	"slices"
+
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/servebench/servebench/results"
@@ -71,7 +74,7 @@ func (s *stageAgg) mergeTurns(o *stageAgg) {
 // conversation turn.
 func (s *stageAgg) turnRows() []TurnTTFT {
 	var out []TurnTTFT
-	for _, row := range sortedKeys(s.turns) {
+	for _, row := range slices.Sorted(maps.Keys(s.turns)) {
 		t := s.turns[row]
 		out = append(out, TurnTTFT{Turn: row, AndLater: row == MaxTurnRows, PromptTokens: t.prompt, CachedTokens: t.cached, Dist: dist(t.ttft)})
 	}

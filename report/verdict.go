@@ -1,13 +1,15 @@
 package report
 
 import (
-	"github.com/servebench/servebench/results"
-
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/servebench/servebench/results"
 )
 
 // Verdict is the outcome of judging a run against its budgets: the
@@ -75,7 +77,7 @@ func (a *Aggregate) Evaluate(s *Summary, b *results.Budgets, slo *results.SLO) *
 			j.set(st.Name, st, []int{st.Index}, set)
 		}
 	}
-	for _, name := range sortedKeys(b.Stages) {
+	for _, name := range slices.Sorted(maps.Keys(b.Stages)) {
 		if done[name] {
 			continue
 		}

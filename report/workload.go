@@ -24,6 +24,9 @@ type Workload struct {
 	OutputTokens       *results.SpecDist `json:"output_tokens,omitempty"`
 	SharedPrefixTokens int               `json:"shared_prefix_tokens,omitempty"`
 	Dataset            string            `json:"dataset,omitempty"` // the prompts' dataset file, when one was used
+	// Tokenizer is what counted the prompts' lengths: an encoding, a
+	// tokenizer.json path, or "server" (its /tokenize).
+	Tokenizer string `json:"tokenizer,omitempty"`
 }
 
 // StageLoad is one stage's load shape.
@@ -36,6 +39,7 @@ type StageLoad struct {
 	Arrival        string  `json:"arrival,omitempty"`         // open loop: constant, poisson or gamma
 	Burstiness     float64 `json:"burstiness,omitempty"`      // gamma shape
 	MaxConcurrency int     `json:"max_concurrency,omitempty"` // open loop: cap on requests in flight
+	Queue          bool    `json:"queue,omitempty"`           // open loop: arrivals beyond the cap wait client-side (overflow: queue)
 	Requests       int     `json:"requests,omitempty"`        // bound by count (arrivals); 0: none
 	DurationS      float64 `json:"duration_s,omitempty"`      // bound by time, seconds; 0: none
 	WarmupRequests int     `json:"warmup_requests,omitempty"`
@@ -49,7 +53,7 @@ func workload(spec *results.Spec) *Workload {
 	}
 	w := &Workload{TargetURL: spec.Target.URL, API: spec.Target.API, InputTokens: spec.Prompts.InputTokens,
 		OutputTokens: spec.Prompts.OutputTokens, SharedPrefixTokens: spec.Prompts.SharedPrefixTokens,
-		Dataset: spec.Prompts.Dataset.Path, Stages: []StageLoad{}}
+		Dataset: spec.Prompts.Dataset.Path, Tokenizer: spec.Prompts.Tokenizer, Stages: []StageLoad{}}
 	if w.Dataset != "" {
 		w.InputTokens = nil // the dataset's prompts have their own lengths
 	}
@@ -59,6 +63,7 @@ func workload(spec *results.Spec) *Workload {
 			WarmupS: seconds(st.Warmup.Duration)}
 		if st.Open() {
 			l.Loop, l.Concurrency, l.Rate, l.Arrival, l.MaxConcurrency = "open", 0, st.Rate, st.Arrival, st.MaxConcurrency
+			l.Queue = st.Overflow == "queue"
 			if st.Arrival == "gamma" {
 				l.Burstiness = st.Burstiness
 			}
@@ -92,6 +97,9 @@ func (l StageLoad) String() string {
 		}
 		if l.MaxConcurrency > 0 {
 			fmt.Fprintf(&b, ", at most %d in flight", l.MaxConcurrency)
+			if l.Queue {
+				b.WriteString(" (more wait client-side)")
+			}
 		}
 	} else {
 		workers := "workers"

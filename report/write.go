@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -99,11 +101,11 @@ func WriteText(w io.Writer, s *Summary) error {
 	writeTurns(&b, s.Overall.TTFTByTurn)
 	if len(s.Overall.Errors) > 0 {
 		b.WriteString("errors:")
-		for _, k := range sortedKeys(s.Overall.Errors) {
+		for _, k := range slices.Sorted(maps.Keys(s.Overall.Errors)) {
 			fmt.Fprintf(&b, " %s=%d", k, s.Overall.Errors[k])
 		}
 		b.WriteString("\n")
-		for _, k := range sortedKeys(s.Overall.ErrorMessages) {
+		for _, k := range slices.Sorted(maps.Keys(s.Overall.ErrorMessages)) {
 			for _, m := range s.Overall.ErrorMessages[k] {
 				fmt.Fprintf(&b, "  %s: %s\n", k, m)
 			}

@@ -23,9 +23,10 @@ func randomResult(rng *rand.Rand) Result {
 		Outcome: []Outcome{OK, Failed, Canceled, Dropped}[rng.IntN(4)],
 		API:     []string{APIChat, APICompletions, APIEmbeddings}[rng.IntN(3)], Stream: rng.IntN(2) == 0,
 		Session: rng.Uint64N(1e6) + 1, Turn: rng.IntN(20) + 1,
-		Scheduled: d(), Sent: d(), Headers: d(), FirstToken: d(), FirstContent: d(), LastToken: d(), End: d(),
+		Scheduled: d(), Sent: d(), Written: d(), Headers: d(), FirstToken: d(), FirstContent: d(), LastToken: d(), End: d(),
 		InputTokens: rng.IntN(1e5) + 1, Inputs: rng.IntN(8) + 1, MaxTokens: rng.IntN(1e4) + 1, PromptTokens: rng.IntN(1e5) + 1,
 		OutputTokens: rng.IntN(1e4) + 1, ReasoningTokens: rng.IntN(100) + 1, CachedTokens: rng.IntN(100) + 1,
+		PromptTokensDiff: rng.IntN(41) - 20, Retries: rng.IntN(3) + 1,
 		Estimated: rng.IntN(2) == 0, FinishReason: "length", Status: 200 + rng.IntN(400),
 		ErrorClass: ErrHTTP5xx, Error: "boom \"quoted\" <html> é",
 	}
@@ -34,6 +35,27 @@ func randomResult(rng *rand.Rand) Result {
 		r.ChunkTokens = append(r.ChunkTokens, int32(rng.IntN(4)+1))
 	}
 	return r
+}
+
+// TestRandomResultFillsEveryField keeps the round trip honest: every field
+// of Result, including one added later, must be set by randomResult (in
+// some of a few draws), or the round trip would not cover it.
+func TestRandomResultFillsEveryField(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	typ := reflect.TypeFor[Result]()
+	set := make([]bool, typ.NumField())
+	for range 20 {
+		v := reflect.ValueOf(randomResult(rng))
+		for i := range set {
+			set[i] = set[i] || !v.Field(i).IsZero()
+		}
+	}
+	for i, ok := range set {
+		if !ok {
+			t.Errorf("randomResult never sets Result.%s: the round trip does not cover it", typ.Field(i).Name)
+		}
+	}
 }
 
 func TestCodecRoundTrip(t *testing.T) {

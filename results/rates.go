@@ -72,7 +72,7 @@ func interval(prev, cur *Sample) Interval {
 	// Per-engine differencing needs the same engines on both pages.
 	var engines []string
 	if len(cur.Engines) > 1 && sameKeys(prev.Engines, cur.Engines) {
-		engines = sortedKeys(cur.Engines)
+		engines = slices.Sorted(maps.Keys(cur.Engines))
 	}
 
 	for _, m := range Meanings() {
@@ -201,7 +201,5 @@ func sameKeys[V any](a, b map[string]V) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	return slices.Equal(sortedKeys(a), sortedKeys(b))
+	return slices.Equal(slices.Sorted(maps.Keys(a)), slices.Sorted(maps.Keys(b)))
 }
-
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -71,6 +71,29 @@ type End struct {
 	// were opened, the first scrape taken and, for a shard, the agreed
 	// start (Shard.StartAt) reached. 0 when the load never began.
 	Began time.Duration `json:"began_ns,omitempty"`
+	// Until says how each stage with a precision goal (load.stages[].until)
+	// ended.
+	Until []Until `json:"until,omitempty"`
+}
+
+// Until is how a stage with a precision goal ended: whether its figure
+// reached the margin at the confidence, and the figure's last estimate
+// and interval (milliseconds) over the samples it had.
+type Until struct {
+	Stage      int     `json:"stage"`
+	Metric     string  `json:"metric"`     // "ttft_ms.p99"
+	Margin     float64 `json:"margin"`     // the goal: relative half-width
+	Confidence float64 `json:"confidence"` // the interval's level
+	Reached    bool    `json:"reached"`    // the stage ended because the goal was met
+	Samples    int     `json:"samples"`    // measured successful requests' observations
+	// Estimate, Lo and Hi are the figure and its interval when the stage
+	// ended; Achieved is the interval's larger half-width relative to
+	// the estimate. Absent (Lo = Hi = 0, Achieved 0) while the samples
+	// were too few for an interval.
+	Estimate float64 `json:"estimate_ms"`
+	Lo       float64 `json:"lo_ms,omitempty"`
+	Hi       float64 `json:"hi_ms,omitempty"`
+	Achieved float64 `json:"achieved_margin,omitempty"`
 }
 
 // Outcome is how a scheduled request ended. Every scheduled request ends as
@@ -213,6 +236,13 @@ type Result struct {
 	Status     int        `json:"status,omitempty"` // HTTP status, when a response arrived
 	ErrorClass ErrorClass `json:"error_class,omitempty"`
 	Error      string     `json:"error,omitempty"` // message, with a body excerpt for HTTP errors
+}
+
+// Shed reports whether the request failed because the server refused it
+// to shed load: HTTP 429 Too Many Requests or 503 Service Unavailable. Such
+// a server is serving, and says it is full.
+func (r *Result) Shed() bool {
+	return r.Outcome == Failed && (r.Status == 429 || r.Status == 503)
 }
 
 // WarmUp is what a run's connection warm-up did before the load: it asks

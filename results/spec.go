@@ -110,6 +110,7 @@ type SpecStage struct {
 	Arrival        string     `json:"arrival,omitempty"`         // open loop: constant, poisson or gamma
 	Burstiness     float64    `json:"burstiness,omitempty"`      // gamma shape
 	MaxConcurrency int        `json:"max_concurrency,omitempty"` // open loop: cap on requests in flight
+	Overflow       string     `json:"overflow,omitempty"`        // open loop: drop or queue (empty: drop, before it existed)
 	Requests       int        `json:"requests,omitempty"`        // bound by count (arrivals); 0: none
 	Duration       string     `json:"duration,omitempty"`        // bound by time ("30s"); empty: none
 	Warmup         SpecWarmup `json:"warmup,omitzero"`

@@ -1,11 +1,9 @@
 package run
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/servebench/servebench/report"
-	"github.com/servebench/servebench/report/chart"
 )
 
 // Merge reads several results files as one run (the shards of a sharded
@@ -13,8 +11,9 @@ import (
 // partial shard set is accepted) and writes into dir, which must exist,
 // what a run writes beside its results: summary.json, judged by the
 // recorded budgets when the files hold the whole load (with junit.xml and
-// verdict.md), the plots and report.html. It returns the summary.
-func Merge(dir string, rd report.Reader, paths ...string) (*report.Summary, error) {
+// verdict.md), and the pictures through r (nil: none). It returns the
+// summary.
+func Merge(dir string, rd report.Reader, r Renderer, paths ...string) (*report.Summary, error) {
 	agg, sum, err := rd.Rebuild(paths...)
 	if err != nil {
 		return nil, err
@@ -22,7 +21,10 @@ func Merge(dir string, rd report.Reader, paths ...string) (*report.Summary, erro
 	if err := WriteSummaryFiles(dir, sum); err != nil {
 		return sum, err
 	}
-	if _, err := chart.WriteFiles(dir, agg, sum); err != nil && !errors.Is(err, chart.ErrNothingToPlot) {
+	if r == nil || sum.Overall.Requests.OK == 0 { // no plots of nothing
+		return sum, nil
+	}
+	if err := r.Render(dir, agg, sum); err != nil {
 		return sum, fmt.Errorf("plots: %w", err)
 	}
 	return sum, nil

@@ -12,6 +12,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/servebench/servebench/load"
 	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/scenario"
 )
@@ -38,9 +39,16 @@ type progress struct {
 	lastSum   time.Duration
 }
 
+// counters is a snapshot of a run's live counters: the load's, and the
+// time since the epoch.
+type counters struct {
+	load.Counters
+	Elapsed time.Duration
+}
+
 // liveSource is what the status line reads while requests stream.
 type liveSource struct {
-	counters func() counters                     // the scheduler's
+	counters func() counters                     // the load's
 	chunks   func() int64                        // token-bearing chunks received so far
 	firsts   func() (n int64, sum time.Duration) // first tokens received so far, and their TTFT sum
 }

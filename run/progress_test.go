@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servebench/servebench/load"
 	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/scenario"
 )
@@ -20,7 +21,7 @@ func TestProgressLine(t *testing.T) {
 		{Name: "c8", Concurrency: 8, Requests: 100},
 		{Name: "open", RatePerSec: 5, Duration: scenario.Duration(40 * time.Second)},
 	}
-	c := counters{Stage: 1, Elapsed: 10 * time.Second, StageStarted: 2 * time.Second, Scheduled: 60, StageBefore: 10, InFlight: 3}
+	c := counters{Counters: load.Counters{Stage: 1, StageStarted: 2 * time.Second, Scheduled: 60, StageBefore: 10, InFlight: 3}, Elapsed: 10 * time.Second}
 	firstN, firstSum := int64(4), 4*80*time.Millisecond
 	p := newProgress(start, stages, liveSource{
 		counters: func() counters { return c },
@@ -37,7 +38,7 @@ func TestProgressLine(t *testing.T) {
 	}
 	// Two first tokens since, at 200 ms each: the live figure follows them.
 	firstN, firstSum = 6, firstSum+400*time.Millisecond
-	c = counters{Stage: 2, Elapsed: 40 * time.Second, StageStarted: 30 * time.Second}
+	c = counters{Counters: load.Counters{Stage: 2, StageStarted: 30 * time.Second}, Elapsed: 40 * time.Second}
 	line = p.line(start.Add(40 * time.Second))
 	for _, want := range []string{`stage 3/3 "open" 25% ETA 30s`, "TTFT now 200ms"} {
 		if !strings.Contains(line, want) {
@@ -45,7 +46,7 @@ func TestProgressLine(t *testing.T) {
 		}
 	}
 	// No first token since: no live figure; past the stages: no stage.
-	c = counters{Stage: 3, Elapsed: 80 * time.Second}
+	c = counters{Counters: load.Counters{Stage: 3}, Elapsed: 80 * time.Second}
 	line = p.line(start.Add(80 * time.Second))
 	if !strings.Contains(line, "TTFT now -") || strings.Contains(line, "stage") {
 		t.Errorf("after the stages: %s", line)

@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/servebench/servebench/load"
+	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/scenario"
 )
 
@@ -235,11 +237,47 @@ func TestCircuitBreaker(t *testing.T) {
 	defer srv.Close()
 	sc := parse(t, fmt.Sprintf("name: dies\ntarget: {url: %q, model: m}\nscrape: {enabled: false}\nload: {stages: [{concurrency: 4, requests: 2000}]}\n", srv.URL))
 	sum, err := Run(context.Background(), sc, Options{Dir: t.TempDir()})
-	if !errors.Is(err, ErrCircuitOpen) {
+	if !errors.Is(err, load.ErrCircuitOpen) {
 		t.Fatalf("err = %v, want the circuit breaker", err)
 	}
 	if sum == nil || sum.Overall.Requests.Failed > 60 || !strings.Contains(sum.Incomplete, "circuit breaker open: ") ||
-		!strings.Contains(sum.Incomplete, "of the last 20 requests failed") {
+		!strings.Contains(sum.Incomplete, "of the last 20 requests found no server") {
 		t.Errorf("summary: requests %+v, incomplete %q", sum.Overall.Requests, sum.Incomplete)
+	}
+}
+
+// TestSheddingIsMeasured is issue 22's overload test: a server that sheds
+// nine requests in ten with 503 (a JSON body, as vLLM and proxies answer)
+// is serving, and measuring how much it sheds is the point: the circuit
+// breaker stays closed and all 200 requests are measured, the shed ones
+// counted as HTTP 5xx.
+func TestSheddingIsMeasured(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			return
+		}
+		if n.Add(1)%10 != 0 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, `{"error":{"message":"server overloaded, retry later","type":"ServiceUnavailableError","code":503}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"length"}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	sc := parse(t, fmt.Sprintf("name: sheds\ntarget: {url: %q, model: m}\nscrape: {enabled: false}\nload: {stages: [{concurrency: 4, requests: 200}]}\n", srv.URL))
+	sum, err := Run(context.Background(), sc, Options{Dir: t.TempDir()})
+	if errors.Is(err, load.ErrCircuitOpen) {
+		t.Fatalf("the breaker stopped a shedding server's run: %v", err)
+	}
+	if !errors.Is(err, ErrMostFailed) {
+		t.Errorf("err = %v, want most requests failed", err)
+	}
+	r := sum.Overall.Requests
+	if r.Scheduled != 200 || r.OK != 20 || r.Failed != 180 || r.Shed != 180 || sum.Overall.Errors[string(results.ErrHTTP5xx)] != 180 || sum.Incomplete != "" {
+		t.Errorf("requests %+v, errors %v, incomplete %q: want all 200 measured, 180 shed", r, sum.Overall.Errors, sum.Incomplete)
 	}
 }

@@ -44,7 +44,7 @@ func TestRunEqualsRebuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	sum, err := Run(context.Background(), sc, Options{Dir: dir})
+	sum, err := Run(context.Background(), sc, Options{Dir: dir, Render: chart.Renderer{}})
 	if err != nil {
 		t.Fatal(err)
 	}

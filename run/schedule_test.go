@@ -1,9 +1,6 @@
 package run
 
 import (
-	"github.com/servebench/servebench/results"
-	"github.com/servebench/servebench/scenario"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +16,9 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/client"
+	"github.com/servebench/servebench/load"
+	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scenario"
 )
 
 // streamServer is an httptest server that streams chat completions as vLLM
@@ -114,7 +114,7 @@ func (c *collector) sorted() []results.Result {
 
 // runScenario loads doc, points it at srv with the real client and runs it
 // with ctx.
-func runScenario(t *testing.T, ctx context.Context, srv *streamServer, doc string, opts ...option) (*scheduler, []results.Result, error) {
+func runScenario(t *testing.T, ctx context.Context, srv *streamServer, doc string, opts ...option) (*wallClock, []results.Result, error) {
 	t.Helper()
 	sc, err := scenario.Parse("run.yaml", []byte(doc))
 	if err != nil {
@@ -129,7 +129,7 @@ func runScenario(t *testing.T, ctx context.Context, srv *streamServer, doc strin
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	r, err := newScheduler(sc, cl, append([]option{withEpoch(epoch)}, opts...)...)
+	r, err := newWallClock(sc, cl, append([]option{withEpoch(epoch)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func runScenario(t *testing.T, ctx context.Context, srv *streamServer, doc strin
 // checkRecords asserts the invariants every run keeps: one record per
 // scheduled request, Seq 0..n-1 each once, Scheduled non-decreasing in Seq
 // order, and Sent never before Scheduled.
-func checkRecords(t *testing.T, r *scheduler, recs []results.Result) {
+func checkRecords(t *testing.T, r *wallClock, recs []results.Result) {
 	t.Helper()
 	p := r.counters()
 	if uint64(len(recs)) != p.Scheduled || p.Done != p.Scheduled || p.InFlight != 0 {
@@ -367,8 +367,8 @@ load:
     - {rate: 40, arrival: constant, requests: 8, warmup: {duration: 60ms}}
     - {concurrency: 1, duration: 1h}
 `, withGrace(0))
-	if !errors.Is(err, ErrMaxDuration) {
-		t.Fatalf("Run returned %v, want ErrMaxDuration", err)
+	if !errors.Is(err, load.ErrMaxDuration) {
+		t.Fatalf("Run returned %v, want load.ErrMaxDuration", err)
 	}
 	checkRecords(t, r, recs)
 	byStage := map[int][]results.Result{}
@@ -414,7 +414,7 @@ func TestRunTwice(t *testing.T) {
 func TestNewRunnerRefusesInvalid(t *testing.T) {
 	t.Parallel()
 	sc := &scenario.Scenario{Name: "raw"} // no Defaults, no stages
-	if _, err := newScheduler(sc, &client.Client{}); err == nil {
+	if _, err := newWallClock(sc, &client.Client{}); err == nil {
 		t.Error("newScheduler accepted a scenario that does not validate")
 	}
 }
@@ -448,7 +448,7 @@ func BenchmarkRunner(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer cl.Close()
-			r, err := newScheduler(sc, cl, withEpoch(epoch), withPrompts(prompts))
+			r, err := newWallClock(sc, cl, withEpoch(epoch), withPrompts(prompts))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -477,11 +477,11 @@ func BenchmarkRunner(b *testing.B) {
 func TestNewRunnerNeedsDefaults(t *testing.T) {
 	t.Parallel()
 	sc := &scenario.Scenario{Name: "hand", Load: scenario.LoadSpec{Stages: []scenario.Stage{{Concurrency: 1, Requests: 1}}}}
-	if _, err := newScheduler(sc, &client.Client{}); err == nil || !strings.Contains(err.Error(), "apply Defaults") {
+	if _, err := newWallClock(sc, &client.Client{}); err == nil || !strings.Contains(err.Error(), "apply Defaults") {
 		t.Errorf("newScheduler without Defaults: err = %v", err)
 	}
 	sc.Defaults()
-	if _, err := newScheduler(sc, &client.Client{}); err != nil {
+	if _, err := newWallClock(sc, &client.Client{}); err != nil {
 		t.Errorf("newScheduler after Defaults: %v", err)
 	}
 }

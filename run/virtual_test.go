@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servebench/servebench/load"
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/scenario"
@@ -114,8 +115,8 @@ load:
 	}
 	cfg, _ := sim.Preset("tiny")
 	sum, err := Simulate(context.Background(), sc, cfg, nil)
-	if !errors.Is(err, ErrMaxDuration) {
-		t.Fatalf("err = %v, want ErrMaxDuration", err)
+	if !errors.Is(err, load.ErrMaxDuration) {
+		t.Fatalf("err = %v, want load.ErrMaxDuration", err)
 	}
 	if sum.Incomplete == "" || sum.Overall.Requests.OK == 0 {
 		t.Errorf("incomplete %q, requests %+v", sum.Incomplete, sum.Overall.Requests)

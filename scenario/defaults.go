@@ -8,6 +8,7 @@ import (
 
 	"github.com/servebench/servebench/internal/tokenizer"
 	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scrape/profile"
 )
 
 // Defaults, applied by Scenario.Defaults when a field is unset.
@@ -25,6 +26,7 @@ const (
 	DefaultBreakerWindow     = 20   // load.circuit_breaker.window, requests
 	DefaultBreakerFailures   = 0.9  // load.circuit_breaker.failures, a share
 	DefaultMaxConcurrency    = 1024 // open-loop requests in flight
+	DefaultUntilConfidence   = 0.95 // load.stages[].until.confidence
 	DefaultBurstiness        = 1.0
 	DefaultNormalSpreadSigma = 4 // an unset normal max is mean + 4 stddev
 )
@@ -103,8 +105,14 @@ func (sc *Scenario) Defaults() {
 		if st.Name == "" {
 			st.Name = fmt.Sprintf("stage-%d", i)
 		}
+		if st.Until != nil && st.Until.Confidence == 0 {
+			st.Until.Confidence = DefaultUntilConfidence
+		}
 		if !st.Open() {
 			continue
+		}
+		if st.Overflow == "" {
+			st.Overflow = OverflowDrop
 		}
 		if tr := st.Trace; tr != nil {
 			if tr.Speedup == 0 {
@@ -219,7 +227,7 @@ func (v *validator) zeros(sc *Scenario) {
 
 	s := &raw.Scrape
 	z("scrape.interval", s.Interval == 0, "0s is not an interval: write "+Duration(minScrape).String()+" or more"+orDefault(Duration(DefaultScrapeInterval))+"; scrape.enabled: false turns scraping off")
-	z("scrape.profile", s.Profile == "", "is empty: write one of "+strings.Join(scrapeProfiles, ", ")+orDefault(DefaultScrapeProfile))
+	z("scrape.profile", s.Profile == "", "is empty: write one of "+strings.Join(profile.Names(), ", ")+orDefault(DefaultScrapeProfile))
 
 	l := &raw.Load
 	z("load.max_duration", l.MaxDuration == 0, "0s is not a bound: write the longest the whole run may take, like 1h"+orDefault(Duration(DefaultMaxDuration)))

@@ -12,10 +12,9 @@ import (
 	"strconv"
 	"strings"
 
-	suggestpkg "github.com/servebench/servebench/internal/suggest"
-
 	"go.yaml.in/yaml/v3"
 
+	suggestpkg "github.com/servebench/servebench/internal/suggest"
 	"github.com/servebench/servebench/internal/yamlmsg"
 )
 
@@ -243,6 +242,7 @@ func (w *walker) fail(line int, path, format string, args ...any) {
 var (
 	unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
 	durationType    = reflect.TypeFor[Duration]()
+	fractionType    = reflect.TypeFor[Fraction]()
 )
 
 // walk checks node n (whose key is at keyLine) against type t at path.
@@ -269,6 +269,13 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string, keyLine int) {
 	case t == durationType:
 		if _, err := parseDuration(n); err != nil {
 			w.fail(n.Line, path, "%v", err)
+		}
+		return
+	case t == fractionType:
+		var f Fraction
+		if err := f.UnmarshalYAML(n); err != nil {
+			_, msg := yamlErrorLine(err.Error())
+			w.fail(n.Line, path, "%s", msg)
 		}
 		return
 	case t.Kind() == reflect.Struct && reflect.PointerTo(t).Implements(unmarshalerType) &&
@@ -602,4 +609,12 @@ func joinSorted(errs []error) error {
 		return strings.Compare(fa.Field, fb.Field)
 	})
 	return errors.Join(errs...)
+}
+
+// FieldError returns a *FieldError for field of sc, with the position the
+// field has in the scenario's file (or --set): what a caller that checks
+// a scenario beyond Validate (the load model's stage kinds) reports.
+func (sc *Scenario) FieldError(field, format string, args ...any) *FieldError {
+	pos := sc.src.at(field)
+	return &FieldError{File: pos.file, Line: pos.line, Field: field, Msg: fmt.Sprintf(format, args...)}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/internal/golden"
+	"github.com/servebench/servebench/scrape/profile"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -545,5 +546,22 @@ func TestSimTarget(t *testing.T) {
 	}
 	if err := sc.Set("target.url", "sim://tiny"); err != nil || sc.SimTarget() != "sim://tiny" {
 		t.Errorf("SimTarget of a preset = %q, %v", sc.SimTarget(), err)
+	}
+}
+
+// TestScrapeProfiles: every profile the scraper knows is a valid
+// scrape.profile (the validator reads the scraper's table), and nothing
+// else is.
+func TestScrapeProfiles(t *testing.T) {
+	t.Parallel()
+	for _, name := range append(profile.Names(), "lmdeploy") {
+		doc := "name: p\ntarget: {url: \"sim://tiny\"}\nscrape: {profile: " + name + "}\nload: {stages: [{concurrency: 1, requests: 1}]}\n"
+		if _, err := Parse("p.yaml", []byte(doc)); err != nil {
+			t.Errorf("scrape.profile %s: %v", name, err)
+		}
+	}
+	doc := "name: p\ntarget: {url: \"sim://tiny\"}\nscrape: {profile: vlm}\nload: {stages: [{concurrency: 1, requests: 1}]}\n"
+	if _, err := Parse("p.yaml", []byte(doc)); err == nil || !strings.Contains(err.Error(), "lmdeploy") {
+		t.Errorf("scrape.profile vlm: %v, want the known profiles named", err)
 	}
 }

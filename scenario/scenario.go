@@ -1,18 +1,17 @@
 package scenario
 
 import (
-	"path/filepath"
-
-	"github.com/servebench/servebench/internal/loopback"
-	"github.com/servebench/servebench/results"
-
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/servebench/servebench/internal/loopback"
+	"github.com/servebench/servebench/results"
 )
 
 // Scenario is one benchmark: what to target, what to send and how to pace
@@ -282,8 +281,10 @@ type LoadSpec struct {
 }
 
 // CircuitBreaker stops a run when, of the last Window requests that
-// finished, the share Failures or more failed (whatever the class: a dead
-// port, a server refusing every request). It is on by default.
+// finished, the share Failures or more found no server: a refused or reset
+// connection, a timeout, an answer that is not the API, an HTTP error
+// other than load shedding (429, 503), which never counts (package load).
+// It is on by default.
 type CircuitBreaker struct {
 	Enabled  *bool   `yaml:"enabled" json:"enabled"`   // default true
 	Window   int     `yaml:"window" json:"window"`     // finished requests looked at (default 20)
@@ -307,10 +308,18 @@ type Stage struct {
 	// Burstiness is the gamma shape (vLLM's --burstiness): 1 is Poisson,
 	// lower is burstier, higher is more regular. Default 1.
 	Burstiness float64 `yaml:"burstiness" json:"burstiness,omitempty"`
-	// MaxConcurrency caps open-loop requests in flight; an arrival that
-	// finds the cap reached is dropped (recorded, never sent). Default
+	// MaxConcurrency caps open-loop requests in flight; what becomes of
+	// an arrival that finds the cap reached is Overflow's. Default
 	// DefaultMaxConcurrency.
 	MaxConcurrency int `yaml:"max_concurrency" json:"max_concurrency,omitempty"`
+	// Overflow says what an open loop does with an arrival that finds
+	// max_concurrency requests in flight: OverflowDrop (the default)
+	// records it as dropped and never sends it, so the schedule stays the
+	// schedule (no coordinated omission); OverflowQueue holds it in a
+	// client-side queue until a slot frees, oldest first, as vLLM's bench
+	// serve --max-concurrency does: every arrival is sent, late, and its
+	// wait is its schedule lag (latency from the schedule includes it).
+	Overflow string `yaml:"overflow" json:"overflow,omitempty"`
 
 	// Requests bounds the stage by count (arrivals, dropped ones included);
 	// 0 means unbounded by count.
@@ -321,11 +330,57 @@ type Stage struct {
 	// Warmup flags the stage's first requests as excluded from statistics.
 	Warmup Warmup `yaml:"warmup" json:"warmup,omitzero"`
 
+	// Until, when set, ends the stage once a figure is known to a chosen
+	// precision; the stage's requests and duration stay its cap.
+	Until *Until `yaml:"until" json:"until,omitempty"`
+
 	// Trace, when set, replays a trace file: the stage's arrivals and
 	// lengths are the file's. It is open loop (MaxConcurrency applies) and
 	// sets neither Concurrency nor RatePerSec; Requests and Duration, when
 	// set, cut the trace short.
 	Trace *TraceSpec `yaml:"trace" json:"trace,omitempty"`
+}
+
+// Overflow policies of an open loop (Stage.Overflow).
+const (
+	OverflowDrop  = "drop"
+	OverflowQueue = "queue"
+)
+
+// Until ends a stage once a latency figure of its measured, successful
+// requests is known to a relative margin at a confidence: its
+// distribution-free interval (percentiles) or Student-t interval (mean)
+// reaches within Margin of the estimate on both sides.
+type Until struct {
+	// Metric is a latency metric and its statistic: "ttft_ms.p99",
+	// "e2e_ms.mean" (stats p50, p90, p95, p99, p99_9 or mean).
+	Metric string `yaml:"metric" json:"metric"`
+	// Margin is the relative half-width to reach: 0.05 (or "5%") is ±5 %.
+	Margin Fraction `yaml:"margin" json:"margin"`
+	// Confidence is the interval's level (default 0.95, or "95%").
+	Confidence Fraction `yaml:"confidence" json:"confidence"`
+}
+
+// Fraction is a number from 0 to 1, written as a decimal (0.05) or a
+// percentage ("5%") in YAML.
+type Fraction float64
+
+// UnmarshalYAML reads a decimal or a percentage.
+func (f *Fraction) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: want a fraction like 0.05 or a percentage like 5%%, got %s", n.Line, describe(n))}}
+	}
+	// Checked by hand: a YAML float or int, or a string ending in %.
+	v, pct := strings.CutSuffix(strings.TrimSpace(n.Value), "%")
+	x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: want a fraction like 0.05 or a percentage like 5%%, got %q", n.Line, n.Value)}}
+	}
+	if pct {
+		x /= 100
+	}
+	*f = Fraction(x)
+	return nil
 }
 
 // Open reports whether the stage is open loop: at a rate, or replaying a

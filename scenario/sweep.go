@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/servebench/servebench/internal/loopback"
+	"github.com/servebench/servebench/internal/simurl"
 )
 
 // Sweep defaults and limits, applied by Scenario.Defaults and checked by
@@ -498,7 +499,7 @@ func (v *validator) sweep(sc *Scenario) {
 		v.sweepServer(s, sc.Target.AllowRemote)
 		return
 	}
-	if len(server) > 0 && !strings.HasPrefix(sc.Target.URL, "sim:") {
+	if len(server) > 0 && !simurl.Is(sc.Target.URL) {
 		v.add("sweep.parameters."+server[0], "is not a scenario field (like load.stages[0].rate) and the target is not sim://PRESET: add a sweep.server section that launches the server with this setting")
 	}
 }

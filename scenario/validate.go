@@ -18,6 +18,7 @@ import (
 	"github.com/servebench/servebench/internal/simurl"
 	"github.com/servebench/servebench/internal/tokenizer"
 	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scrape/profile"
 )
 
 // Limits that catch typos (an extra zero) rather than real needs.
@@ -454,8 +455,6 @@ func (d *Dist) highest() int {
 	return d.Max
 }
 
-var scrapeProfiles = []string{"auto", "vllm", "sglang", "tgi", "llamacpp"}
-
 func (v *validator) scrape(s *Scrape, remote bool) {
 	if s.URL != "" {
 		v.url("scrape.url", s.URL, false, remote)
@@ -463,12 +462,8 @@ func (v *validator) scrape(s *Scrape, remote bool) {
 	if s.Interval < Duration(minScrape) {
 		v.add("scrape.interval", "must be at least %s, got %s", minScrape, s.Interval)
 	}
-	ok := false
-	for _, p := range scrapeProfiles {
-		ok = ok || s.Profile == p
-	}
-	if !ok {
-		v.add("scrape.profile", "want one of %s, got %q", strings.Join(scrapeProfiles, ", "), s.Profile)
+	if names := profile.Names(); !slices.Contains(names, s.Profile) {
+		v.add("scrape.profile", "want one of %s, got %q", strings.Join(names, ", "), s.Profile)
 	}
 }
 
@@ -540,6 +535,9 @@ func (v *validator) stage(f string, st *Stage) {
 		if st.MaxConcurrency != 0 {
 			v.add(f+".max_concurrency", "applies to open-loop stages (rate) only; concurrency already bounds a closed loop")
 		}
+		if st.Overflow != "" {
+			v.add(f+".overflow", "applies to open-loop stages (rate or trace) only: a closed loop never has more than concurrency requests")
+		}
 	}
 	if st.Requests == 0 && st.Duration == 0 {
 		v.add(f, "needs a bound: requests, duration or both")
@@ -547,8 +545,16 @@ func (v *validator) stage(f string, st *Stage) {
 	v.bounds(f, st)
 }
 
-// bounds checks a stage's request and duration bounds and its warmup.
+// bounds checks a stage's request and duration bounds, its warmup, its
+// until and, for an open loop, its overflow policy.
 func (v *validator) bounds(f string, st *Stage) {
+	if st.Open() && st.Overflow != OverflowDrop && st.Overflow != OverflowQueue {
+		v.add(f+".overflow", "want %s (an arrival finding max_concurrency in flight is recorded and never sent) or %s (it waits client-side for a slot, as vLLM's --max-concurrency), got %q",
+			OverflowDrop, OverflowQueue, st.Overflow)
+	}
+	if st.Until != nil {
+		v.until(f+".until", st.Until)
+	}
 	if st.Requests < 0 {
 		v.add(f+".requests", "must be ≥ 0, got %d", st.Requests)
 	}
@@ -565,6 +571,33 @@ func (v *validator) bounds(f string, st *Stage) {
 		v.add(f+".warmup.duration", "must be ≥ 0, got %s", w.Duration)
 	} else if st.Duration > 0 && w.Duration >= st.Duration {
 		v.add(f+".warmup.duration", "%s leaves no measured time (the stage lasts %s, warmup included)", w.Duration, st.Duration)
+	}
+}
+
+// untilStats are the statistics a stage's until may aim at.
+var untilStats = []string{"p50", "p90", "p95", "p99", "p99_9", "mean"}
+
+// until checks a stage's precision goal.
+func (v *validator) until(f string, u *Until) {
+	name, stat, _ := strings.Cut(u.Metric, ".")
+	m, ok := results.MetricByName(name)
+	switch {
+	case !ok || m.Class != results.Latency:
+		var names []string
+		for _, m := range results.Metrics() {
+			if m.Class == results.Latency {
+				names = append(names, m.Name)
+			}
+		}
+		v.add(f+".metric", "want a latency metric and a statistic, like ttft_ms.p99 (metrics: %s), got %q", strings.Join(names, ", "), u.Metric)
+	case !slices.Contains(untilStats, stat):
+		v.add(f+".metric", "want the statistic after the dot, one of %s (like %s.p99), got %q", strings.Join(untilStats, ", "), name, u.Metric)
+	}
+	if !(u.Margin > 0 && u.Margin < 1) {
+		v.add(f+".margin", "want a relative margin above 0 and below 1, like 0.05 or 5%%, got %.4g", float64(u.Margin))
+	}
+	if !(u.Confidence >= 0.5 && u.Confidence <= 0.999) {
+		v.add(f+".confidence", "want a level from 0.5 to 0.999, like 0.95 or 95%%, got %.4g", float64(u.Confidence))
 	}
 }
 

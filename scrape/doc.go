@@ -13,7 +13,7 @@
 //
 // # Stable meanings
 //
-// A Profile lists, for each Meaning, the metric names an engine has used for
+// A profile.Profile (package scrape/profile) lists, for each Meaning, the metric names an engine has used for
 // it, newest first; the first name present on a page wins and is recorded in
 // Sample.Matched. A meaning whose names are all absent is unknown, never zero:
 // llama.cpp, for example, exports no KV-cache gauge, so its samples carry no

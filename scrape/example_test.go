@@ -6,6 +6,7 @@ import (
 
 	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/scrape"
+	"github.com/servebench/servebench/scrape/profile"
 )
 
 // A vLLM page with two data-parallel engines: KV usage is averaged, the
@@ -18,7 +19,7 @@ vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.5
 vllm:num_requests_running{engine="0",model_name="m"} 30
 vllm:num_requests_running{engine="1",model_name="m"} 12
 `
-	rd, err := scrape.NewParser().Parse(strings.NewReader(page), scrape.ProfileAuto)
+	rd, err := scrape.NewParser().Parse(strings.NewReader(page), profile.Auto)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,14 +1,15 @@
 package scrape
 
 import (
-	"github.com/servebench/servebench/results"
-
 	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scrape/profile"
 )
 
 // FuzzParse feeds arbitrary pages to the parser under every profile. The
@@ -28,8 +29,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("# TYPE x histogram\nx_bucket{le=\"1\"} 2\nx_bucket{le=\"1\"} 3\nx_bucket{le=\"+Inf\"} 1\nx_count 1\nx_sum 1\n"))
 	f.Add([]byte("sglang:num_running_reqs{dp_rank=\"01\",tp_rank=\"a\"} 1e308\nsglang:num_running_reqs{dp_rank=\"1\",tp_rank=\"b\"} 1e308\n"))
 
-	names := []string{ProfileAuto}
-	for _, p := range Profiles() {
+	names := []string{profile.Auto}
+	for _, p := range profile.All() {
 		names = append(names, p.Name)
 	}
 	p := NewParser()
@@ -39,7 +40,7 @@ func FuzzParse(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			if name != ProfileAuto && rd.Profile != name {
+			if name != profile.Auto && rd.Profile != name {
 				t.Fatalf("profile %q read as %q", name, rd.Profile)
 			}
 			line, err := json.Marshal(rd)
@@ -79,7 +80,7 @@ func BenchmarkParse(b *testing.B) {
 	b.SetBytes(int64(len(page)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := p.Parse(bytes.NewReader(page), ProfileVLLM); err != nil {
+		if _, err := p.Parse(bytes.NewReader(page), profile.VLLM); err != nil {
 			b.Fatal(err)
 		}
 	}

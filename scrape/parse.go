@@ -1,8 +1,6 @@
 package scrape
 
 import (
-	"github.com/servebench/servebench/results"
-
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +11,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scrape/profile"
 )
 
 // ErrUnknownEngine is returned by Parser.Parse when a profile is to be
@@ -24,27 +25,27 @@ var ErrUnknownEngine = errors.New("no known engine metrics on the page")
 // concurrent use; create one per goroutine.
 type Parser struct {
 	tp       expfmt.TextParser
-	profiles []Profile
+	profiles []profile.Profile
 }
 
 // NewParser returns a Parser that knows the built-in profiles.
 func NewParser() *Parser {
 	return &Parser{
 		tp:       expfmt.NewTextParser(model.UTF8Validation),
-		profiles: Profiles(),
+		profiles: profile.All(),
 	}
 }
 
 // Parse reads one page and maps it onto stable meanings with the profile
-// called profile, or with the profile detected from the page when profile is
-// "" or ProfileAuto. A malformed page fails with the parser's error (an
+// called name, or with the profile detected from the page when name is ""
+// or profile.Auto. A malformed page fails with the parser's error (an
 // expfmt.ParseError carrying the line); a page with no known engine prefix
 // fails with ErrUnknownEngine when detecting.
-func (p *Parser) Parse(r io.Reader, profile string) (results.Reading, error) {
-	var prof Profile
-	if profile != "" && profile != ProfileAuto {
+func (p *Parser) Parse(r io.Reader, name string) (results.Reading, error) {
+	var prof profile.Profile
+	if name != "" && name != profile.Auto {
 		var err error
-		if prof, err = p.lookup(profile); err != nil {
+		if prof, err = p.lookup(name); err != nil {
 			return results.Reading{}, err
 		}
 	}
@@ -58,26 +59,26 @@ func (p *Parser) Parse(r io.Reader, profile string) (results.Reading, error) {
 			names = append(names, name)
 		}
 		var ok bool
-		if prof, ok = detect(p.profiles, names); !ok {
+		if prof, ok = profile.Detect(p.profiles, names); !ok {
 			return results.Reading{}, fmt.Errorf("detect profile: %w", ErrUnknownEngine)
 		}
 	}
 	return read(fams, prof), nil
 }
 
-func (p *Parser) lookup(name string) (Profile, error) {
+func (p *Parser) lookup(name string) (profile.Profile, error) {
 	for _, prof := range p.profiles {
 		if prof.Name == name {
 			return prof, nil
 		}
 	}
-	return ProfileByName(name)
+	return profile.ByName(name)
 }
 
 // read maps parsed metric families onto stable meanings with prof. Values
 // that are not finite (NaN, ±Inf), alone or summed, are treated as absent, so
 // every Reading can be encoded as JSON.
-func read(fams map[string]*dto.MetricFamily, prof Profile) results.Reading {
+func read(fams map[string]*dto.MetricFamily, prof profile.Profile) results.Reading {
 	rd := results.Reading{Profile: prof.Name, CountersAtEnd: prof.CountersAtEnd}
 	engines := map[string]*results.Snapshot{}
 	engine := func(key string) *results.Snapshot {
@@ -96,7 +97,7 @@ func read(fams map[string]*dto.MetricFamily, prof Profile) results.Reading {
 					continue
 				}
 				var all []results.Histogram
-				for _, key := range sortedKeys(groups) {
+				for _, key := range rankedKeys(groups) {
 					h := groups[key]
 					all = append(all, h)
 					if key != "" {
@@ -124,7 +125,7 @@ func read(fams map[string]*dto.MetricFamily, prof Profile) results.Reading {
 					continue
 				}
 				var all []float64
-				for _, key := range sortedKeys(groups) {
+				for _, key := range rankedKeys(groups) {
 					v := groups[key]
 					all = append(all, v)
 					if key != "" {
@@ -164,7 +165,7 @@ func read(fams map[string]*dto.MetricFamily, prof Profile) results.Reading {
 
 // series returns the metrics of the family name that s and prof select: the
 // ones carrying s.Labels, and among replicas only the lowest rank.
-func series(fams map[string]*dto.MetricFamily, prof Profile, name string, labels map[string]string) []*dto.Metric {
+func series(fams map[string]*dto.MetricFamily, prof profile.Profile, name string, labels map[string]string) []*dto.Metric {
 	fam := fams[name]
 	if fam == nil {
 		return nil
@@ -198,7 +199,7 @@ func series(fams map[string]*dto.MetricFamily, prof Profile, name string, labels
 
 // readValues reads a gauge or counter source, one combined value per engine
 // key ("" for series without the engine label).
-func readValues(fams map[string]*dto.MetricFamily, prof Profile, s Source, averaged bool) map[string]float64 {
+func readValues(fams map[string]*dto.MetricFamily, prof profile.Profile, s profile.Source, averaged bool) map[string]float64 {
 	typ := fams[s.Metric].GetType()
 	byEngine := map[string][]float64{}
 	for _, m := range series(fams, prof, s.Metric, s.Labels) {
@@ -220,7 +221,7 @@ func readValues(fams map[string]*dto.MetricFamily, prof Profile, s Source, avera
 	dtyp := fams[s.Per].GetType()
 	den := map[string]float64{}
 	for _, m := range series(fams, prof, s.Per, nil) {
-		if v, ok := scalar(dtyp, m, FieldValue); ok {
+		if v, ok := scalar(dtyp, m, profile.FieldValue); ok {
 			den[engineKey(m, prof)] += v
 		}
 	}
@@ -237,7 +238,7 @@ func readValues(fams map[string]*dto.MetricFamily, prof Profile, s Source, avera
 
 // readHistograms reads a histogram source, one summed histogram per engine
 // key. A summary is read as a histogram without buckets.
-func readHistograms(fams map[string]*dto.MetricFamily, prof Profile, s Source) map[string]results.Histogram {
+func readHistograms(fams map[string]*dto.MetricFamily, prof profile.Profile, s profile.Source) map[string]results.Histogram {
 	typ := fams[s.Metric].GetType()
 	out := map[string]results.Histogram{}
 	for _, m := range series(fams, prof, s.Metric, s.Labels) {
@@ -259,14 +260,14 @@ func readHistograms(fams map[string]*dto.MetricFamily, prof Profile, s Source) m
 	return out
 }
 
-func scalar(typ dto.MetricType, m *dto.Metric, f Field) (float64, bool) {
+func scalar(typ dto.MetricType, m *dto.Metric, f profile.Field) (float64, bool) {
 	var v float64
 	switch {
-	case f == FieldSum && typ == dto.MetricType_HISTOGRAM:
+	case f == profile.FieldSum && typ == dto.MetricType_HISTOGRAM:
 		v = m.GetHistogram().GetSampleSum()
-	case f == FieldSum && typ == dto.MetricType_SUMMARY:
+	case f == profile.FieldSum && typ == dto.MetricType_SUMMARY:
 		v = m.GetSummary().GetSampleSum()
-	case f == FieldSum:
+	case f == profile.FieldSum:
 		return 0, false
 	case typ == dto.MetricType_GAUGE:
 		v = m.GetGauge().GetValue()
@@ -321,7 +322,7 @@ func histogram(typ dto.MetricType, m *dto.Metric) (results.Histogram, bool) {
 	return h, true
 }
 
-func engineKey(m *dto.Metric, prof Profile) string {
+func engineKey(m *dto.Metric, prof profile.Profile) string {
 	if prof.EngineLabel == "" {
 		return ""
 	}
@@ -371,7 +372,8 @@ func combine(vs []float64, averaged bool) float64 {
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-func sortedKeys[V any](m map[string]V) []string {
+// rankedKeys returns the keys of m in rank order (rankLess).
+func rankedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -1,22 +1,21 @@
 package scrape
 
 import (
-	"math"
-
-	"github.com/servebench/servebench/results"
-
 	"encoding/json"
 	"errors"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/servebench/servebench/internal/golden"
-
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/servebench/servebench/internal/golden"
+	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scrape/profile"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -47,15 +46,15 @@ func TestParseGolden(t *testing.T) {
 	tests := []struct {
 		name, file, profile, wantProfile string
 	}{
-		{"vllm_v1", "vllm_v1.prom", "", ProfileVLLM},
-		{"vllm_v1_dp2", "vllm_v1_dp2.prom", "", ProfileVLLM},
-		{"vllm_v0_renamed", "vllm_v0_renamed.prom", "", ProfileVLLM},
-		{"vllm_transition_both", "vllm_transition_both.prom", ProfileVLLM, ProfileVLLM},
-		{"sglang_dp2", "sglang_dp2.prom", "", ProfileSGLang},
-		{"tgi", "tgi.prom", "", ProfileTGI},
-		{"llamacpp", "llamacpp.prom", "", ProfileLlamaCPP},
-		{"llamacpp_2024", "llamacpp_2024.prom", ProfileAuto, ProfileLlamaCPP},
-		{"lmdeploy_dp2", "lmdeploy_dp2.prom", "", ProfileLMDeploy},
+		{"vllm_v1", "vllm_v1.prom", "", profile.VLLM},
+		{"vllm_v1_dp2", "vllm_v1_dp2.prom", "", profile.VLLM},
+		{"vllm_v0_renamed", "vllm_v0_renamed.prom", "", profile.VLLM},
+		{"vllm_transition_both", "vllm_transition_both.prom", profile.VLLM, profile.VLLM},
+		{"sglang_dp2", "sglang_dp2.prom", "", profile.SGLang},
+		{"tgi", "tgi.prom", "", profile.TGI},
+		{"llamacpp", "llamacpp.prom", "", profile.LlamaCPP},
+		{"llamacpp_2024", "llamacpp_2024.prom", profile.Auto, profile.LlamaCPP},
+		{"lmdeploy_dp2", "lmdeploy_dp2.prom", "", profile.LMDeploy},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -257,8 +256,8 @@ func TestParseErrors(t *testing.T) {
 // it finds nothing on the page.
 func TestParseExplicitProfile(t *testing.T) {
 	t.Parallel()
-	rd := parseFile(t, "vllm_v1.prom", ProfileSGLang)
-	if rd.Profile != ProfileSGLang || len(rd.Values) != 0 || len(rd.Matched) != 0 {
+	rd := parseFile(t, "vllm_v1.prom", profile.SGLang)
+	if rd.Profile != profile.SGLang || len(rd.Values) != 0 || len(rd.Matched) != 0 {
 		t.Errorf("sglang profile on a vLLM page = %+v, want an empty sglang reading", rd)
 	}
 	if got := len(rd.Missing()); got != len(results.Meanings()) {
@@ -294,10 +293,10 @@ vllm:prompt_tokens_total{engine="0"} 5
 
 func TestProfiles(t *testing.T) {
 	t.Parallel()
-	for _, p := range Profiles() {
-		got, err := ProfileByName(p.Name)
+	for _, p := range profile.All() {
+		got, err := profile.ByName(p.Name)
 		if err != nil || got.Name != p.Name {
-			t.Errorf("ProfileByName(%q) = %v, %v", p.Name, got.Name, err)
+			t.Errorf("profile.ByName(%q) = %v, %v", p.Name, got.Name, err)
 		}
 		for m := range p.Sources {
 			if m.Behaviour() == 0 {
@@ -305,7 +304,7 @@ func TestProfiles(t *testing.T) {
 			}
 		}
 	}
-	if p, _ := ProfileByName(ProfileLlamaCPP); p.Provides(results.Preemptions) {
+	if p, _ := profile.ByName(profile.LlamaCPP); p.Provides(results.Preemptions) {
 		t.Error("llamacpp provides preemptions; it exports none")
 	}
 }

@@ -1,14 +1,9 @@
 package scrape
 
 import (
-	"crypto/tls"
-
-	"github.com/servebench/servebench/internal/loopback"
-	"github.com/servebench/servebench/internal/redact"
-	"github.com/servebench/servebench/results"
-
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +13,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/servebench/servebench/internal/loopback"
+	"github.com/servebench/servebench/internal/redact"
+	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scrape/profile"
 )
 
 // Scraper limits and defaults.
@@ -63,7 +63,7 @@ type Config struct {
 	Interval time.Duration
 
 	// Profile names the profile that reads the page ("vllm", "sglang",
-	// "tgi", "llamacpp", "lmdeploy"). Empty or ProfileAuto detects it from
+	// "tgi", "llamacpp", "lmdeploy"). Empty or profile.Auto detects it from
 	// the first page that carries a known prefix and keeps it.
 	Profile string
 
@@ -128,11 +128,11 @@ func New(cfg Config) (*Scraper, error) {
 	if cfg.Epoch.IsZero() {
 		return nil, errors.New("scrape: Epoch is required")
 	}
-	if cfg.Profile == ProfileAuto {
+	if cfg.Profile == profile.Auto {
 		cfg.Profile = ""
 	}
 	if cfg.Profile != "" {
-		if _, err := ProfileByName(cfg.Profile); err != nil {
+		if _, err := profile.ByName(cfg.Profile); err != nil {
 			return nil, err
 		}
 	}

@@ -2,9 +2,6 @@ package scrape
 
 import (
 	"bytes"
-
-	"github.com/servebench/servebench/results"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +13,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scrape/profile"
 )
 
 // vllmPage renders a small two-engine vLLM page whose values depend on n,
@@ -112,7 +112,7 @@ func TestScraperValuesChange(t *testing.T) {
 		if !smp.OK || smp.Error != "" || smp.Status != 200 {
 			t.Errorf("sample %d: ok %v, status %d, error %q", i, smp.OK, smp.Status, smp.Error)
 		}
-		if smp.Index != uint64(i) || smp.Profile != ProfileVLLM || smp.Target != ms.URL+"/metrics" {
+		if smp.Index != uint64(i) || smp.Profile != profile.VLLM || smp.Target != ms.URL+"/metrics" {
 			t.Errorf("sample %d: index %d profile %q target %q", i, smp.Index, smp.Profile, smp.Target)
 		}
 		if smp.Start <= 0 || smp.At < smp.Start || smp.Duration < smp.At-smp.Start {
@@ -146,7 +146,7 @@ func TestScraperValuesChange(t *testing.T) {
 	if w := s.Warnings(); len(w) != 0 {
 		t.Errorf("warnings = %v", w)
 	}
-	if s.Profile() != ProfileVLLM {
+	if s.Profile() != profile.VLLM {
 		t.Errorf("Profile() = %q after detection", s.Profile())
 	}
 	ms.mu.Lock()
@@ -162,7 +162,7 @@ func TestScraperValuesChange(t *testing.T) {
 func TestScraperSampleJSON(t *testing.T) {
 	t.Parallel()
 	ms := newMetricsServer(t, nil)
-	got := runUntil(t, newScraper(t, Config{URL: ms.URL + "/metrics", Profile: ProfileVLLM}), 1)
+	got := runUntil(t, newScraper(t, Config{URL: ms.URL + "/metrics", Profile: profile.VLLM}), 1)
 	var buf bytes.Buffer
 	if err := results.NewWriter(&buf).Write(results.SampleRecord(&got[0])); err != nil {
 		t.Fatal(err)
@@ -363,8 +363,8 @@ func TestNewValidates(t *testing.T) {
 		{"no epoch", Config{URL: "http://127.0.0.1:8000/metrics"}, "Epoch is required"},
 		{"unknown profile", Config{URL: "http://127.0.0.1:8000/metrics", Epoch: epoch, Profile: "ollama"}, `unknown profile "ollama"`},
 		{"localhost ok", Config{URL: "http://localhost:8000/metrics", Epoch: epoch}, ""},
-		{"ipv6 loopback ok", Config{URL: "http://[::1]:8000/metrics", Epoch: epoch, Profile: ProfileAuto}, ""},
-		{"127/8 ok", Config{URL: "http://127.0.0.2:8000/metrics", Epoch: epoch, Profile: ProfileTGI}, ""},
+		{"ipv6 loopback ok", Config{URL: "http://[::1]:8000/metrics", Epoch: epoch, Profile: profile.Auto}, ""},
+		{"127/8 ok", Config{URL: "http://127.0.0.2:8000/metrics", Epoch: epoch, Profile: profile.TGI}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

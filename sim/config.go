@@ -363,6 +363,30 @@ func (c *Config) Validate() error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
 	}
+	c.validateScheduler(bad)
+	c.validateKV(bad)
+	c.validateCosts(bad)
+	c.validateCalibration(bad)
+	if len(errs) == 0 {
+		k, err := c.Capacity()
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case k.NumBlocks-1 < k.BlocksPerRequest:
+			// vLLM refuses to start when one request at max_model_len
+			// cannot fit; so do we, or such a request would wait forever.
+			errs = append(errs, fmt.Errorf("kv_cache_memory_bytes: %d usable blocks cannot hold one request of max_model_len %d (%d blocks); raise the memory or lower max_model_len",
+				k.NumBlocks-1, c.MaxModelLen, k.BlocksPerRequest))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// badFunc records one problem of a configuration.
+type badFunc func(field, format string, args ...any)
+
+// validateScheduler checks the scheduler's limits and the served model.
+func (c *Config) validateScheduler(bad badFunc) {
 	if c.ServedModelName == "" {
 		bad("served_model_name", "must not be empty")
 	}
@@ -381,6 +405,26 @@ func (c *Config) Validate() error {
 	if c.LongPrefillTokenThreshold < 0 {
 		bad("long_prefill_token_threshold", "must be >= 0, got %d", c.LongPrefillTokenThreshold)
 	}
+	if c.LogStatsInterval <= 0 {
+		bad("log_stats_interval", "must be positive")
+	}
+	if c.ReasoningTokens < 0 {
+		bad("reasoning_tokens", "must be >= 0, got %d", c.ReasoningTokens)
+	}
+	if c.EmbeddingDims < 1 || c.EmbeddingDims > maxEmbeddingDims {
+		bad("embedding_dims", "must be in [1, %d], got %d", maxEmbeddingDims, c.EmbeddingDims)
+	}
+	switch c.Tokenizer {
+	case "", tokenizer.O200kBase, tokenizer.Cl100kBase:
+	default:
+		if !tokenizer.IsFile(c.Tokenizer) {
+			bad("tokenizer", "want o200k_base, cl100k_base or the path of a tokenizer.json, got %q", c.Tokenizer)
+		}
+	}
+}
+
+// validateKV checks the KV cache's geometry and size.
+func (c *Config) validateKV(bad badFunc) {
 	if c.BlockSize < 1 || c.BlockSize > 1024 {
 		bad("block_size", "must be in [1, 1024], got %d", c.BlockSize)
 	}
@@ -399,6 +443,10 @@ func (c *Config) Validate() error {
 	if c.NumGPUBlocksOverride < 0 {
 		bad("num_gpu_blocks_override", "must be >= 0")
 	}
+}
+
+// validateCosts checks the cost model.
+func (c *Config) validateCosts(bad badFunc) {
 	for _, f := range []struct {
 		name string
 		v    float64
@@ -417,49 +465,26 @@ func (c *Config) Validate() error {
 	if c.MeanOutputTokens < 0 {
 		bad("mean_output_tokens", "must be >= 0")
 	}
-	if c.LogStatsInterval <= 0 {
-		bad("log_stats_interval", "must be positive")
+}
+
+// validateCalibration checks a twin's calibration block.
+func (c *Config) validateCalibration(bad badFunc) {
+	k := c.Calibration
+	if k == nil {
+		return
 	}
-	if c.ReasoningTokens < 0 {
-		bad("reasoning_tokens", "must be >= 0, got %d", c.ReasoningTokens)
+	if len(k.Covariance) != len(k.Coefficients) {
+		bad("calibration.covariance", "want %d rows (one per coefficient), got %d", len(k.Coefficients), len(k.Covariance))
 	}
-	if c.EmbeddingDims < 1 || c.EmbeddingDims > maxEmbeddingDims {
-		bad("embedding_dims", "must be in [1, %d], got %d", maxEmbeddingDims, c.EmbeddingDims)
-	}
-	switch c.Tokenizer {
-	case "", tokenizer.O200kBase, tokenizer.Cl100kBase:
-	default:
-		if !tokenizer.IsFile(c.Tokenizer) {
-			bad("tokenizer", "want o200k_base, cl100k_base or the path of a tokenizer.json, got %q", c.Tokenizer)
+	for i, row := range k.Covariance {
+		if len(row) != len(k.Coefficients) {
+			bad("calibration.covariance", "row %d: want %d values, got %d", i, len(k.Coefficients), len(row))
+			break
 		}
-	}
-	if k := c.Calibration; k != nil {
-		if len(k.Covariance) != len(k.Coefficients) {
-			bad("calibration.covariance", "want %d rows (one per coefficient), got %d", len(k.Coefficients), len(k.Covariance))
-		}
-		for i, row := range k.Covariance {
-			if len(row) != len(k.Coefficients) {
-				bad("calibration.covariance", "row %d: want %d values, got %d", i, len(k.Coefficients), len(row))
-				break
-			}
-			for _, v := range row {
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					bad("calibration.covariance", "row %d: not a finite number", i)
-				}
+		for _, v := range row {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				bad("calibration.covariance", "row %d: not a finite number", i)
 			}
 		}
 	}
-	if len(errs) == 0 {
-		k, err := c.Capacity()
-		switch {
-		case err != nil:
-			errs = append(errs, err)
-		case k.NumBlocks-1 < k.BlocksPerRequest:
-			// vLLM refuses to start when one request at max_model_len
-			// cannot fit; so do we, or such a request would wait forever.
-			errs = append(errs, fmt.Errorf("kv_cache_memory_bytes: %d usable blocks cannot hold one request of max_model_len %d (%d blocks); raise the memory or lower max_model_len",
-				k.NumBlocks-1, c.MaxModelLen, k.BlocksPerRequest))
-		}
-	}
-	return errors.Join(errs...)
 }

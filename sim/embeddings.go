@@ -60,73 +60,16 @@ func (s *Server) embeddingInputs(raw json.RawMessage) ([][]uint32, error) {
 // the input's tokens. The simulator embeds with any preset (a real vLLM
 // serves embeddings only for a pooling model).
 func (s *Server) embeddings(w http.ResponseWriter, hr *http.Request) {
-	var req embeddingRequest
-	if err := json.NewDecoder(io.LimitReader(hr.Body, maxBodyBytes)).Decode(&req); err != nil {
-		writeError(w, badRequest("", "invalid JSON body: %v", err))
-		return
-	}
-	if req.Model != "" && req.Model != s.cfg.ServedModelName {
-		writeError(w, s.notFound(req.Model))
-		return
-	}
-	if req.EncodingFormat != "" && req.EncodingFormat != "float" {
-		writeError(w, badRequest("encoding_format", "the simulator answers encoding_format float only, got %q", req.EncodingFormat))
-		return
-	}
-	dims := s.cfg.EmbeddingDims
-	if d := req.Dimensions; d != nil {
-		if *d < 1 || *d > dims {
-			writeError(w, badRequest("dimensions", "dimensions must be in [1, %d], got %d", dims, *d))
-			return
-		}
-		dims = *d
-	}
-	inputs, err := s.embeddingInputs(req.Input)
+	inputs, dims, prompt, err := s.embeddingBody(hr)
 	if err != nil {
 		writeError(w, err)
 		return
-	}
-	if len(inputs) > maxEmbeddingInputs {
-		writeError(w, badRequest("input", "at most %d inputs per request, got %d", maxEmbeddingInputs, len(inputs)))
-		return
-	}
-	prompt := 0
-	for i, ids := range inputs {
-		if len(ids) == 0 {
-			inputs[i] = []uint32{0}
-		}
-		if err := validateLengths(s.cfg.MaxModelLen, len(inputs[i]), 0); err != nil {
-			writeError(w, err)
-			return
-		}
-		prompt += len(inputs[i])
 	}
 	id := "embd-" + s.newID()
-	reqs := make([]*Request, len(inputs))
-	streams := make([]*stream, len(inputs))
-	s.mu.Lock()
-	for i, ids := range inputs {
-		streams[i] = &stream{notify: make(chan struct{}, 1)}
-		reqs[i] = &Request{ID: id + "-" + strconv.Itoa(i), Prompt: ids, MaxTokens: 1, IgnoreEOS: true, Pooling: true, sink: streams[i]}
-		if err = s.engine.Submit(reqs[i]); err != nil {
-			break
-		}
-	}
-	if err != nil {
-		for _, r := range reqs {
-			if r != nil {
-				s.engine.Abort(r)
-			}
-		}
-	}
-	s.mu.Unlock()
+	reqs, streams, err := s.submitInputs(id, inputs)
 	if err != nil {
 		writeError(w, err)
 		return
-	}
-	select {
-	case s.wake <- struct{}{}:
-	default:
 	}
 	for i, st := range streams {
 		if err := s.waitFinished(hr.Context(), st); err != nil {
@@ -138,7 +81,6 @@ func (s *Server) embeddings(w http.ResponseWriter, hr *http.Request) {
 			return
 		}
 	}
-
 	b := make([]byte, 0, 64+len(inputs)*(dims*12+48))
 	b = append(b, `{"id":`...)
 	b = appendJSONString(b, id)
@@ -165,6 +107,77 @@ func (s *Server) embeddings(w http.ResponseWriter, hr *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)
+}
+
+// embeddingBody reads an embeddings request: its inputs as token IDs (an
+// empty one as the BOS token), the vector size and the prompt tokens in
+// all; or the error the server answers.
+func (s *Server) embeddingBody(hr *http.Request) (inputs [][]uint32, dims, prompt int, err error) {
+	var req embeddingRequest
+	if err := json.NewDecoder(io.LimitReader(hr.Body, maxBodyBytes)).Decode(&req); err != nil {
+		return nil, 0, 0, badRequest("", "invalid JSON body: %v", err)
+	}
+	if req.Model != "" && req.Model != s.cfg.ServedModelName {
+		return nil, 0, 0, s.notFound(req.Model)
+	}
+	if req.EncodingFormat != "" && req.EncodingFormat != "float" {
+		return nil, 0, 0, badRequest("encoding_format", "the simulator answers encoding_format float only, got %q", req.EncodingFormat)
+	}
+	dims = s.cfg.EmbeddingDims
+	if d := req.Dimensions; d != nil {
+		if *d < 1 || *d > dims {
+			return nil, 0, 0, badRequest("dimensions", "dimensions must be in [1, %d], got %d", dims, *d)
+		}
+		dims = *d
+	}
+	if inputs, err = s.embeddingInputs(req.Input); err != nil {
+		return nil, 0, 0, err
+	}
+	if len(inputs) > maxEmbeddingInputs {
+		return nil, 0, 0, badRequest("input", "at most %d inputs per request, got %d", maxEmbeddingInputs, len(inputs))
+	}
+	for i, ids := range inputs {
+		if len(ids) == 0 {
+			inputs[i] = []uint32{0}
+		}
+		if err := validateLengths(s.cfg.MaxModelLen, len(inputs[i]), 0); err != nil {
+			return nil, 0, 0, err
+		}
+		prompt += len(inputs[i])
+	}
+	return inputs, dims, prompt, nil
+}
+
+// submitInputs submits one pooling request per input to the engine, all
+// or none, and wakes the engine's loop.
+func (s *Server) submitInputs(id string, inputs [][]uint32) ([]*Request, []*stream, error) {
+	reqs := make([]*Request, len(inputs))
+	streams := make([]*stream, len(inputs))
+	var err error
+	s.mu.Lock()
+	for i, ids := range inputs {
+		streams[i] = &stream{notify: make(chan struct{}, 1)}
+		reqs[i] = &Request{ID: id + "-" + strconv.Itoa(i), Prompt: ids, MaxTokens: 1, IgnoreEOS: true, Pooling: true, sink: streams[i]}
+		if err = s.engine.Submit(reqs[i]); err != nil {
+			break
+		}
+	}
+	if err != nil {
+		for _, r := range reqs {
+			if r != nil {
+				s.engine.Abort(r)
+			}
+		}
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return reqs, streams, nil
 }
 
 // waitFinished waits until the engine finished the request st belongs to.

@@ -74,7 +74,7 @@ func NewPlan(sc *scenario.Scenario) (*Plan, error) {
 		return nil, fmt.Errorf("scenario %s has no sweep block", sc.Name)
 	}
 	p := &Plan{Name: sc.Name, Params: sw.Params(), Repeats: max(sw.Repeats, 1), Server: sw.Server, Policy: sc.Policy(), Search: sw.Search, Budgets: sc.Budgets}
-	p.Sim = sw.Server == nil && strings.HasPrefix(sc.Target.URL, "sim:")
+	p.Sim = sw.Server == nil && simurl.Is(sc.Target.URL)
 	p.Points = combinations(p.Params)
 	var errs []error
 	for i, vals := range p.Points {

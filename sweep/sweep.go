@@ -13,6 +13,7 @@ import (
 
 	"github.com/servebench/servebench/internal/atomicfile"
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/report/chart"
 	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/run"
 	"github.com/servebench/servebench/scenario"
@@ -66,7 +67,7 @@ type Options struct {
 func (p *Plan) Execute(ctx context.Context, opts Options) (*Summary, error) {
 	if opts.Run == nil {
 		opts.Run = func(ctx context.Context, sc *scenario.Scenario, dir string) (*report.Summary, error) {
-			return run.Run(ctx, sc, run.Options{Dir: dir})
+			return run.Run(ctx, sc, run.Options{Dir: dir, Render: chart.Renderer{}})
 		}
 	}
 	log := opts.Log
@@ -204,7 +205,7 @@ func (p *Plan) runJob(ctx context.Context, opts Options, j *Job, logf func(strin
 		return fail("%v", err)
 	}
 	// Outputs left by an earlier attempt must not pass for this run's.
-	if err := run.ClearOutputs(dir); err != nil {
+	if err := run.ClearOutputs(dir, chart.Renderer{}); err != nil {
 		return fail("%v", err)
 	}
 	sc := j.Scenario

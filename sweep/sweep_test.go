@@ -23,9 +23,8 @@ import (
 
 	"github.com/servebench/servebench/internal/golden"
 	"github.com/servebench/servebench/internal/loopback"
-	"github.com/servebench/servebench/run"
-
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/run"
 	"github.com/servebench/servebench/scenario"
 )
 
@@ -897,4 +896,18 @@ func TestFigure(t *testing.T) {
 func goldenCheck(t *testing.T, got []byte) {
 	t.Helper()
 	golden.Check(t, filepath.Join("testdata", golden.Name(t)+".golden"), got, *update)
+}
+
+// TestPlanUpperCaseSim: a URL's scheme is case-insensitive, and SIM://tiny
+// is the simulator for bench sweep as it is for bench run (the scenario
+// and the plan ask internal/simurl, not a prefix of their own).
+func TestPlanUpperCaseSim(t *testing.T) {
+	t.Parallel()
+	p, err := NewPlan(parse(t, strings.Replace(simSweep, "sim://tiny", "SIM://tiny", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Sim || !strings.Contains(p.Jobs[0].Scenario.Target.URL, "max_num_batched_tokens=256") {
+		t.Errorf("sim %v, first job's target %s: want the setting in the simulator's URL", p.Sim, p.Jobs[0].Scenario.Target.URL)
+	}
 }

@@ -39,26 +39,48 @@ func (o *Options) FromLog(rep *vllmlog.Report) ([]string, error) {
 		budgetFrom = "the log's chunked-prefill line"
 	}
 	take(&o.MaxNumBatchedTokens, c.MaxNumBatchedTokens, "max_num_batched_tokens", budgetFrom)
-	take(&o.MaxModelLen, c.MaxModelLen, "max_model_len", "the log's configuration")
+	mmlFrom := "the log's configuration"
+	if c.MaxModelLen == r.KV.ConcurrencyLen {
+		mmlFrom = "the log's \"Maximum concurrency for N tokens per request\" line"
+	}
+	take(&o.MaxModelLen, c.MaxModelLen, "max_model_len", mmlFrom)
 	bs := c.BlockSize
 	if bs == 0 && r.KV.Check != nil && r.KV.Check.Skipped == "" {
 		bs = r.KV.Check.BlockSize
 	}
 	take(&o.BlockSize, bs, "block_size", "the log's configuration")
-	if r.KV.Tokens > 0 {
-		size := o.BlockSize
-		if size == 0 {
-			size = DefaultBlockSize
-		}
-		// vLLM prints the cache's capacity in tokens of full attention;
-		// the twin's one group of blocks holds as many.
-		take(&o.KVBlocks, r.KV.Tokens/size, "num_gpu_blocks_override",
-			fmt.Sprintf("GPU KV cache size %d tokens ÷ %d-token blocks", r.KV.Tokens, size))
+	if n, from := kvBlocks(r, o.BlockSize); n > 0 {
+		take(&o.KVBlocks, n, "num_gpu_blocks_override", from)
 	}
 	if len(taken) == 0 {
 		return nil, fmt.Errorf("%s states no capacity setting (max_num_seqs, max_num_batched_tokens, max_model_len, KV cache size)", where)
 	}
 	return taken, nil
+}
+
+// kvBlocks is the usable KV-cache pool a log states, in blocks of the
+// twin's size: V0's "# GPU blocks" as printed; for a model whose layers
+// the KV check reproduced, the shared pool the check found (a model with
+// sliding-window layers keeps several groups in one pool, so the printed
+// token count, a per-group figure, understates it); otherwise the printed
+// tokens in blocks.
+func kvBlocks(r *vllmlog.Run, size int) (int, string) {
+	if size == 0 {
+		size = DefaultBlockSize
+	}
+	kv := &r.KV
+	switch ck := kv.Check; {
+	case kv.GPUBlocks > 0:
+		return kv.GPUBlocks, fmt.Sprintf("the log's \"# GPU blocks: %d\"", kv.GPUBlocks)
+	case ck.Agrees() && len(ck.Groups) > 1 && ck.Blocks > 1 && ck.BlockSize == size:
+		return ck.Blocks - 1, fmt.Sprintf("the pool the KV check found for %s: %d blocks in %d groups (GPU KV cache size %d tokens is one group's share), less the null block",
+			ck.Model, ck.Blocks, len(ck.Groups), kv.Tokens)
+	case kv.Tokens > 0:
+		// vLLM prints the cache's capacity in tokens of full attention;
+		// the twin's one group of blocks holds as many.
+		return kv.Tokens / size, fmt.Sprintf("GPU KV cache size %d tokens ÷ %d-token blocks", kv.Tokens, size)
+	}
+	return 0, ""
 }
 
 func (o *Options) setOrigin(name, note string) {

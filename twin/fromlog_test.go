@@ -31,8 +31,11 @@ func TestCalibrateFromServerLog(t *testing.T) {
 	if bs == 0 {
 		bs = DefaultBlockSize
 	}
-	if want := 130960 / bs; opts.KVBlocks != want {
-		t.Errorf("KV blocks %d, want 130,960 tokens ÷ %d = %d", opts.KVBlocks, bs, want)
+	// gpt-oss keeps a full-attention and a sliding-window group in one
+	// pool: 130,960 tokens is one group's share of 16,370 blocks, one of
+	// them the null block.
+	if opts.KVBlocks != 16369 {
+		t.Errorf("KV blocks %d, want the pool of 16,370 blocks less the null block", opts.KVBlocks)
 	}
 
 	dir := t.TempDir()
@@ -58,5 +61,34 @@ func TestCalibrateFromServerLog(t *testing.T) {
 
 	if _, err := (&Options{}).FromLog(&vllmlog.Report{}); err == nil {
 		t.Error("a log without a server start gave no error")
+	}
+}
+
+// TestFromLogRealLogs takes the capacity from real logs users pasted
+// (vllmlog/testdata/corpus): max_model_len stated only by the concurrency
+// line, and a V0 log that prints its blocks.
+func TestFromLogRealLogs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		log            string
+		maxLen, blocks int
+	}{
+		// "Maximum concurrency for 32,768 tokens per request: 1.30x", 42,656 tokens.
+		{"024-v1-kv-lines-unnamed-model.log", 32768, 42656 / DefaultBlockSize},
+		// V0: "# GPU blocks: 1478, # CPU blocks: 2048", "Maximum concurrency for 29000 tokens …".
+		{"012-v0-kv-fragments-two-starts.log", 29000, 1478},
+	} {
+		rep, err := vllmlog.ParseFiles(context.Background(), []string{"../vllmlog/testdata/corpus/" + tc.log}, vllmlog.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var opts Options
+		taken, err := opts.FromLog(rep)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.log, err)
+		}
+		if opts.MaxModelLen != tc.maxLen || opts.KVBlocks != tc.blocks {
+			t.Errorf("%s: max_model_len %d, KV blocks %d; want %d, %d (%q)", tc.log, opts.MaxModelLen, opts.KVBlocks, tc.maxLen, tc.blocks, taken)
+		}
 	}
 }

@@ -132,13 +132,23 @@ func TestIssue20TwinSlots(t *testing.T) {
 // fresh start: the truth. Across the trials the bands must hold the
 // truth's TPOT p50 and E2E p50 in at least 90 % of cases. The fit's own
 // uncertainty alone (the band before the run-to-run variation) holds it
-// far less often.
+// far less often. A machine too busy to keep a real-time schedule (1 ms
+// sleeps woke over 1 ms late in more than a quarter of the samples taken
+// during the runs) shifts calibrations and truths in ways no band of the
+// server's can hold: the test then skips, with the coverage it saw.
 func TestIssue20BandCoverage(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("about a minute of real-time runs")
 	}
 	t.Parallel()
-	const trials, parallel = 20, 4
+	// The runs are real time: a machine too busy to wake a sleeping
+	// goroutine on time distorts the truth and the calibrations alike, in
+	// ways no band of the server's can hold.
+	if o := sleepOvershoot(); o > 2*time.Millisecond {
+		t.Skipf("the machine is too busy for real-time runs: 1 ms sleeps wake %v late (p90)", o)
+	}
+	watch := watchMachine()
+	const trials, parallel = 20, 2
 	type outcome struct {
 		held, cases int
 		log         string
@@ -160,7 +170,11 @@ func TestIssue20BandCoverage(t *testing.T) {
 		t.Log(o.log)
 	}
 	share := float64(held) / float64(max(cases, 1))
-	t.Logf("coverage: the 95 %% bands held the truth in %d of %d cases (%.0f %%)", held, cases, 100*share)
+	busy := watch()
+	if busy > 0.25 {
+		t.Skipf("the machine was too busy for real-time runs %.0f %% of the time (1 ms sleeps woke over 1 ms late; coverage %d of %d)", 100*busy, held, cases)
+	}
+	t.Logf("coverage: the 95 %% bands held the truth in %d of %d cases (%.0f %%); the machine was busy %.0f %% of the time", held, cases, 100*share, 100*busy)
 	if share < 0.90 {
 		t.Errorf("coverage %.0f %% (%d of %d): below 90 %%", 100*share, held, cases)
 	}
@@ -208,4 +222,33 @@ func coverageTrial(t *testing.T, seed uint64) (held, cases int, log string) {
 		fmt.Fprintf(&b, " %s %.2f [%.2f, %.2f] truth %.2f %v;", f.name, f.c, f.lo, f.hi, f.tr, in)
 	}
 	return held, cases, b.String()
+}
+
+// watchMachine samples, every 20 ms until the returned function is
+// called, how late a 1 ms sleep wakes, and returns the share of samples
+// that woke more than 1 ms late: how much of the time the machine could
+// not keep a real-time schedule.
+func watchMachine() (stop func() float64) {
+	done := make(chan struct{})
+	result := make(chan float64, 1)
+	go func() {
+		late, n := 0, 0
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				result <- float64(late) / float64(max(n, 1))
+				return
+			case <-tick.C:
+				t := time.Now()
+				time.Sleep(time.Millisecond)
+				if time.Since(t) > 2*time.Millisecond {
+					late++
+				}
+				n++
+			}
+		}
+	}()
+	return func() float64 { close(done); return <-result }
 }

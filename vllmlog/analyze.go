@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/servebench/servebench/internal/decodelaw"
 	"github.com/servebench/servebench/internal/kvcapacity"
-	"github.com/servebench/servebench/report/correlate"
 )
 
 // analyze derives a run's explanations, check, phases, decay, findings
@@ -19,19 +19,24 @@ func (p *Parser) analyze(r *run) {
 	c := &r.Config
 	// The budget: a value given on the command line wins; otherwise the
 	// last printed one is the engine's.
-	if c.BatchedTokensSource != "non-default args" {
+	if !fromArgs(c.BatchedTokensSource) {
 		c.MaxNumBatchedTokens, c.BatchedTokensSource = 0, ""
 		if n := len(c.BatchedTokensPrinted); n > 0 {
 			c.MaxNumBatchedTokens, c.BatchedTokensSource = c.BatchedTokensPrinted[n-1], "log"
 		}
 	}
-	if c.MaxNumSeqsSource != "non-default args" {
+	if !fromArgs(c.MaxNumSeqsSource) {
 		c.MaxNumSeqs, c.MaxNumSeqsSource = 0, ""
 	}
+	r.mergeCommand()
+	if c.MaxModelLen == 0 && r.KV.ConcurrencyLen > 0 {
+		c.MaxModelLen = r.KV.ConcurrencyLen // the concurrency line's "for N tokens per request" is max_model_len
+	}
+	c.Generation, c.GenerationFrom = r.generation()
 	r.KV.Check = nil
 	ck, lay := p.kvCheck(r)
 	r.KV.Check = ck
-	if c.MaxNumSeqs == 0 && c.BatchedTokensSource != "non-default args" {
+	if c.MaxNumSeqs == 0 && !fromArgs(c.BatchedTokensSource) && c.BatchedTokensSource != srcCommand {
 		switch c.MaxNumBatchedTokens {
 		case 8192:
 			c.MaxNumSeqs, c.MaxNumSeqsSource = 1024, "not printed; vLLM's default alongside the 8192 budget"
@@ -52,6 +57,7 @@ func (p *Parser) analyze(r *run) {
 	})
 	r.Runtime.Decay = decay(r, lay, ck)
 	r.Findings = findings(r)
+	r.Diagnoses = diagnose(r)
 	r.Hints = hints(r, lay, ck)
 }
 
@@ -142,7 +148,7 @@ func phases(r *run) ([]Phase, float64) {
 		add("rest of model loading", s.ModelLoadS-s.DownloadS-s.WeightsS, "\"Model loading took\" − download − weights")
 	}
 	add("torch.compile", s.CompileS, "\"torch.compile took … in total\"")
-	add("profiling run", s.ProfilingS, "\"Initial profiling/warmup run took\"")
+	add("profiling run", s.ProfilingS, "\"Initial profiling/warmup run took\" or \"Memory profiling takes\"")
 	add("CUDA-graph capture", s.CaptureS, "\"Graph capturing finished in\"")
 	if s.EngineInitS > 0 {
 		add("KV cache and other engine set-up", s.EngineInitS-s.CompileS-s.ProfilingS-s.CaptureS, "\"init engine … took\" − compile − profiling − capture")
@@ -167,21 +173,34 @@ func phases(r *run) ([]Phase, float64) {
 // minFitPoints is the fewest stats lines the decode law is fitted to.
 const minFitPoints = 4
 
-// decayStretch finds the longest run of steady-decoding points.
-func decayStretch(pts []Point) (from, to int) {
-	steady := func(p Point) bool {
-		return p.GenerationTPS > 0 && !(p.Waiting > 0) && !(p.Preemptions > 0) && !(p.Running == 0) &&
-			(math.IsNaN(p.PromptTPS) || p.PromptTPS <= 0.05*p.GenerationTPS)
+// heldChange is the smallest change of decode throughput called a change.
+const heldChange = 0.05
+
+// fullDecode reports whether the interval that ends at pts[i] was spent
+// decoding one unchanged batch: requests running, none waiting, none
+// preempted, no prompt token prefilled (so no request started), and as
+// many running at its start as at its end. An interval holding a
+// request's arrival or departure is partial and tells nothing of the
+// decode step's cost.
+func fullDecode(pts []Point, i int) bool {
+	p := pts[i]
+	if !(p.GenerationTPS > 0) || !(p.Running > 0) || p.PromptTPS != 0 || p.Waiting > 0 || p.Preemptions > 0 || p.Swapped > 0 {
+		return false
 	}
-	same := func(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNaN(b)) }
+	return i == 0 || pts[i-1].Running == p.Running
+}
+
+// decayStretch finds the longest run of full decode-only intervals with
+// the same running count.
+func decayStretch(pts []Point) (from, to int) {
 	bestFrom, bestTo := 0, -1
 	for i := 0; i < len(pts); {
-		if !steady(pts[i]) {
+		if !fullDecode(pts, i) {
 			i++
 			continue
 		}
 		j := i
-		for j+1 < len(pts) && steady(pts[j+1]) && same(pts[j+1].Running, pts[i].Running) {
+		for j+1 < len(pts) && fullDecode(pts, j+1) && pts[j+1].Running == pts[i].Running {
 			j++
 		}
 		if j-i > bestTo-bestFrom {
@@ -228,17 +247,17 @@ func decay(r *run, lay *layout, ck *Check) *Decay {
 			context = func(p Point) float64 { return p.KVUsagePerc / 100 * tokens }
 			d.ContextBasis = fmt.Sprintf("KV usage × the printed %s tokens (exact only when every layer keeps the whole context)", kvcapacity.Thousands(r.KV.Tokens))
 		}
-		var ws []correlate.Window
+		var ws []decodelaw.Point
 		if context != nil && !math.IsNaN(first.Running) && !math.IsNaN(first.KVUsagePerc) {
 			for _, p := range pts {
 				x := context(p)
 				d.ctx = append(d.ctx, x)
-				ws = append(ws, correlate.Window{Decoding: p.Running, OutputTokensPerSec: p.GenerationTPS, ContextSum: x})
+				ws = append(ws, decodelaw.Point{Streams: p.Running, TokensPerSec: p.GenerationTPS, Context: x})
 			}
 			d.StartContext, d.EndContext = math.Round(d.ctx[0]), math.Round(d.ctx[len(d.ctx)-1])
 			// A law needs a few points and a change to explain.
-			if len(ws) >= minFitPoints && math.Abs(d.Change) >= 0.05 {
-				d.Fit = correlate.FitDecode(ws)
+			if len(ws) >= minFitPoints && d.Change <= -heldChange {
+				d.Fit = decodelaw.FitPoints(ws)
 			}
 			if f := d.Fit; f != nil && f.Holds {
 				b := f.SlopeNSPerToken * 1e-6 // ms per token of context
@@ -259,7 +278,7 @@ func explainDecay(d *Decay) []string {
 	if d.Seconds > 0 {
 		span = fmt.Sprintf(" (%s)", duration(d.Seconds))
 	}
-	held := math.Abs(d.Change) < 0.05
+	held := math.Abs(d.Change) < heldChange
 	switch {
 	case held:
 		out = append(out, fmt.Sprintf("Generation throughput held at %s tokens/s (%s to %s, %s) from %s to %s%s.", f1(d.StartTPS), f1(d.StartTPS), f1(d.EndTPS), signedPct(d.Change), d.From, d.To, span))
@@ -268,11 +287,7 @@ func explainDecay(d *Decay) []string {
 	default:
 		out = append(out, fmt.Sprintf("Generation throughput rose from %s to %s tokens/s (%s) between %s and %s%s.", f1(d.StartTPS), f1(d.EndTPS), signedPct(d.Change), d.From, d.To, span))
 	}
-	if !math.IsNaN(d.Streams) {
-		out = append(out, fmt.Sprintf("In all %d stats lines %s running, none waiting, no prompt worth counting being prefilled and nothing preempted: the batch did not change, so the change is not one of load.", d.Points, plural(d.Streams, "request was", "requests were")))
-	} else {
-		out = append(out, fmt.Sprintf("The %d stats lines print no running or waiting counts, so an unchanged batch is assumed and the context in flight cannot be estimated.", d.Points))
-	}
+	out = append(out, fmt.Sprintf("In all %d stats lines %s running, none waiting, no prompt token prefilled and nothing preempted, as many running at each interval's start as at its end: the batch did not change, so the change is not one of load.", d.Points, plural(d.Streams, "request was", "requests were")))
 	if !math.IsNaN(d.StartKVPerc) && !math.IsNaN(d.EndKVPerc) {
 		s := fmt.Sprintf("KV-cache usage went from %s %% to %s %%", f1(d.StartKVPerc), f1(d.EndKVPerc))
 		if d.ContextBasis != "" {
@@ -282,6 +297,10 @@ func explainDecay(d *Decay) []string {
 	}
 	if held {
 		out = append(out, "The context did not grow enough to slow the steps measurably: at this size each step's time is dominated by reading the model's weights, not the KV cache.")
+		return out
+	}
+	if d.Change > 0 {
+		out = append(out, "With the same batch and a growing context, decode steps do not get faster by themselves: the log does not tell what sped them up (a change of clocks, of load from another process on the GPU, or of the batch within the intervals).")
 		return out
 	}
 	out = append(out, "Decoding is bound by memory bandwidth: every step reads the whole KV cache of every running request, and each request gets one token per step, so as contexts grow each step takes longer and tokens per second per request fall as 1 / (a + b × context in flight).")
@@ -363,7 +382,7 @@ func hints(r *run, lay *layout, ck *Check) []string {
 	th := kvcapacity.Thousands
 	var out []string
 	seqHint := false
-	if kv.Concurrency > 0 && kv.ConcurrencyLen > 0 {
+	if _, failed := r.errs[errKVTooSmall]; kv.Concurrency >= 1 && kv.ConcurrencyLen > 0 && !failed {
 		full := fmt.Sprintf("The KV cache holds %.2f requests of the full %s tokens at once", kv.Concurrency, th(kv.ConcurrencyLen))
 		switch seqs := c.MaxNumSeqs; {
 		case seqs > 0 && float64(seqs) > kv.Concurrency && geom != nil && ck != nil && ck.Blocks > 1:
@@ -379,24 +398,12 @@ func hints(r *run, lay *layout, ck *Check) []string {
 		case seqs > 0 && float64(seqs) <= kv.Concurrency:
 			out = append(out, fmt.Sprintf("%s, more than max_num_seqs (%s): the running cap, not the KV cache, limits admission.", full, th(seqs)))
 		default:
-			out = append(out, fmt.Sprintf("%s: beyond that many concurrent requests of full length, vLLM preempts (recomputes) requests and new ones wait; shorter requests fit more.", full))
+			out = append(out, fmt.Sprintf("%s: beyond that many concurrent requests of full length, vLLM preempts requests (to recompute, or with V0 to swap, later) and new ones wait; shorter requests fit more.", full))
 		}
 	}
 	for _, s := range r.Runtime.Engines {
 		if kv.Concurrency > 0 && s.MaxRunning > kv.Concurrency && !seqHint {
 			out = append(out, fmt.Sprintf("Up to %s requests ran at once on engine %s, more than the %.2f of full length the cache holds: that works while their contexts stay short (peak KV usage %s %%).", trimNum(s.MaxRunning), s.Engine, kv.Concurrency, f1(s.MaxKVPerc)))
-		}
-		if s.MaxWaiting > 0 {
-			why := "the running cap (max_num_seqs) or the KV cache"
-			if s.MaxKVPerc >= 90 {
-				why = "the KV cache (usage reached " + f1(s.MaxKVPerc) + " %)"
-			} else if c.MaxNumSeqs > 0 && s.MaxRunning >= float64(c.MaxNumSeqs) {
-				why = "max_num_seqs (" + th(c.MaxNumSeqs) + " running)"
-			}
-			out = append(out, fmt.Sprintf("Requests waited for admission on engine %s (up to %s at once), held back by %s: TTFT includes that wait.", s.Engine, trimNum(s.MaxWaiting), why))
-		}
-		if s.Preemptions > 0 {
-			out = append(out, fmt.Sprintf("%s preemptions on engine %s: the KV cache ran out and running requests were evicted and recomputed; raise --gpu-memory-utilization, or lower --max-num-seqs or --max-num-batched-tokens.", trimNum(s.Preemptions), s.Engine))
 		}
 	}
 	if b := c.MaxNumBatchedTokens; b > 0 {

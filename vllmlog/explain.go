@@ -70,12 +70,14 @@ var catalogue = []known{
 		say("The KV cache filled up and vLLM evicted a running request to make room (it is recomputed or swapped back later), which costs latency; raise --gpu-memory-utilization, or lower --max-num-seqs or --max-num-batched-tokens.")},
 	{"out-of-memory", "emory", regexp.MustCompile(`CUDA out of memory|OutOfMemoryError`), VerdictError,
 		say("The GPU ran out of memory: if another process shares the GPU lower --gpu-memory-utilization, otherwise lower --max-model-len, --max-num-seqs or --max-num-batched-tokens, or split the model over more GPUs.")},
-	{"kv-too-small", "emory", regexp.MustCompile(`larger than the available KV cache memory|No available memory for the cache blocks|Insufficient memory for KV cache`), VerdictError,
+	{"kv-too-small", "", regexp.MustCompile(`larger than the available KV cache memory|No available memory for the cache blocks|Insufficient memory for KV cache|larger than the maximum number of tokens that can be stored in KV cache|To serve at least one request with the model'?s max seq len`), VerdictError,
 		say("The KV cache cannot hold one request of max_model_len: lower --max-model-len, raise --gpu-memory-utilization, or add GPUs.")},
 	{"max-model-len-too-long", "derived max_model_len", regexp.MustCompile(`max_model_len \(?(\d+)\)? is greater than the derived max_model_len`), VerdictError,
 		say("--max-model-len asks for more context than the model's config.json allows (max_position_embeddings); lower it, or set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 only if the model is known to handle the longer context.")},
-	{"engine-dead", "ngine", regexp.MustCompile(`EngineDeadError|Engine core proc .* died unexpectedly|EngineCore encountered a fatal error`), VerdictError,
+	{"engine-dead", "ngine", regexp.MustCompile(`EngineDeadError|Engine core proc .* died unexpectedly|EngineCore encountered a fatal error|EngineCore hit an exception|Engine loop is not running`), VerdictError,
 		say("The engine process stopped, so the API server can no longer serve; the cause is in the lines just before it (often out of memory or a failed kernel).")},
+	{"engine-start-failed", "ngine", regexp.MustCompile(`EngineCore failed to start|Engine core initialization failed`), VerdictError,
+		say("The engine failed while starting, before the server could serve; the reason is the exception at the end of the traceback that follows (or precedes) this line, often too little memory for the KV cache.")},
 	{"config-not-set", "Current vLLM config is not set", regexp.MustCompile(`Current vLLM config is not set`), VerdictHarmless,
 		say("Some code asked for the configuration before the engine's was in place and got a default one; a 'max_num_batched_tokens=2048' line printed then is that default's, not the engine's.")},
 	{"slow-image-processor", "slow image processor", regexp.MustCompile(`Using a slow image processor`), VerdictHarmless,
@@ -115,16 +117,33 @@ func normalize(msg string) string {
 }
 
 // finding groups a warning or error line with earlier ones of its kind.
-// It reports whether the line was one.
+// It reports whether the line was one. A line without a level is one
+// when it is an exception or an error message servebench knows.
 func (p *Parser) finding(r *run, rec *record) bool {
 	level := rec.level
 	switch {
 	case level == "WARNING" || level == "ERROR" || level == "CRITICAL":
-	case level == "" && errorLineRe.MatchString(rec.msg):
+	case level == "" && (errorLineRe.MatchString(rec.msg) || knownError(rec.msg)):
 		level = "ERROR"
 	default:
 		return false
 	}
+	return p.findingAt(r, rec, level) != ""
+}
+
+// knownError reports whether msg is an error of the catalogue.
+func knownError(msg string) bool {
+	for _, k := range catalogue {
+		if k.verdict == VerdictError && strings.Contains(msg, k.key) && k.re.MatchString(msg) {
+			return true
+		}
+	}
+	return false
+}
+
+// findingAt records the record as a finding of the given level and
+// returns its key.
+func (p *Parser) findingAt(r *run, rec *record, level string) string {
 	msg := rec.msg
 	var key, verdict, explanation string
 	for _, k := range catalogue {
@@ -143,13 +162,17 @@ func (p *Parser) finding(r *run, rec *record) bool {
 		}
 		key = level + " " + normalize(norm)
 	}
+	if (level == "ERROR" || level == "CRITICAL") && (verdict == "" || verdict == VerdictError) {
+		p.noteError(r, rec)
+	}
+	r.lastFinding[rec.proc] = key
 	if f := r.findings[key]; f != nil {
 		f.Count++
-		return true
+		return key
 	}
 	if len(r.findings) >= maxFindings {
 		r.findingsDropped++
-		return true
+		return ""
 	}
 	if len(msg) > maxValue {
 		msg = msg[:maxValue] + "…"
@@ -157,5 +180,5 @@ func (p *Parser) finding(r *run, rec *record) bool {
 	r.findings[key] = &Finding{Level: level, Count: 1, FirstLine: p.line, Source: rec.source, Message: msg,
 		Verdict: verdict, Explanation: explanation}
 	r.findingOrder = append(r.findingOrder, key)
-	return true
+	return key
 }

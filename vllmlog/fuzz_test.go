@@ -12,9 +12,12 @@ import (
 
 // FuzzParse feeds arbitrary bytes to the parser as a log: it must never
 // panic or fail, and every writer must handle what it produced. The seed
-// corpus is every line of the test logs, and the whole files.
+// corpus is every line of the test logs and of the corpus of real logs
+// (testdata/corpus), and the whole files.
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "*.log"))
+	corpus, _ := filepath.Glob(filepath.Join("testdata", "corpus", "*.log"))
+	files = append(files, corpus...)
 	for _, name := range files {
 		data, err := os.ReadFile(name)
 		if err != nil {
@@ -26,6 +29,9 @@ func FuzzParse(f *testing.F) {
 		}
 	}
 	f.Add([]byte("non-default args: {\n'a': 1,\n"))
+	f.Add([]byte("x INFO 01-25 11:26:58 y (A pid=1) ERROR 01-25 11:26:59 z ^[[0;36m^M"))
+	f.Add([]byte("Traceback (most recent call last):\n  File \"a\", line 1\n^^^\nValueError: x\nwrapped"))
+	f.Add([]byte("vllm serve m --tp -1 \\\n--max-model-len 9999999999999999999 \\\n"))
 	f.Add([]byte("Engine 000: Avg generation throughput: 1e308 tokens/s, Running: -1 reqs, GPU KV cache usage: 1e400%"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rep, err := Parse(context.Background(), "fuzz", bytes.NewReader(data), Options{})

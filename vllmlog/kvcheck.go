@@ -59,7 +59,7 @@ type candidate struct {
 // budgets vLLM defaults to are tried.
 func (p *Parser) kvCheck(r *run) (*Check, *layout) {
 	c, kv := &r.Config, &r.KV
-	if kv.Tokens == 0 || kv.Concurrency == 0 || kv.AvailableGiB == 0 {
+	if kv.Tokens == 0 || kv.Concurrency == 0 || kv.AvailableGiB <= 0 {
 		return nil, nil
 	}
 	maxLen := kv.ConcurrencyLen
@@ -77,6 +77,8 @@ func (p *Parser) kvCheck(r *run) (*Check, *layout) {
 	case d != nil:
 		descs = []*modelDesc{d}
 	case len(byArch) > 0:
+		// No description has the model's name: one of its architecture
+		// is used only if it reproduces the printed figures (below).
 		descs, source = byArch, "built-in description of the same architecture ("+c.Architecture+")"
 	default:
 		what := c.Model
@@ -127,6 +129,13 @@ func (p *Parser) kvCheck(r *run) (*Check, *layout) {
 		return &Check{Model: descs[0].name, Source: source, Skipped: "the model's layers give no valid KV-cache layout"}, nil
 	}
 	ck := best.check
+	if strings.HasPrefix(source, "built-in description of the same architecture") && !ck.Agrees() {
+		what := c.modelName()
+		if what == "" {
+			what = "the model"
+		}
+		return &Check{Skipped: fmt.Sprintf("servebench has no layer description of %s, and none of its built-in descriptions of %s reproduces the printed figures; pass the model's config.json with --model-config", what, c.Architecture)}, nil
+	}
 	ck.Model, ck.Source, ck.KVBytes = bestDesc.name, source, bytes
 	if len(descs) > 1 {
 		ck.Source = source + ", the one that reproduces the log"

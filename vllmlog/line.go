@@ -2,6 +2,8 @@ package vllmlog
 
 import (
 	"bytes"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -61,12 +63,21 @@ type record struct {
 }
 
 // clean removes what pasting and terminals add around a log line: ANSI
-// escape sequences, a trailing CR, markdown quoting and code backticks.
+// escape sequences (raw, or pasted as the text "^[[0;36m"), a trailing CR
+// (raw, or pasted as "^M"), markdown quoting and code backticks, and the
+// prefixes other programs write before the lines they pass on (see
+// stripWrappers).
 func clean(s string) string {
 	if strings.IndexByte(s, 0x1b) >= 0 {
 		s = stripANSI(s)
 	}
+	if strings.Contains(s, "^[") || strings.Contains(s, "^M") {
+		s = stripCaretEscapes(s)
+	}
 	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "```") || strings.HasPrefix(s, "~~~") {
+		return "" // a markdown fence; its language tag is not log text
+	}
 	for {
 		switch {
 		case strings.HasPrefix(s, ">"):
@@ -76,7 +87,7 @@ func clean(s string) string {
 			s = strings.TrimSpace(strings.Trim(s, "`"))
 			continue
 		}
-		return s
+		return stripWrappers(s)
 	}
 }
 
@@ -102,25 +113,124 @@ func stripANSI(s string) string {
 	return b.String()
 }
 
+// caretEscapeRe is an escape sequence as a terminal or a pager shows it
+// when it is copied as text: "^[[0;36m", "^[[B", and the "^M" of a CR.
+var caretEscapeRe = regexp.MustCompile(`\^\[\[[0-9;?]*[A-Za-z]|\^\[[@-Z\\-_]|\^M$`)
+
+func stripCaretEscapes(s string) string {
+	return caretEscapeRe.ReplaceAllString(s, "")
+}
+
+// wrapperRes are the prefixes other programs put before the lines they
+// pass on: a CI system's table column ("| ") and ISO timestamp in brackets,
+// docker's --timestamps, the systemd journal ("Dec 02 12:10:21 host
+// prog[pid]: ", month names in any language) and torch.distributed's rank
+// ("[rank0]: ").
+var wrapperRes = []*regexp.Regexp{
+	regexp.MustCompile(`^\|\s+`),
+	regexp.MustCompile(`^\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\]\s*`),
+	regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?Z\s+`),
+	regexp.MustCompile(`^\pL{3,4}\.? {1,2}\d{1,2} \d\d:\d\d:\d\d \S+ [\w.@/-]+\[\d+\]: `),
+	regexp.MustCompile(`^\[rank\d+\]:\s?`),
+}
+
+// stripWrappers removes the wrapper prefixes, however many are stacked.
+func stripWrappers(s string) string {
+	for again := true; again; {
+		again = false
+		if s == "" || !(s[0] == '|' || s[0] == '[' || s[0] >= 0x80 || (s[0] >= '0' && s[0] <= '9') || (s[0] >= 'A' && s[0] <= 'Z')) {
+			return s
+		}
+		for _, re := range wrapperRes {
+			if loc := re.FindStringIndex(s); loc != nil {
+				s, again = strings.TrimSpace(s[loc[1]:]), true
+				break
+			}
+		}
+	}
+	return s
+}
+
 // levels are the record levels vLLM's formatter prints.
 var levels = []string{"INFO", "WARNING", "ERROR", "DEBUG", "CRITICAL"}
 
-// parseRecord takes a cleaned line apart: the "(APIServer pid=90)" prefix,
-// then vLLM's "LEVEL MM-DD HH:MM:SS [file.py:NNN] message", uvicorn's
-// "INFO:     …", Python logging's "YYYY-MM-DD HH:MM:SS,mmm - LEVEL - …" or
-// PyTorch's "[W1128 11:47:31.40 socket.cpp:209] …". Anything else is a
-// record with no level whose message is the line.
-func parseRecord(s string, year int) record {
-	var r record
-	if strings.HasPrefix(s, "(") {
-		if end := strings.IndexByte(s, ')'); end > 0 && strings.Contains(s[:end], "pid=") {
-			head := s[1:end]
-			if sp := strings.IndexByte(head, ' '); sp > 0 {
-				r.proc = head[:sp]
+// splitRecords cuts a line holding several records (a paste that lost its
+// line breaks, or a record printed after a progress bar without a newline)
+// into one string per record. A record begins with a level and a
+// timestamp ("INFO 01-25 11:26:58"), after a process prefix when it has
+// one ("(EngineCore_DP0 pid=10311) ERROR 10-25 11:17:27").
+func splitRecords(s string) []string {
+	var starts []int
+	for _, lv := range levels {
+		for from := 1; from < len(s); {
+			k := strings.Index(s[from:], lv+" ")
+			if k < 0 {
+				break
 			}
-			s = strings.TrimSpace(s[end+1:])
+			k += from
+			from = k + len(lv)
+			if !stampAt(s, k+len(lv)+1) {
+				continue
+			}
+			starts = append(starts, recordStart(s, k))
 		}
 	}
+	if len(starts) == 0 {
+		return nil
+	}
+	slices.Sort(starts)
+	var out []string
+	prev := 0
+	for _, k := range starts {
+		if k <= prev {
+			continue
+		}
+		if head := strings.TrimSpace(s[prev:k]); head != "" {
+			out = append(out, head)
+		}
+		prev = k
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return append(out, strings.TrimSpace(s[prev:]))
+}
+
+// stampAt reports whether s holds "MM-DD HH:MM:SS" at i.
+func stampAt(s string, i int) bool {
+	if i+14 > len(s) {
+		return false
+	}
+	t := s[i : i+14]
+	return isDigits(t[0:2]) && t[2] == '-' && isDigits(t[3:5]) && t[5] == ' ' && isDigits(t[6:8]) && t[8] == ':' && isDigits(t[9:11]) && t[11] == ':' && isDigits(t[12:14])
+}
+
+// recordStart is where the record whose level is at k begins: at its
+// "(Name pid=N) " prefix when one ends just before the level.
+func recordStart(s string, k int) int {
+	if k < 2 || s[k-1] != ' ' || s[k-2] != ')' {
+		return k
+	}
+	open := strings.LastIndexByte(s[:k-2], '(')
+	if open < 0 || !strings.Contains(s[open:k], " pid=") {
+		if p := strings.Index(s[:k-2], " pid="); p > 0 && !strings.ContainsAny(s[:p], " ") {
+			return 0 // the prefix lost its opening parenthesis at the line's start
+		}
+		return k
+	}
+	return open
+}
+
+// parseRecord takes a cleaned line apart: the "(APIServer pid=90)" prefix
+// (its parenthesis may be lost at the start of a paste), then vLLM's
+// "LEVEL MM-DD HH:MM:SS [file.py:NNN] message" (older versions print
+// "file.py:NNN]" without the opening bracket; a paste may lose the level),
+// uvicorn's "INFO:     …", Python logging's "YYYY-MM-DD HH:MM:SS,mmm -
+// LEVEL - …" or PyTorch's "[W1128 11:47:31.40 socket.cpp:209] …". Anything
+// else is a record with no level whose message is the line.
+func parseRecord(s string, year int) record {
+	var r record
+	s = r.takeProc(s)
 	r.msg = s
 	for _, lv := range levels {
 		if !strings.HasPrefix(s, lv) {
@@ -132,25 +242,15 @@ func parseRecord(s string, year int) record {
 			return r
 		}
 		rest = strings.TrimLeft(rest, " ")
-		if len(rest) >= 14 && rest[2] == '-' && rest[5] == ' ' && rest[8] == ':' && rest[11] == ':' {
-			r.level, r.stamp = lv, rest[:14]
-			r.at = stampTime(r.stamp, year)
-			rest = rest[14:]
-			if k := strings.IndexByte(rest, ' '); k == 0 { // fractional seconds are not printed by vLLM but tolerated
-				rest = rest[1:]
-			} else if k > 0 && rest[0] == '.' {
-				rest = rest[k+1:]
-			}
-			rest = strings.TrimLeft(rest, " ")
-			if strings.HasPrefix(rest, "[") {
-				if e := strings.IndexByte(rest, ']'); e > 0 {
-					r.source = rest[1:e]
-					rest = rest[e+1:]
-				}
-			}
-			r.msg = strings.TrimSpace(rest)
+		if stampAt(rest, 0) {
+			r.level = lv
+			r.stampAndSource(rest, year)
 			return r
 		}
+	}
+	if stampAt(s, 0) && len(s) > 15 && strings.Contains(s[14:min(len(s), 80)], ".py:") {
+		r.stampAndSource(s, year) // a paste that lost the level
+		return r
 	}
 	// Python logging's default format (flashinfer and others).
 	if len(s) > 26 && s[4] == '-' && s[10] == ' ' && strings.HasPrefix(s[23:], " - ") {
@@ -175,6 +275,48 @@ func parseRecord(s string, year int) record {
 		}
 	}
 	return r
+}
+
+// takeProc removes and records a "(Name pid=N)" or "(Name rank=R pid=N)"
+// prefix; its opening parenthesis may be missing at the start of a paste.
+func (r *record) takeProc(s string) string {
+	end := strings.IndexByte(s, ')')
+	if end <= 0 || end > 120 {
+		return s
+	}
+	head := s[:end]
+	if !strings.Contains(head, "pid=") {
+		return s
+	}
+	if head[0] == '(' {
+		head = head[1:]
+	} else if strings.IndexByte(head, '(') >= 0 {
+		return s
+	}
+	if sp := strings.IndexByte(head, ' '); sp > 0 {
+		r.proc = head[:sp]
+	}
+	return strings.TrimSpace(s[end+1:])
+}
+
+// stampAndSource reads "MM-DD HH:MM:SS[.fff] [file.py:N] message" (the
+// source's opening bracket is optional).
+func (r *record) stampAndSource(rest string, year int) {
+	r.stamp = rest[:14]
+	r.at = stampTime(r.stamp, year)
+	rest = rest[14:]
+	if k := strings.IndexByte(rest, ' '); k > 0 && rest[0] == '.' { // fractional seconds are not printed by vLLM but tolerated
+		rest = rest[k:]
+	}
+	rest = strings.TrimLeft(rest, " ")
+	if e := strings.IndexByte(rest, ']'); e > 0 && e < 80 {
+		src := strings.TrimPrefix(rest[:e], "[")
+		if !strings.ContainsAny(src, " [") && strings.Contains(src, ":") {
+			r.source = src
+			rest = rest[e+1:]
+		}
+	}
+	r.msg = strings.TrimSpace(rest)
 }
 
 func isDigits(s string) bool {

@@ -3,6 +3,7 @@ package vllmlog
 import (
 	"bufio"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -53,7 +54,12 @@ func TestClean(t *testing.T) {
 		{"CR", "INFO x\r", "INFO x"},
 		{"ANSI colours", "\x1b[32mINFO\x1b[0m 03-24 13:28:31 [a.py:1] m", "INFO 03-24 13:28:31 [a.py:1] m"},
 		{"markdown quote and code", "> `(APIServer pid=90) INFO 11-28 11:59:14 [loggers.py:236] Engine 000: x`", "(APIServer pid=90) INFO 11-28 11:59:14 [loggers.py:236] Engine 000: x"},
-		{"code fence", "```bash", "bash"},
+		{"code fence", "```bash", ""},
+		{"pasted escapes", "^[[0;36m(APIServer pid=1)^[[0;0m INFO 05-07 04:56:17 [loggers.py:271] x^M", "(APIServer pid=1) INFO 05-07 04:56:17 [loggers.py:271] x"},
+		{"CI prefixes", "  | [2025-03-10T15:07:20Z] ERROR 03-10 08:07:20 [core.py:302] x", "ERROR 03-10 08:07:20 [core.py:302] x"},
+		{"docker timestamps", "2026-05-12T08:01:39.331095044Z (APIServer pid=1) INFO 05-12 08:01:39 [loggers.py:271] x", "(APIServer pid=1) INFO 05-12 08:01:39 [loggers.py:271] x"},
+		{"journald", "авг 18 14:15:04 llm python3[28059]: (EngineCore pid=28059) INFO 08-18 14:15:04 [vllm.py:1721] x", "(EngineCore pid=28059) INFO 08-18 14:15:04 [vllm.py:1721] x"},
+		{"torch rank", "[rank0]: Traceback (most recent call last):", "Traceback (most recent call last):"},
 		{"cut escape", "abc\x1b[", "abc"},
 	} {
 		if got := clean(tc.in); got != tc.want {
@@ -144,5 +150,29 @@ func TestSeriesBounded(t *testing.T) {
 	}
 	if mean := kept / float64(total); math.Abs(mean-sum/n) > 5 {
 		t.Errorf("mean of the kept points %.1f, of the lines %.1f", mean, sum/n)
+	}
+}
+
+// TestSplitRecords cuts the lines of pastes that lost their line breaks
+// (vllm-project/vllm#2595, corpus log 007) and of records printed after a
+// progress bar, and leaves single records whole.
+func TestSplitRecords(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, line string
+		want       []string
+	}{
+		{"joined records, first prefix lost its parenthesis",
+			"_AsyncLLMEngine pid=1974) INFO 01-25 11:26:53 llm_engine.py:706] a (_AsyncLLMEngine pid=1974) INFO 01-25 11:26:58 llm_engine.py:706] b",
+			[]string{"_AsyncLLMEngine pid=1974) INFO 01-25 11:26:53 llm_engine.py:706] a", "(_AsyncLLMEngine pid=1974) INFO 01-25 11:26:58 llm_engine.py:706] b"}},
+		{"after a progress bar",
+			"Processed prompts:   6%|█▋ | 29/512 [00:08<02:31,  3.19it/s](EngineCore_DP0 pid=10311) ERROR 10-25 11:17:27 [core.py:720] EngineCore encountered a fatal error.",
+			[]string{"Processed prompts:   6%|█▋ | 29/512 [00:08<02:31,  3.19it/s]", "(EngineCore_DP0 pid=10311) ERROR 10-25 11:17:27 [core.py:720] EngineCore encountered a fatal error."}},
+		{"one record", "(APIServer pid=90) INFO 11-28 11:45:51 [api_server.py:1977] vLLM API server version 0.11.2", nil},
+		{"a level word inside a message", "INFO 01-02 03:04:05 [a.py:1] the INFO level is on", nil},
+	} {
+		if got := splitRecords(tc.line); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -59,13 +59,27 @@ func (r *run) mark(rec *record) {
 // matchers are tried in order; the first whose key and pattern match
 // takes the line.
 var matchers = []matcher{
-	{"API server version", regexp.MustCompile(`vLLM API server version (\S+)`), func(p *Parser, _ *run, m []string, _ *record) {
-		p.startMarker(false)
+	{"API server version", regexp.MustCompile(`vLLM API server version (\S+)`), func(p *Parser, _ *run, m []string, rec *record) {
+		p.startMarker(markBanner, rec)
 		p.cur.Config.Version = m[1]
 	}},
-	{"version ", regexp.MustCompile(`^[^A-Za-z0-9]*version (\d+\.\d+\S*)$`), func(p *Parser, _ *run, m []string, _ *record) {
-		p.startMarker(false)
+	{"version ", regexp.MustCompile(`^[^A-Za-z0-9]*version (\d+\.\d+\S*)$`), func(p *Parser, _ *run, m []string, rec *record) {
+		p.startMarker(markBanner, rec)
 		p.cur.Config.Version = m[1]
+	}},
+	{"args: Namespace(", regexp.MustCompile(`^args: Namespace\((.*?)\)?$`), func(p *Parser, _ *run, m []string, rec *record) {
+		p.startMarker(markArgs, rec)
+		r := p.cur
+		r.mark(rec)
+		c := &r.Config
+		applyArgs(c, pyKeywords(m[1]))
+		c.NonDefaultArgs = nil // the dump lists every argument, defaults included
+		if c.BatchedTokensSource == srcNonDefault {
+			c.BatchedTokensSource = srcNamespace
+		}
+		if c.MaxNumSeqsSource == srcNonDefault {
+			c.MaxNumSeqsSource = srcNamespace
+		}
 	}},
 	{"model ", regexp.MustCompile(`^[^A-Za-z0-9]*model (\S+)$`), func(_ *Parser, r *run, m []string, _ *record) {
 		if r.Config.Model == "" {
@@ -73,7 +87,7 @@ var matchers = []matcher{
 		}
 	}},
 	{"non-default args:", regexp.MustCompile(`non-default args: (.*)$`), func(p *Parser, _ *run, m []string, rec *record) {
-		p.startMarker(true)
+		p.startMarker(markArgs, rec)
 		r := p.cur
 		r.sawArgs = true
 		r.mark(rec)
@@ -85,12 +99,21 @@ var matchers = []matcher{
 		}
 		applyArgs(&r.Config, pyDict(text))
 	}},
-	{"LLM engine", regexp.MustCompile(`Initializing an? (?:V1 )?LLM engine \(v([^)]+)\) with config: (.*)$`), func(_ *Parser, r *run, m []string, rec *record) {
+	{"LLM engine", regexp.MustCompile(`Initializing an? (V0 |V1 )?LLM engine (?:\(v([^)]+)\) )?with config: (.*)$`), func(_ *Parser, r *run, m []string, rec *record) {
 		r.mark(rec)
 		if r.Config.Version == "" {
-			r.Config.Version = m[1]
+			r.Config.Version = m[2]
 		}
-		applyEngineConfig(&r.Config, pyKeywords(m[2]))
+		switch {
+		case m[1] != "":
+			r.markGeneration(strings.TrimSpace(m[1]), true, "\"Initializing a "+strings.TrimSpace(m[1])+" LLM engine\"")
+		case m[2] == "" || versionBefore(m[2], 0, 8):
+			r.markGeneration("V0", true, "\"Initializing an LLM engine\", as vLLM before 0.8 printed it")
+		}
+		applyEngineConfig(&r.Config, pyKeywords(m[3]))
+		if t := strings.TrimSpace(m[3]); !strings.HasSuffix(t, ")") && !strings.HasSuffix(t, "}") {
+			r.cfgTail = t // cut or wrapped: the next raw line may continue it
+		}
 	}},
 	{"Resolved architecture:", regexp.MustCompile(`Resolved architecture: (\S+)`), func(_ *Parser, r *run, m []string, rec *record) {
 		r.mark(rec)
@@ -127,15 +150,26 @@ var matchers = []matcher{
 			r.Config.MoEBackend = strings.ToUpper(m[1])
 		}
 	}},
-	{"downloading weights", regexp.MustCompile(`Time spent downloading weights for \S+: ([\d.]+) seconds`), func(_ *Parser, r *run, m []string, _ *record) {
+	{"downloading weights", regexp.MustCompile(`Time spent downloading weights for \S+: ([\d.]+) seconds`), func(_ *Parser, r *run, m []string, rec *record) {
+		if r.otherRank(rec) {
+			return // each rank prints its own; one is the server's
+		}
 		r.Startup.DownloadS += num(m[1])
+	}},
+	{"Loading model weights took", regexp.MustCompile(`Loading model weights took ([\d.]+) GB`), func(p *Parser, r *run, m []string, rec *record) {
+		r = p.loadPhase(r)
+		r.mark(rec)
+		if r.once("Loading model weights took", m[1]+" GB") {
+			r.Startup.ModelGiB = num(m[1])
+		}
 	}},
 	{"Loading weights took", regexp.MustCompile(`Loading weights took ([\d.]+) seconds`), func(_ *Parser, r *run, m []string, _ *record) {
 		if r.once("Loading weights took", m[1]+" seconds") {
 			r.Startup.WeightsS = num(m[1])
 		}
 	}},
-	{"Model loading took", regexp.MustCompile(`Model loading took ([\d.]+) ?GiB(?: memory)? and ([\d.]+) seconds`), func(_ *Parser, r *run, m []string, rec *record) {
+	{"Model loading took", regexp.MustCompile(`Model loading took ([\d.]+) ?Gi?B(?: memory)? and ([\d.]+) seconds`), func(p *Parser, r *run, m []string, rec *record) {
+		r = p.loadPhase(r)
 		r.mark(rec)
 		if r.once("Model loading took", m[1]+" GiB and "+m[2]+" seconds") {
 			r.Startup.ModelGiB, r.Startup.ModelLoadS = num(m[1]), num(m[2])
@@ -152,14 +186,23 @@ var matchers = []matcher{
 			r.loadStart = rec.at
 		}
 	}},
-	{"Dynamo bytecode transform time", regexp.MustCompile(`Dynamo bytecode transform time: ([\d.]+) s`), func(_ *Parser, r *run, m []string, _ *record) {
+	{"Dynamo bytecode transform time", regexp.MustCompile(`Dynamo bytecode transform time: ([\d.]+) s`), func(_ *Parser, r *run, m []string, rec *record) {
+		if r.otherRank(rec) {
+			return // each rank prints its own; one is the server's
+		}
 		r.Startup.DynamoS += num(m[1])
 	}},
-	{"Compiling a graph for", regexp.MustCompile(`Compiling a graph for .* takes ([\d.]+) s`), func(_ *Parser, r *run, m []string, _ *record) {
+	{"Compiling a graph for", regexp.MustCompile(`Compiling a graph for .* takes ([\d.]+) s`), func(_ *Parser, r *run, m []string, rec *record) {
+		if r.otherRank(rec) {
+			return // each rank prints its own; one is the server's
+		}
 		r.Startup.GraphCompileS += num(m[1])
 		r.Startup.CompileCacheHit = yes(false)
 	}},
-	{"from the cache", regexp.MustCompile(`Directly load the compiled graph\(s\) for .* from the cache, took ([\d.]+) s`), func(_ *Parser, r *run, m []string, _ *record) {
+	{"from the cache", regexp.MustCompile(`Directly load the compiled graph\(s\) for .* from the cache, took ([\d.]+) s`), func(_ *Parser, r *run, m []string, rec *record) {
+		if r.otherRank(rec) {
+			return // each rank prints its own; one is the server's
+		}
 		r.Startup.GraphCompileS += num(m[1])
 		if r.Startup.CompileCacheHit == nil {
 			r.Startup.CompileCacheHit = yes(true)
@@ -170,7 +213,10 @@ var matchers = []matcher{
 			r.Startup.CompileS = num(m[1])
 		}
 	}},
-	{"profiling", regexp.MustCompile(`(?:Initial profiling/warmup run took|Memory profiling takes) ([\d.]+) s`), func(_ *Parser, r *run, m []string, _ *record) {
+	{"profiling", regexp.MustCompile(`(?:Initial profiling/warmup run took|Memory profiling takes) ([\d.]+) s`), func(_ *Parser, r *run, m []string, rec *record) {
+		if r.otherRank(rec) {
+			return // each rank prints its own; one is the server's
+		}
 		r.Startup.ProfilingS += num(m[1])
 	}},
 	{"Graph capturing finished", regexp.MustCompile(`Graph capturing finished in ([\d.]+) secs?, took ([\d.]+) GiB`), func(_ *Parser, r *run, m []string, _ *record) {
@@ -220,39 +266,151 @@ var matchers = []matcher{
 			r.Config.Routes = append(r.Config.Routes, Route{Path: m[1], Methods: m[2]})
 		}
 	}},
-	{"Available KV cache memory:", regexp.MustCompile(`Available KV cache memory: ([\d.]+) GiB`), func(_ *Parser, r *run, m []string, rec *record) {
+	{"Available KV cache memory:", regexp.MustCompile(`Available KV cache memory: (-?[\d.]+) GiB`), func(p *Parser, r *run, m []string, rec *record) {
 		r.mark(rec)
-		if r.once("Available KV cache memory", m[1]+" GiB") {
-			r.availText, r.KV.AvailableGiB = m[1], num(m[1])
-		}
+		r.available(rec, m[1])
+		p.negativeKV(r, rec, m[1])
 	}},
 	{"GPU KV cache size:", regexp.MustCompile(`GPU KV cache size: ([\d,]+) tokens`), func(_ *Parser, r *run, m []string, rec *record) {
 		r.mark(rec)
 		if r.once("GPU KV cache size", m[1]+" tokens") {
 			r.KV.Tokens = integer(m[1])
 		}
+		if c := concurrencyRe.FindStringSubmatch(rec.msg); c != nil { // newer versions print both on one line
+			r.concurrency(c)
+		}
 	}},
-	{"Maximum concurrency for", regexp.MustCompile(`Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x`), func(_ *Parser, r *run, m []string, rec *record) {
+	{"Maximum concurrency for", concurrencyRe, func(_ *Parser, r *run, m []string, rec *record) {
 		r.mark(rec)
-		if r.once("Maximum concurrency", "for "+m[1]+" tokens per request: "+m[2]+"x") {
-			r.KV.ConcurrencyLen, r.KV.Concurrency = integer(m[1]), num(m[2])
+		r.concurrency(m)
+	}},
+	{"blocks: ", regexp.MustCompile(`^(?:# )?(?:GPU|cuda) blocks: (\d+)(?:, # CPU blocks: (\d+))?`), func(p *Parser, r *run, m []string, rec *record) {
+		r.mark(rec)
+		if r.once("GPU blocks", m[1]) {
+			r.KV.GPUBlocks, r.gpuBlocksSeen = integer(m[1]), true
+			if m[1] == "0" {
+				r.errs[errKVTooSmall] = p.evidence(rec, "0 GPU blocks for the KV cache")
+			}
+		}
+		if m[2] != "" && r.once("CPU blocks", m[2]) {
+			r.KV.CPUBlocks = integer(m[2])
+		}
+		if m[2] != "" {
+			r.markGeneration("V0", false, "\"# GPU blocks: N, # CPU blocks: M\"")
+		}
+	}},
+	{"kv_cache_size=", regexp.MustCompile(`Memory profiling results: .*kv_cache_size=(-?[\d.]+)GiB`), func(p *Parser, r *run, m []string, rec *record) {
+		r.mark(rec)
+		r.available(rec, m[1])
+		p.negativeKV(r, rec, m[1])
+		r.markGeneration("V0", false, "\"Memory profiling results\"")
+	}},
+	{"reserved for KV Cache is", regexp.MustCompile(`the rest of the memory reserved for KV Cache is (-?[\d.]+) ?GiB`), func(p *Parser, r *run, m []string, rec *record) {
+		r.mark(rec)
+		r.available(rec, m[1])
+		p.negativeKV(r, rec, m[1])
+	}},
+	{"gpu_memory_utilization (", regexp.MustCompile(`total_gpu_memory \(([\d.]+) ?GiB\) x gpu_memory_utilization \(([\d.]+)\)`), func(_ *Parser, r *run, m []string, _ *record) {
+		r.Config.GPUMemoryUtilization = num(m[2])
+	}},
+	{"max seq len (", regexp.MustCompile(`max seq len \((\d+)\)(?: is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\))?`), func(_ *Parser, r *run, m []string, _ *record) {
+		if r.Config.MaxModelLen == 0 {
+			r.Config.MaxModelLen = integer(m[1])
+		}
+		if m[2] != "" && r.KV.Tokens == 0 {
+			r.KV.Tokens = integer(m[2])
 		}
 	}},
 	{"num_gpu_blocks_override=", regexp.MustCompile(`Overriding num_gpu_blocks=\d+ with num_gpu_blocks_override=(\d+)`), func(_ *Parser, r *run, m []string, _ *record) {
 		r.KV.ProfilingBlocks = integer(m[1])
 	}},
 	{"CUDA graph memory profiling", regexp.MustCompile(`increase --gpu-memory-utilization from ([\d.]+) to ([\d.]+)`), func(_ *Parser, r *run, m []string, _ *record) {
+		if r.Config.GPUMemoryUtilization == 0 {
+			r.Config.GPUMemoryUtilization = num(m[1])
+		}
 		r.memoryNotes = appendOnce(r.memoryNotes, fmt.Sprintf("vLLM announces that a later version counts CUDA-graph memory before sizing the KV cache; to keep this cache size then, raise --gpu-memory-utilization from %s to %s.",
 			strings.TrimRight(strings.TrimRight(m[1], "0"), "."), m[2]))
 	}},
 	{"Enforce eager set", regexp.MustCompile(`Enforce eager set`), func(_ *Parser, r *run, _ []string, _ *record) {
 		r.Config.EnforceEager = yes(true)
 	}},
-	{"Cudagraph is disabled", regexp.MustCompile(`Cudagraph is disabled`), func(_ *Parser, r *run, _ []string, _ *record) {
+	{"Cudagraph is disabled", regexp.MustCompile(`Cudagraph is disabled( under eager mode)?`), func(_ *Parser, r *run, m []string, _ *record) {
 		if r.Config.CUDAGraphMode == "" {
 			r.Config.CUDAGraphMode = "NONE"
 		}
+		if m[1] != "" {
+			r.Config.EnforceEager = yes(true)
+		}
 	}},
+}
+
+// concurrencyRe is the "Maximum concurrency for L tokens per request: Xx"
+// line (L is max_model_len).
+var concurrencyRe = regexp.MustCompile(`Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x`)
+
+func (r *run) concurrency(m []string) {
+	if r.once("Maximum concurrency", "for "+m[1]+" tokens per request: "+m[2]+"x") {
+		r.KV.ConcurrencyLen, r.KV.Concurrency = integer(m[1]), num(m[2])
+	}
+}
+
+// available records the memory left for the KV cache. Worker ranks of one
+// server each print theirs: the smallest decides the cache, so it is kept.
+// The same figure printed again by the same process is another server's
+// (see once).
+func (r *run) available(rec *record, printed string) {
+	if isRank(rec.proc) {
+		if r.availByRank == nil {
+			r.availByRank = map[string]float64{}
+		}
+		v := numSigned(printed)
+		r.availByRank[rec.proc] = v
+		if len(r.availByRank) == 1 || v < r.KV.AvailableGiB {
+			r.availText, r.KV.AvailableGiB = strings.TrimPrefix(printed, "-"), v
+		}
+		return
+	}
+	if r.once("Available KV cache memory", printed+" GiB") {
+		r.availText, r.KV.AvailableGiB = strings.TrimPrefix(printed, "-"), numSigned(printed)
+	}
+}
+
+// negativeKV notes a run left no memory for its KV cache.
+func (p *Parser) negativeKV(r *run, rec *record, printed string) {
+	if numSigned(printed) <= 0 {
+		ev := p.evidence(rec, "memory for the KV cache: "+printed+" GiB")
+		if _, seen := r.errs[errKVTooSmall]; !seen {
+			r.errs[errKVTooSmall] = ev
+		}
+		r.negEv = ev
+	}
+}
+
+// otherRank reports whether a per-rank line comes from a rank other than
+// the first one seen: each rank of a tensor-parallel server prints its own
+// timings, which are not to be added up.
+func (r *run) otherRank(rec *record) bool {
+	if !isRank(rec.proc) {
+		return false
+	}
+	if r.firstRank == "" {
+		r.firstRank = rec.proc
+	}
+	return rec.proc != r.firstRank
+}
+
+// isRank reports whether a process prefix names one rank of several
+// ("Worker_TP1", "VllmWorker" with its rank, "RayWorkerWrapper").
+func isRank(proc string) bool {
+	return strings.HasPrefix(proc, "Worker_") || strings.HasPrefix(proc, "VllmWorker") || strings.HasPrefix(proc, "RayWorker")
+}
+
+// numSigned reads a figure that may be negative.
+func numSigned(s string) float64 {
+	if strings.HasPrefix(s, "-") {
+		return -num(s[1:])
+	}
+	return num(s)
 }
 
 func appendOnce(list []string, s string) []string {
@@ -263,6 +421,17 @@ func appendOnce(list []string, s string) []string {
 	}
 	return append(list, s)
 }
+
+// Sources of a setting taken from an argument dump.
+const (
+	srcNonDefault = "non-default args"
+	srcNamespace  = "the args dump"
+	srcCommand    = "the pasted command line"
+)
+
+// fromArgs reports whether a setting's source is the server's own
+// argument dump.
+func fromArgs(src string) bool { return src == srcNonDefault || src == srcNamespace }
 
 // applyArgs records the "non-default args" dump.
 func applyArgs(c *Config, items []item) {
@@ -288,11 +457,11 @@ func applyArgs(c *Config, items []item) {
 			}
 		case "max_num_batched_tokens":
 			if n, ok := pyInt(it.value); ok {
-				c.MaxNumBatchedTokens, c.BatchedTokensSource = n, "non-default args"
+				c.MaxNumBatchedTokens, c.BatchedTokensSource = n, srcNonDefault
 			}
 		case "max_num_seqs":
 			if n, ok := pyInt(it.value); ok {
-				c.MaxNumSeqs, c.MaxNumSeqsSource = n, "non-default args"
+				c.MaxNumSeqs, c.MaxNumSeqsSource = n, srcNonDefault
 			}
 		case "gpu_memory_utilization":
 			c.GPUMemoryUtilization, _ = pyFloat(it.value)
@@ -358,7 +527,7 @@ func applyEngineConfig(c *Config, items []item) bool {
 			setBool(&c.EnforceEager, v)
 		case "enable_prefix_caching":
 			setBool(&c.PrefixCaching, v)
-		case "enable_chunked_prefill":
+		case "enable_chunked_prefill", "chunked_prefill_enabled":
 			setBool(&c.ChunkedPrefill, v)
 		case "async_scheduling":
 			setBool(&c.AsyncScheduling, v)

@@ -1,6 +1,7 @@
 package vllmlog
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
 	"slices"
@@ -99,5 +100,34 @@ func TestCheckUnknownModel(t *testing.T) {
 	}
 	if ck := rep.Runs[0].KV.Check; ck == nil || !strings.Contains(ck.Skipped, "--model-config") {
 		t.Errorf("unknown model: %+v", ck)
+	}
+}
+
+// TestCheckNoFalseDisagreement: a Qwen2 model other than the built-in
+// DeepSeek-R1-Distill-Qwen-32B (here Qwen2.5-0.5B with TP 2, corpus log
+// 036, given the KV lines of corpus log 024) is not checked against the
+// 32B's layers: no description fits, so the check says so instead of
+// reporting a disagreement.
+func TestCheckNoFalseDisagreement(t *testing.T) {
+	t.Parallel()
+	start := mustRead(t, "testdata/corpus/036-v1-start-tp2-qwen2.log")
+	kvLines := mustRead(t, "testdata/corpus/024-v1-kv-lines-unnamed-model.log")
+	for _, name := range []string{"named", "unnamed"} {
+		text := start + kvLines
+		if name == "unnamed" {
+			text = strings.NewReplacer("'/data/datasets/models-hf/Qwen2.5-0.5B/'", "''", "model_tag", "x").Replace(text)
+		}
+		rep, err := Parse(context.Background(), name, strings.NewReader(text), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ck := rep.Runs[len(rep.Runs)-1].KV.Check
+		if ck == nil || ck.Skipped == "" || !strings.Contains(ck.Skipped, "--model-config") {
+			t.Errorf("%s: check %+v: want it skipped, naming --model-config", name, ck)
+		}
+		var b bytes.Buffer
+		if err := Write(&b, rep, "text"); err != nil || strings.Contains(b.String(), "DOES NOT AGREE") {
+			t.Errorf("%s: the report claims a disagreement (%v):\n%s", name, err, b.String())
+		}
 	}
 }

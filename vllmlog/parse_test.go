@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -274,4 +275,34 @@ func mustRead(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// TestDecayRise: a decode stretch whose throughput rose is called a rise,
+// with no decode law fitted to it, and its first interval, partial (a
+// request's prefill in it), is left out.
+func TestDecayRise(t *testing.T) {
+	t.Parallel()
+	var lines []string
+	for i, g := range []string{"93.1", "150.0", "170.0", "201.5"} {
+		prompt := "0.0"
+		if i == 0 {
+			prompt = "412.0" // the request arrived in this interval
+		}
+		lines = append(lines, fmt.Sprintf("(APIServer pid=1) INFO 01-01 00:00:%02d [loggers.py:1] Engine 000: Avg prompt throughput: %s tokens/s, Avg generation throughput: %s tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: %d.0%%, Prefix cache hit rate: 0.0%%", 10*i, prompt, g, i+1))
+	}
+	rep, err := Parse(context.Background(), "rise", strings.NewReader(strings.Join(lines, "\n")), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := rep.Runs[0].Runtime.Decay
+	if d == nil || d.Points != 3 || d.StartTPS != 150 || d.EndTPS != 201.5 || d.Fit != nil {
+		t.Fatalf("decay %+v", d)
+	}
+	text := strings.Join(d.Explanation, " ")
+	if !strings.Contains(text, "rose from 150.0 to 201.5") || strings.Contains(text, "fall as") || strings.Contains(text, "fell") {
+		t.Errorf("explanation: %s", text)
+	}
+	if ids := rep.Runs[0].Diagnoses; len(ids) != 1 || ids[0].ID != "decode-rise" {
+		t.Errorf("diagnoses %+v", ids)
+	}
 }

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Bounds that keep a parse's memory independent of the log's length.
@@ -59,7 +61,19 @@ type run struct {
 	Run
 	began, loadStart, initAt, ready time.Time
 	substantial                     bool // a new start marker now means a new server
-	sawArgs                         bool
+	sawArgs, sawBanner, sawCommand  bool
+	cmd                             Config              // what the pasted command line asked for
+	cfgTail                         string              // the cut end of an engine-config line the copy wrapped
+	tb                              map[string]*tbState // open tracebacks, by process
+	lastFinding                     map[string]string   // the finding the previous record of a process made
+	errs                            map[string]Evidence // error kinds seen (see errorKinds)
+	gen                             [2]genMark          // evidence of the V0 and V1 engines
+	availByRank                     map[string]float64  // "Available KV cache memory" per worker rank
+	gpuBlocksSeen                   bool
+	negEv                           Evidence         // the line that left the KV cache no memory
+	cmdOpen                         bool             // the pasted command continues on the next line
+	firstRank                       string           // the first worker rank whose per-rank timings were read
+	prevTB, prevErr                 bool             // the previous record was part of a traceback, or an error message (see wrapped)
 	args                            *strings.Builder // a multi-line "non-default args: {" being collected
 	argLines                        int
 	availText                       string // the KV memory as printed, for its rounding
@@ -147,6 +161,7 @@ func (p *Parser) StartFile(name string) {
 	p.file, p.line, p.cur = name, 0, nil
 	p.year, p.last = 2000, time.Time{}
 	p.rep.Files = append(p.rep.Files, name)
+	p.rep.FileStats = append(p.rep.FileStats, FileStat{File: name})
 }
 
 // Line reads one line of the current log (without its newline). A line
@@ -155,6 +170,7 @@ func (p *Parser) StartFile(name string) {
 func (p *Parser) Line(raw string) {
 	p.line++
 	p.rep.Lines++
+	p.fs().Lines++
 	if strings.IndexByte(raw, '\r') < 0 {
 		p.segment(raw)
 	} else {
@@ -172,12 +188,28 @@ func (p *Parser) segment(raw string) {
 	if s == "" {
 		return
 	}
+	if parts := splitRecords(s); parts != nil {
+		for _, part := range parts {
+			p.record(part)
+		}
+		return
+	}
+	p.record(s)
+}
+
+// record reads one log record (usually one line).
+func (p *Parser) record(s string) {
 	if r := p.cur; r != nil && r.args != nil {
 		if s[0] == '\'' || s[0] == '"' || s[0] == '}' {
 			p.collectArgs(r, s)
+			p.fs().Understood++
 			return
 		}
 		p.collectArgs(r, "}") // the dump ended without its brace
+	}
+	if p.command(s) {
+		p.fs().Understood++
+		return
 	}
 	rec := parseRecord(s, p.year)
 	if !rec.at.IsZero() {
@@ -187,45 +219,141 @@ func (p *Parser) segment(raw string) {
 		}
 		p.last = rec.at
 	}
-	if rec.msg == "" {
+	if p.interpret(&rec) || (rec.level != "" && (rec.stamp != "" || rec.access)) {
+		p.fs().Understood++
 		return
+	}
+	p.notUnderstood(s)
+}
+
+// interpret applies the grammar of each line family to a record and
+// reports whether one understood it.
+func (p *Parser) interpret(rec *record) bool {
+	if rec.msg == "" {
+		return rec.proc != ""
+	}
+	if p.cur != nil {
+		p.cur.noteGeneration(rec)
 	}
 	if rec.access {
 		if method, path, status, ok := parseAccess(rec.msg); ok {
 			p.request(method, path, status)
-			return
+			return true
 		}
 	}
 	if strings.Contains(rec.msg, "throughput:") {
 		if engine, pt, ok := parseStats(rec.msg); ok {
-			p.stats(&rec, engine, pt)
-			return
+			p.stats(rec, engine, pt)
+			p.cur.noteGeneration(rec)
+			return true
 		}
 	}
 	r := p.current()
-	matched := false
-	for i := range matchers {
-		m := &matchers[i]
-		if !strings.Contains(rec.msg, m.key) {
-			continue
-		}
-		if sub := m.re.FindStringSubmatch(rec.msg); sub != nil {
-			r = p.current() // a start marker may have begun a new run
-			m.fn(p, r, sub, &rec)
-			r = p.current()
-			matched = true
-			break
-		}
+	if r.continuation(rec) {
+		r.seen++
+		return true
 	}
+	matched := p.match(rec)
+	r = p.current()
+	r.noteGeneration(rec)
 	if r.began.IsZero() && !rec.at.IsZero() {
 		r.began, r.Startup.Began = rec.at, rec.stamp
 	}
 	if !matched && strings.IndexByte(rec.msg, '=') > 0 && bareConfigRe.MatchString(rec.msg) {
 		matched = applyEngineConfig(&r.Config, pyKeywords(rec.msg))
 	}
-	if p.finding(r, &rec) || matched {
-		r.seen++
+	if r.wrapped(rec) {
+		return true // the flags stay: the message may wrap again
 	}
+	r.prevTB, r.prevErr = false, false
+	if p.traceback(r, rec) {
+		r.seen++
+		r.prevTB = true
+		return true
+	}
+	if p.finding(r, rec) || matched {
+		r.seen++
+		return true
+	}
+	return false
+}
+
+// wrapped reads a line that a terminal wrapped off the end of a traceback
+// line or an error message: a bare line, without prefix, level or time,
+// beginning in the middle of a word.
+func (r *run) wrapped(rec *record) bool {
+	if !(r.prevTB || r.prevErr) || rec.proc != "" || rec.level != "" || rec.stamp != "" {
+		return false
+	}
+	c, _ := utf8.DecodeRuneInString(rec.msg)
+	if !(unicode.IsLower(c) || c == '_') {
+		return false
+	}
+	if r.prevErr && len(r.FinalError) < maxValue {
+		r.FinalError = cut(r.FinalError+rec.msg, maxValue)
+	}
+
+	return true
+}
+
+// match applies the first matcher whose key and pattern match.
+func (p *Parser) match(rec *record) bool {
+	for i := range matchers {
+		m := &matchers[i]
+		if !strings.Contains(rec.msg, m.key) {
+			continue
+		}
+		if sub := m.re.FindStringSubmatch(rec.msg); sub != nil {
+			m.fn(p, p.current(), sub, rec)
+			return true
+		}
+	}
+	return false
+}
+
+// fileStat is the reading of the current file.
+func (p *Parser) fs() *FileStat {
+	if len(p.rep.FileStats) == 0 {
+		p.rep.FileStats = append(p.rep.FileStats, FileStat{File: p.file})
+	}
+	return &p.rep.FileStats[len(p.rep.FileStats)-1]
+}
+
+// notUnderstood counts a line no grammar recognised.
+func (p *Parser) notUnderstood(s string) {
+	fs := p.fs()
+	if e := detectEngine(s); e != "" {
+		p.foreign(fs, e, s)
+		return
+	}
+	if !hasWord(s) {
+		return // a rule, a fence, a progress-bar remnant
+	}
+	fs.NotUnderstood++
+	if fs.FirstNotUnderstood == 0 {
+		fs.FirstNotUnderstood = p.line
+		fs.Example = cut(s, 160)
+	}
+}
+
+// hasWord reports whether s holds a letter or a digit.
+func hasWord(s string) bool {
+	for _, c := range s {
+		if unicode.IsLetter(c) || unicode.IsDigit(c) {
+			return true
+		}
+	}
+	return false
+}
+
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // current returns the run the next line belongs to, creating one.
@@ -237,7 +365,8 @@ func (p *Parser) current() *run {
 }
 
 func (p *Parser) newRun() {
-	r := &run{printed: map[string]string{}, findings: map[string]*Finding{}, requests: map[RouteCount]int64{}, engines: map[string]*Series{}}
+	r := &run{printed: map[string]string{}, findings: map[string]*Finding{}, requests: map[RouteCount]int64{}, engines: map[string]*Series{},
+		tb: map[string]*tbState{}, lastFinding: map[string]string{}, errs: map[string]Evidence{}}
 	r.File, r.FirstLine, r.LastLine = p.file, p.line, p.line
 	if len(p.runs) >= MaxRuns {
 		p.extra++
@@ -250,19 +379,68 @@ func (p *Parser) newRun() {
 	p.cur = r
 }
 
-// startMarker is called by a line that begins a server's output (the
-// version banner, the argument dump): it starts a new run when the
-// current one already shows a server's start-up.
-func (p *Parser) startMarker(args bool) {
+// Kinds of start marker: the lines that begin a server's output.
+const (
+	markCommand = iota // the pasted shell command
+	markBanner         // "vLLM API server version"
+	markArgs           // the argument dump
+)
+
+// startMarker is called by a line that begins a server's output: it
+// starts a new run when the current one already shows a server's
+// start-up (timestamped figures, or a marker of the same kind or a later
+// one). A headless fragment (figures without any marker) followed by a
+// marker timestamped earlier than its figures is one server pasted out of
+// order: the marker joins it.
+func (p *Parser) startMarker(kind int, rec *record) {
 	r := p.cur
 	if r == nil {
 		p.newRun()
+		p.cur.marked(kind)
 		return
 	}
-	if r.substantial || (args && r.sawArgs) {
+	headless := !r.sawArgs && !r.sawBanner && !r.sawCommand
+	if headless && rec != nil && !rec.at.IsZero() && !r.began.IsZero() && rec.at.Before(r.began) {
+		r.began, r.Startup.Began = rec.at, rec.stamp
+		r.marked(kind)
+		return
+	}
+	split := r.substantial
+	switch kind {
+	case markCommand:
+		split = split || r.sawCommand || r.sawBanner || r.sawArgs
+	case markBanner:
+		split = split || r.sawBanner || r.sawArgs
+	case markArgs:
+		split = split || r.sawArgs
+	}
+	if split {
 		r.LastLine = p.line - 1
 		p.newRun()
 	}
+	p.cur.marked(kind)
+}
+
+func (r *run) marked(kind int) {
+	switch kind {
+	case markCommand:
+		r.sawCommand = true
+	case markBanner:
+		r.sawBanner = true
+	case markArgs:
+		r.sawArgs = true
+	}
+}
+
+// loadPhase is called by a model-loading line: loading after the KV cache
+// was sized is another server's start (pastes without banners or
+// timestamps). It returns the run the line belongs to.
+func (p *Parser) loadPhase(r *run) *run {
+	if r.KV.Tokens > 0 || r.KV.GPUBlocks > 0 || r.gpuBlocksSeen || r.KV.Concurrency > 0 {
+		r.LastLine = p.line - 1
+		p.newRun()
+	}
+	return p.cur
 }
 
 // collectArgs gathers a "non-default args: {" dump spread over lines.
@@ -322,7 +500,7 @@ func (p *Parser) stats(rec *record, engine string, pt Point) {
 		r.began = rec.at
 		r.Startup.Began = rec.stamp
 	}
-	pt.Time = rec.stamp
+	pt.Time, pt.Line = rec.stamp, p.line
 	pt.OffsetS = math.NaN()
 	if !rec.at.IsZero() {
 		pt.OffsetS = rec.at.Sub(r.began).Seconds()
@@ -349,7 +527,7 @@ func (p *Parser) stats(rec *record, engine string, pt Point) {
 // abridged forms all read. Fields it does not print stay NaN.
 func parseStats(msg string) (engine string, p Point, ok bool) {
 	nan := math.NaN()
-	p = Point{PromptTPS: nan, GenerationTPS: nan, Running: nan, Waiting: nan, Preemptions: nan, KVUsagePerc: nan, PrefixHitPerc: nan}
+	p = Point{PromptTPS: nan, GenerationTPS: nan, Running: nan, Waiting: nan, Preemptions: nan, Swapped: nan, KVUsagePerc: nan, PrefixHitPerc: nan}
 	engine = "000"
 	switch i := strings.Index(msg, "Engine "); {
 	case strings.Contains(msg, "Engines Aggregated:"):
@@ -364,15 +542,20 @@ func parseStats(msg string) (engine string, p Point, ok bool) {
 		engine, msg = rest[:c], rest[c+1:]
 	}
 	for _, field := range strings.Split(msg, ",") {
-		label, value, found := strings.Cut(field, ":")
-		if !found {
+		colon := strings.LastIndexByte(field, ':')
+		if colon < 0 {
 			continue
 		}
+		label, value := field[:colon], field[colon+1:]
 		v, err := strconv.ParseFloat(strings.TrimRight(strings.Fields(value + " x")[0], "%"), 64)
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 			continue
 		}
-		switch strings.TrimSpace(label) {
+		label = strings.TrimSpace(label)
+		if i := strings.LastIndexAny(label, "]:"); i >= 0 { // what a source field without its bracket leaves
+			label = strings.TrimSpace(label[i+1:])
+		}
+		switch label {
 		case "Avg prompt throughput":
 			p.PromptTPS = v
 		case "Avg generation throughput":
@@ -383,6 +566,8 @@ func parseStats(msg string) (engine string, p Point, ok bool) {
 			p.Waiting = v
 		case "Preemptions":
 			p.Preemptions = v
+		case "Swapped":
+			p.Swapped = v
 		case "GPU KV cache usage", "KV cache usage":
 			p.KVUsagePerc = v
 		case "Prefix cache hit rate", "GPU prefix cache hit rate":
@@ -437,10 +622,11 @@ func (s *Series) add(p Point) {
 // timed at b.
 func mergePoints(a, b Point, wa, wb int) Point {
 	m := func(x, y float64) float64 { return (x*float64(wa) + y*float64(wb)) / float64(wa+wb) }
-	out := Point{Time: b.Time, OffsetS: m(a.OffsetS, b.OffsetS), PromptTPS: m(a.PromptTPS, b.PromptTPS),
+	out := Point{Line: b.Line, Time: b.Time, OffsetS: m(a.OffsetS, b.OffsetS), PromptTPS: m(a.PromptTPS, b.PromptTPS),
 		GenerationTPS: m(a.GenerationTPS, b.GenerationTPS), Running: m(a.Running, b.Running), Waiting: m(a.Waiting, b.Waiting),
 		KVUsagePerc: m(a.KVUsagePerc, b.KVUsagePerc), PrefixHitPerc: m(a.PrefixHitPerc, b.PrefixHitPerc)}
 	out.Preemptions = a.Preemptions + b.Preemptions
+	out.Swapped = max(a.Swapped, b.Swapped)
 	return out
 }
 
@@ -472,15 +658,8 @@ func (p *Parser) Report() *Report {
 	if p.cut > 0 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d lines longer than %d bytes were cut there", p.cut, MaxLineBytes))
 	}
-	for _, f := range rep.Files {
-		found := false
-		for _, r := range rep.Runs {
-			found = found || r.File == f
-		}
-		if !found {
-			rep.Warnings = append(rep.Warnings, f+": no vLLM server output recognised")
-		}
-	}
+	rep.FileStats = append([]FileStat(nil), p.rep.FileStats...)
+	rep.Warnings = append(rep.Warnings, readingWarnings(&rep)...)
 	if p.extra > 0 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d more server starts after the first %d were read but not kept", p.extra, MaxRuns))
 	}

@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"math"
 
-	"github.com/servebench/servebench/report/correlate"
+	"github.com/servebench/servebench/internal/decodelaw"
 )
 
 // Schema is the version of the JSON report (bench logs --format json and
 // logs.json). Renaming or removing a field bumps it.
-const Schema = 1
+const Schema = 2
 
 // Report is what the logs say: one Run per server start found in them.
 type Report struct {
@@ -17,9 +17,45 @@ type Report struct {
 	Files  []string `json:"files"`
 	Lines  int64    `json:"lines"` // lines read over all files
 	Runs   []*Run   `json:"runs"`
+	// FileStats says, per file, how much of it was understood, and names
+	// the engine of a log that is not vLLM's.
+	FileStats []FileStat `json:"file_stats"`
 	// Warnings are problems of reading, not of the server: lines cut at
-	// MaxLineBytes, server starts beyond MaxRuns.
+	// MaxLineBytes, server starts beyond MaxRuns, files of other engines,
+	// files with nothing understood.
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// FileStat is how much of one file the reader understood. A line is
+// understood when one of the grammars of vLLM's line families recognised
+// it (a record, a stats line, an access line, a traceback, a pasted
+// command); lines holding no letter or digit are not counted either way.
+type FileStat struct {
+	File               string `json:"file"`
+	Lines              int64  `json:"lines"`
+	Understood         int64  `json:"understood"`
+	NotUnderstood      int64  `json:"not_understood"`
+	FirstNotUnderstood int64  `json:"first_not_understood_line,omitempty"`
+	Example            string `json:"not_understood_example,omitempty"`
+	// Engine names another engine whose log lines the file holds
+	// ("SGLang", …); EngineLines counts them.
+	Engine        string `json:"other_engine,omitempty"`
+	EngineLines   int64  `json:"other_engine_lines,omitempty"`
+	EngineExample string `json:"other_engine_example,omitempty"`
+}
+
+// Foreign reports whether the file is another engine's log: none of its
+// lines gave a vLLM figure and some are recognisably that engine's.
+func (f *FileStat) Foreign(rep *Report) bool {
+	if f.Engine == "" {
+		return false
+	}
+	for _, r := range rep.Runs {
+		if r.File == f.File {
+			return false
+		}
+	}
+	return true
 }
 
 // Run is one server start: from its first line (the version banner or
@@ -33,14 +69,44 @@ type Run struct {
 	KV        KVCache   `json:"kv_cache"`
 	Runtime   Runtime   `json:"runtime"`
 	Findings  []Finding `json:"findings"`
+	// FinalError is the last error the log states: the exception that
+	// ends a traceback (the frames above it folded into its finding), or
+	// the last error message.
+	FinalError string `json:"final_error,omitempty"`
+	// Diagnoses name what the figures imply (a stalled engine, what holds
+	// requests waiting, a decode-throughput change, why the engine failed),
+	// each with the lines it rests on, or say that the log does not tell.
+	Diagnoses []Diagnosis `json:"diagnoses,omitempty"`
 	// Hints are tuning suggestions derived from the figures above.
 	Hints []string `json:"hints"`
+}
+
+// Diagnosis is one conclusion drawn from the log, with its evidence.
+type Diagnosis struct {
+	// ID is stable: stalled, waiting-kv-full, waiting-max-num-seqs,
+	// prefill-bound, v0-prefill-first, waiting-cause-unknown, preemption,
+	// decode-decay, decode-rise, decode-held, kv-too-small, out-of-memory,
+	// engine-failed.
+	ID       string     `json:"id"`
+	Text     string     `json:"text"`
+	Evidence []Evidence `json:"evidence"`
+}
+
+// Evidence is one log line a diagnosis rests on.
+type Evidence struct {
+	Line int64  `json:"line"`
+	Time string `json:"time,omitempty"`
+	What string `json:"what"` // the values read from the line
 }
 
 // Config is the server's configuration as the log states it. Absent
 // fields were not printed. Notes explain the figures a reader asks about.
 type Config struct {
-	Version         string `json:"vllm_version,omitempty"`
+	Version string `json:"vllm_version,omitempty"`
+	// Generation is the engine, "V0" or "V1", as the log's line shapes
+	// tell it; GenerationFrom names the line that decided.
+	Generation      string `json:"engine_generation,omitempty"`
+	GenerationFrom  string `json:"engine_generation_from,omitempty"`
 	Model           string `json:"model,omitempty"`
 	ServedModelName string `json:"served_model_name,omitempty"`
 	Architecture    string `json:"architecture,omitempty"`
@@ -132,8 +198,14 @@ type Phase struct {
 // KVCache is the memory and KV-cache section: the three figures vLLM
 // prints and the check that recomputes them.
 type KVCache struct {
+	// AvailableGiB is the memory left for the KV cache; negative when the
+	// model and activations left none (with several ranks, the smallest).
 	AvailableGiB float64 `json:"available_gib,omitempty"`
 	Tokens       int     `json:"tokens,omitempty"`
+	// GPUBlocks and CPUBlocks are V0's "# GPU blocks: N, # CPU blocks: M"
+	// (and early V1's "# GPU blocks: N").
+	GPUBlocks int `json:"gpu_blocks,omitempty"`
+	CPUBlocks int `json:"cpu_blocks,omitempty"`
 	// ConcurrencyLen is the "for L tokens per request" of the concurrency
 	// line (max_model_len).
 	ConcurrencyLen int     `json:"concurrency_tokens_per_request,omitempty"`
@@ -220,6 +292,7 @@ type Series struct {
 // Point is one stats line (or the mean of Stride of them). Figures the
 // line did not print are NaN and absent from the JSON.
 type Point struct {
+	Line          int64   // the stats line's line number (the last of a mean)
 	Time          string  // "MM-DD HH:MM:SS"
 	OffsetS       float64 // seconds after the run's first timestamp
 	PromptTPS     float64 // tokens/s
@@ -227,6 +300,7 @@ type Point struct {
 	Running       float64
 	Waiting       float64
 	Preemptions   float64 // in the interval
+	Swapped       float64 // V0: requests swapped out to CPU memory
 	KVUsagePerc   float64
 	PrefixHitPerc float64
 }
@@ -240,6 +314,7 @@ func (p Point) MarshalJSON() ([]byte, error) {
 		return &v
 	}
 	return json.Marshal(struct {
+		Line          int64    `json:"line,omitempty"`
 		Time          string   `json:"time,omitempty"`
 		OffsetS       *float64 `json:"offset_s,omitempty"`
 		PromptTPS     *float64 `json:"prompt_tokens_per_s,omitempty"`
@@ -247,10 +322,11 @@ func (p Point) MarshalJSON() ([]byte, error) {
 		Running       *float64 `json:"running,omitempty"`
 		Waiting       *float64 `json:"waiting,omitempty"`
 		Preemptions   *float64 `json:"preemptions,omitempty"`
+		Swapped       *float64 `json:"swapped,omitempty"`
 		KVUsagePerc   *float64 `json:"kv_usage_perc,omitempty"`
 		PrefixHitPerc *float64 `json:"prefix_cache_hit_perc,omitempty"`
-	}{p.Time, opt(p.OffsetS), opt(p.PromptTPS), opt(p.GenerationTPS), opt(p.Running), opt(p.Waiting),
-		opt(p.Preemptions), opt(p.KVUsagePerc), opt(p.PrefixHitPerc)})
+	}{p.Line, p.Time, opt(p.OffsetS), opt(p.PromptTPS), opt(p.GenerationTPS), opt(p.Running), opt(p.Waiting),
+		opt(p.Preemptions), opt(p.Swapped), opt(p.KVUsagePerc), opt(p.PrefixHitPerc)})
 }
 
 // RouteCount is how many access lines named one method, path and status.
@@ -285,7 +361,7 @@ type Decay struct {
 	ContextBasis string  `json:"context_basis,omitempty"`
 	// Fit is the decode law, per-stream time per token ≈ a + b·context,
 	// over the stretch's points (nil with fewer than three, or no spread).
-	Fit *correlate.DecodeFit `json:"decode_fit,omitempty"`
+	Fit *decodelaw.Fit `json:"decode_fit,omitempty"`
 	// KVShareEnd is the share of the last point's time per token that the
 	// fitted law attributes to reading context: b·context / (a + b·context).
 	KVShareEnd  float64  `json:"kv_share_end,omitempty"`
@@ -323,4 +399,7 @@ type Finding struct {
 	// when the message is not one servebench knows.
 	Verdict     string `json:"verdict,omitempty"`
 	Explanation string `json:"explanation,omitempty"`
+	// Frames is the number of traceback frames folded into this finding
+	// (the exception that ended the traceback).
+	Frames int `json:"traceback_frames,omitempty"`
 }

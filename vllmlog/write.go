@@ -200,6 +200,7 @@ func writeRun(b *bufio.Writer, r *Run, st style) {
 	writeKV(b, r, st)
 	writeRuntime(b, r, st)
 	writeDecay(b, r, st)
+	writeDiagnoses(b, r, st)
 	if len(r.Findings) > 0 {
 		st.heading(b, "Warnings and errors")
 		rows := make([]string, 0, len(r.Findings))
@@ -212,6 +213,9 @@ func writeRun(b *bufio.Writer, r *Run, st style) {
 			if f.Source != "" {
 				s += " [" + f.Source + "]"
 			}
+			if f.Frames > 0 {
+				s += " (ends a traceback of " + plural(float64(f.Frames), "frame", "frames") + ")"
+			}
 			s += ": " + f.Message
 			if f.Explanation != "" {
 				s += " → " + f.Explanation
@@ -219,6 +223,9 @@ func writeRun(b *bufio.Writer, r *Run, st style) {
 			rows = append(rows, s)
 		}
 		st.bullets(b, rows)
+	}
+	if r.FinalError != "" {
+		st.para(b, "Final error: "+r.FinalError)
 	}
 	if len(r.Hints) > 0 {
 		st.heading(b, "Hints")
@@ -256,6 +263,9 @@ func writeConfig(b *bufio.Writer, r *Run, st style) {
 		}
 	}
 	add("model", c.modelName())
+	if c.Generation != "" {
+		add("engine", c.Generation+" (from "+c.GenerationFrom+")")
+	}
 	add("architecture", c.Architecture)
 	if len(c.NonDefaultArgs) > 0 {
 		var args []string
@@ -402,13 +412,16 @@ func writeStartup(b *bufio.Writer, r *Run, st style) {
 
 func writeKV(b *bufio.Writer, r *Run, st style) {
 	kv := &r.KV
-	if kv.Tokens == 0 && kv.AvailableGiB == 0 && kv.Concurrency == 0 {
+	if kv.Tokens == 0 && kv.AvailableGiB == 0 && kv.Concurrency == 0 && kv.GPUBlocks == 0 && kv.CPUBlocks == 0 {
 		return
 	}
 	st.heading(b, "Memory and KV cache")
 	var rows [][2]string
-	if kv.AvailableGiB > 0 {
+	if kv.AvailableGiB != 0 {
 		rows = append(rows, [2]string{"available KV-cache memory", trimNum(kv.AvailableGiB) + " GiB"})
+	}
+	if kv.GPUBlocks > 0 || kv.CPUBlocks > 0 {
+		rows = append(rows, [2]string{"blocks", fmt.Sprintf("%s on the GPU, %s in CPU memory (swap space)", kvcapacity.Thousands(kv.GPUBlocks), kvcapacity.Thousands(kv.CPUBlocks))})
 	}
 	if kv.Tokens > 0 {
 		rows = append(rows, [2]string{"GPU KV cache size", kvcapacity.Thousands(kv.Tokens) + " tokens"})
@@ -522,4 +535,30 @@ func writeDecay(b *bufio.Writer, r *Run, st style) {
 	}
 	st.fields(b, rows)
 	st.bullets(b, d.Explanation)
+}
+
+// writeDiagnoses writes what the figures imply, each with the lines it
+// rests on.
+func writeDiagnoses(b *bufio.Writer, r *Run, st style) {
+	if len(r.Diagnoses) == 0 {
+		return
+	}
+	st.heading(b, "Diagnosis")
+	var items []string
+	for _, d := range r.Diagnoses {
+		var ev []string
+		for _, e := range d.Evidence {
+			at := "line " + kvcapacity.Thousands(int(e.Line))
+			if e.Time != "" {
+				at += " (" + e.Time + ")"
+			}
+			ev = append(ev, at+": "+e.What)
+		}
+		s := "[" + d.ID + "] " + d.Text
+		if len(ev) > 0 {
+			s += " Evidence: " + strings.TrimRight(strings.Join(ev, "; "), ".…") + "."
+		}
+		items = append(items, s)
+	}
+	st.bullets(b, items)
 }

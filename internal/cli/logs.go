@@ -2,18 +2,27 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/servebench/servebench/vllmlog"
 )
 
 const logsUsage = `Usage: bench logs FILE... [--format text|json|markdown] [--out DIR] [--model-config FILE] [--follow]
 
-Explains vLLM server logs (0.11 to 0.19, raw or pasted), each server start:
-the settings and why each figure is what it is, where start-up time went, the
-KV cache recomputed from the model's layers (built in for the seed logs'
-models, else --model-config), throughput over time and why it changed,
-warnings, hints. --out DIR adds logs.json and startup and decay plots;
---follow prints each new stats line of one growing log until Ctrl-C.
+Explains vLLM server logs (V0 and V1 engines, 0.2 to 0.24; raw, or pasted
+from a terminal, a web page, CI output, docker or journalctl), each server
+start: the settings and why each figure is what it is, where start-up time
+went, the KV cache recomputed from the model's layers (built in for the seed
+logs' models, else --model-config), throughput over time and what the numbers
+imply (a stalled engine, what held requests waiting, decode decay), each
+diagnosis with the lines it rests on, tracebacks folded to their exception,
+warnings, hints, and how many lines were not understood. --out DIR adds
+logs.json and startup and decay plots; --follow prints each new stats line of
+one growing log until Ctrl-C.
+
+Exits 1 when a file is another engine's log (SGLang, TGI, llama.cpp: named)
+or holds nothing bench logs understood.
 
 Examples:
   bench logs server.log
@@ -46,5 +55,11 @@ func logsCmd(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return vllmlog.Write(e.stdout, rep, *format)
+	if err := vllmlog.Write(e.stdout, rep, *format); err != nil {
+		return err
+	}
+	if bad := rep.Unreadable(); len(bad) > 0 {
+		return fmt.Errorf("logs: %s (bench logs explains vLLM server logs)", strings.Join(bad, "; "))
+	}
+	return nil
 }

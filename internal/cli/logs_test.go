@@ -40,7 +40,7 @@ func TestLogs(t *testing.T) {
 			KVCache struct{ Tokens int } `json:"kv_cache"`
 		}
 	}
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Schema != 1 || len(rep.Runs) != 1 || rep.Runs[0].KVCache.Tokens != 130960 {
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Schema != 2 || len(rep.Runs) != 1 || rep.Runs[0].KVCache.Tokens != 130960 {
 		t.Errorf("JSON report: %+v, %v", rep, err)
 	}
 }
@@ -69,7 +69,29 @@ func TestLogsUsage(t *testing.T) {
 		{"missing file", []string{"logs", "no/such.log"}, exitFailed, "no such file"},
 		{"missing model config", []string{"logs", testLog, "--model-config", "no/config.json"}, exitFailed, "model config"},
 		{"help", []string{"logs", "--help"}, exitOK, "Examples"},
+		{"another engine", []string{"logs", "../../vllmlog/testdata/corpus/051-sglang-decode-batches.log"}, exitFailed, "is a log of SGLang, not of vLLM"},
+		{"llama.cpp", []string{"logs", "../../vllmlog/testdata/corpus/055-llamacpp-journald.log"}, exitFailed, "llama.cpp"},
+		{"nothing understood", []string{"logs", "../../vllmlog/testdata/corpus/SOURCES.md"}, exitFailed, "nothing in ../../vllmlog/testdata/corpus/SOURCES.md was understood"},
 	} {
 		checkCLI(t, tc)
+	}
+}
+
+// TestCalibrateServerLogV0 reads the capacity of a V0 log a user pasted
+// (two starts; the last prints "# GPU blocks: 1478" and max_model_len
+// 29,000 only in its concurrency line) instead of refusing it: what fails
+// then is the missing results file, not the log.
+func TestCalibrateServerLogV0(t *testing.T) {
+	t.Parallel()
+	e, _, errb := testEnv()
+	err := bench(context.Background(), e, []string{"calibrate", filepath.Join(t.TempDir(), "no-results"), "--out", filepath.Join(t.TempDir(), "twin.yaml"),
+		"--server-log", "../../vllmlog/testdata/corpus/012-v0-kv-fragments-two-starts.log"})
+	if err == nil || strings.Contains(err.Error(), "server-log") {
+		t.Fatalf("err = %v", err)
+	}
+	for _, want := range []string{"max_model_len = 29000", "usable KV-cache blocks = 1478"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb)
+		}
 	}
 }

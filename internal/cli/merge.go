@@ -58,14 +58,14 @@ func mergeCmd(ctx context.Context, e env, args []string) error {
 	if *outDir == "" {
 		return usagef("merge: --out DIR is required")
 	}
-	if err := run.PrepareDir(*outDir, *force); err != nil {
+	if err := run.PrepareDir(*outDir, *force, chart.Renderer{}); err != nil {
 		var used *run.UsedDirError
 		if errors.As(err, &used) {
 			return usageError{err}
 		}
 		return fmt.Errorf("merge: %w", err)
 	}
-	sum, err := run.Merge(*outDir, report.Reader{Partial: *partial}, paths...)
+	sum, err := run.Merge(*outDir, report.Reader{Partial: *partial}, chart.Renderer{}, paths...)
 	if sum == nil {
 		return fmt.Errorf("merge: %w", err)
 	}

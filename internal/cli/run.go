@@ -96,6 +96,7 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	startAt := fs.String("start-at", "", "begin the load at this wall-clock `time` (RFC 3339, within an hour), so shards start together")
 	scrapeShard := fs.Int("scrape-shard", -1, "with --shard: only shard `K` scrapes the server's /metrics (default: every shard)")
 	virtual := fs.Bool("virtual", false, "run a sim:// target in virtual time (no HTTP; seconds for minutes of load)")
+	fromVLLM := fs.String("from-vllm", "", "run what the `'vllm bench serve …'` command line would (its closest equivalent, printed first)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -108,7 +109,7 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	if len(pos) == 1 {
 		file = pos[0]
 	}
-	sc, err := load(file)
+	sc, err := loadRun(e, load, &flags, file, *fromVLLM)
 	if err != nil {
 		return err
 	}
@@ -125,24 +126,25 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	if sc.Sweep != nil {
 		fmt.Fprintf(e.stderr, "note: %s has a sweep: block; 'bench run' makes one run with the scenario's own settings (use 'bench sweep' to run every value)\n", file)
 	}
-	dir := *outDir
-	if dir == "" {
-		dir = filepath.Join("runs", fmt.Sprintf("%s-%s", safeName(sc.Name), time.Now().Format("20060102-150405")))
-	}
-	if err := run.PrepareDir(dir, *force); err != nil {
-		var used *run.UsedDirError
-		if errors.As(err, &used) {
-			return usageError{err}
-		}
-		return fmt.Errorf("run: %w", err)
+	dir, err := runDir(sc.Name, *outDir, *force)
+	if err != nil {
+		return err
 	}
 	opts, err := runOptions(e, sc, dir, *quiet)
 	if err != nil {
 		return err
 	}
 	opts.Shard, opts.StartAt = sh, start
-	opts.Virtual, opts.MetricsAddr = *virtual, *metricsAddr
+	opts.Virtual = *virtual
 	opts.NoScrape = *scrapeShard >= 0 && sh.Index != *scrapeShard
+	if *metricsAddr != "" {
+		lm, err := listenLive(*metricsAddr, sc.Target.AllowRemote, opts.Progress)
+		if err != nil {
+			return usageError{err}
+		}
+		defer lm.Close()
+		opts.Observer = lm
+	}
 	if *quiet && sc.Target.AllowRemote {
 		// Load leaving this machine is announced, quiet or not.
 		fmt.Fprint(e.stderr, run.Describe(sc, sh))
@@ -163,6 +165,52 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	sum, runErr := run.Run(ctx, sc, opts)
 	close(done)
 	remove()
+	return runOutcome(ctx, e, sum, dir, runErr)
+}
+
+// loadRun loads the run's scenario: file (or none) with the flags, or the
+// translation of a vllm bench serve command line under the flags given
+// beside it, which win.
+func loadRun(e env, load func(string, ...string) (*scenario.Scenario, error), flags *scenario.Flags, file, fromVLLM string) (*scenario.Scenario, error) {
+	if fromVLLM == "" {
+		return load(file)
+	}
+	if file != "" {
+		return nil, usagef("run: --from-vllm describes the whole run: give no scenario file with it")
+	}
+	cmd, err := scenario.ParseVLLMCommand(fromVLLM)
+	if err != nil {
+		return nil, usagef("--from-vllm: %v", err)
+	}
+	flags.Underlay(cmd.Flags)
+	fmt.Fprintf(e.stderr, "vllm bench serve, translated: %s\n", e.named("bench run "+strings.Join(cmd.Args, " ")))
+	for _, n := range cmd.Notes {
+		fmt.Fprintf(e.stderr, "  note: %s\n", n)
+	}
+	return load("", cmd.Sets...)
+}
+
+// runDir is the run's output directory, --out or a new one under runs/,
+// created or checked to hold no earlier run (unless force).
+func runDir(name, out string, force bool) (string, error) {
+	dir := out
+	if dir == "" {
+		dir = filepath.Join("runs", fmt.Sprintf("%s-%s", safeName(name), time.Now().Format("20060102-150405")))
+	}
+	if err := run.PrepareDir(dir, force, chart.Renderer{}); err != nil {
+		var used *run.UsedDirError
+		if errors.As(err, &used) {
+			return "", usageError{err}
+		}
+		return "", fmt.Errorf("run: %w", err)
+	}
+	return dir, nil
+}
+
+// runOutcome prints a run's summary, its files and its verdict, and
+// returns its exit: interrupted, a scenario error, failed, budgets missed
+// or nil.
+func runOutcome(ctx context.Context, e env, sum *report.Summary, dir string, runErr error) error {
 	if ctx.Err() != nil && !errors.Is(runErr, errInterrupted) {
 		runErr = errors.Join(runErr, errInterrupted)
 	}
@@ -219,7 +267,7 @@ func shardFlags(shard, startAt string, scrapeShard int) (scenario.Shard, time.Ti
 // runOptions are the run library's options for a run from the command
 // line: the API key from the environment, progress on stderr.
 func runOptions(e env, sc *scenario.Scenario, dir string, quiet bool) (run.Options, error) {
-	o := run.Options{Dir: dir, Terminal: e.isTerminal}
+	o := run.Options{Dir: dir, Terminal: e.isTerminal, Render: chart.Renderer{}}
 	key, err := run.APIKey(sc, e.getenv)
 	if err != nil {
 		return o, usageError{err}
@@ -282,6 +330,13 @@ func runLoadFlags(fs *flag.FlagSet, f *scenario.Flags) {
 	fs.IntVar(&f.InputTokens, "input-tokens", 0, "prompts of `N` tokens")
 	fs.IntVar(&f.OutputTokens, "output-tokens", 0, "ask for `N` output tokens (max_tokens)")
 	fs.StringVar(&f.Dataset, "dataset", "", "take the prompts from `FILE` (ShareGPT JSON, or JSONL)")
+	// The flags vllm bench serve users type, with vLLM's meaning.
+	fs.IntVar(&f.MaxConcurrency, "max-concurrency", 0, "at most `N` requests in flight; with --rate, excess arrivals wait client-side (as vLLM's --max-concurrency), alone a closed loop of N")
+	fs.StringVar(&f.Overflow, "overflow", "", "what an open loop does with an arrival finding the cap: `queue` (wait client-side) or drop (record it, never sent)")
+	fs.Float64Var(&f.Burstiness, "burstiness", 0, "gamma arrivals of shape `B` (vLLM's --burstiness; 1 is Poisson, below 1 burstier)")
+	fs.IntVar(&f.Warmups, "num-warmups", 0, "send `N` warmup requests first, left out of the figures (added to --requests)")
+	fs.StringVar(&f.Seed, "seed", "", "the prompts' and arrivals' `seed` (prompts.seed)")
+	fs.StringVar(&f.Tokenizer, "tokenizer", "", "count prompts with `T`: o200k_base, cl100k_base, server, or a tokenizer.json")
 }
 
 func safeName(s string) string {

@@ -120,16 +120,9 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	dir := *outDir
-	if dir == "" {
-		if *resume {
-			return usagef("sweep: --resume needs --out DIR, the directory of the sweep to continue")
-		}
-		name := safeName(sc.Name)
-		if !strings.Contains(name, "sweep") {
-			name += "-sweep"
-		}
-		dir = filepath.Join("runs", name+"-"+time.Now().Format("20060102-150405"))
+	dir, err := sweepDir(sc.Name, *outDir, *resume)
+	if err != nil {
+		return err
 	}
 	if *virtual && !plan.Sim {
 		return usagef("sweep: --virtual needs a sim:// target and no sweep.server section")
@@ -137,22 +130,7 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 	if *dryRun {
 		return plan.DryRun(e.stdout, dir, *resume)
 	}
-	runOne := func(ctx context.Context, sc *scenario.Scenario, dir string) (*report.Summary, error) {
-		opts, err := runOptions(e, sc, dir, *quiet)
-		if err != nil {
-			return nil, err
-		}
-		opts.Virtual = *virtual
-		return run.Run(ctx, sc, opts)
-	}
-	probe := func(ctx context.Context, sc *scenario.Scenario, dir string, observe func(results.Record, int)) (*report.Summary, error) {
-		opts, err := runOptions(e, sc, dir, *quiet)
-		if err != nil {
-			return nil, err
-		}
-		opts.Virtual, opts.Observe, opts.Grace = *virtual, observe, -1
-		return run.Run(ctx, sc, opts)
-	}
+	runOne, probe := sweepRunners(e, *quiet, *virtual)
 	log := e.stderr
 	if plan.Search != nil {
 		fmt.Fprintf(log, "search %q: %s in [%g, %g] → %s\n", sc.Name, plan.Search.Parameter, plan.Search.Low(), plan.Search.High(), dir)
@@ -168,6 +146,51 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 		}
 	})()
 	s, execErr := plan.Execute(ctx, sweep.Options{Dir: dir, Run: runOne, Probe: probe, Resume: *resume, Log: log, Environ: os.Environ(), Servers: servers})
+	return sweepOutcome(ctx, e, s, dir, execErr)
+
+}
+
+// sweepDir is the sweep's output directory: --out, or a new one under
+// runs/ (not with --resume, which continues a given one).
+func sweepDir(name, out string, resume bool) (string, error) {
+	if out != "" {
+		return out, nil
+	}
+	if resume {
+		return "", usagef("sweep: --resume needs --out DIR, the directory of the sweep to continue")
+	}
+	name = safeName(name)
+	if !strings.Contains(name, "sweep") {
+		name += "-sweep"
+	}
+	return filepath.Join("runs", name+"-"+time.Now().Format("20060102-150405")), nil
+}
+
+// sweepRunners are the functions that run one value of a sweep and one
+// probe of a search, from the command line.
+func sweepRunners(e env, quiet, virtual bool) (sweep.RunFunc, sweep.ProbeFunc) {
+	runOne := func(ctx context.Context, sc *scenario.Scenario, dir string) (*report.Summary, error) {
+		opts, err := runOptions(e, sc, dir, quiet)
+		if err != nil {
+			return nil, err
+		}
+		opts.Virtual = virtual
+		return run.Run(ctx, sc, opts)
+	}
+	probe := func(ctx context.Context, sc *scenario.Scenario, dir string, observe func(results.Record, int)) (*report.Summary, error) {
+		opts, err := runOptions(e, sc, dir, quiet)
+		if err != nil {
+			return nil, err
+		}
+		opts.Virtual, opts.Observe, opts.Grace = virtual, observe, -1
+		return run.Run(ctx, sc, opts)
+	}
+	return runOne, probe
+}
+
+// sweepOutcome prints a finished (or interrupted) sweep's table and files
+// and returns its exit: interrupted, failed, budgets missed or nil.
+func sweepOutcome(ctx context.Context, e env, s *sweep.Summary, dir string, execErr error) error {
 	if s == nil {
 		return execErr
 	}

@@ -180,8 +180,14 @@ func (s *Server) count(path string) {
 
 // engine runs steps while requests are in the server: each step admits
 // waiting requests into free slots (prefilling their prompts), costs its
-// time, then gives every running request one token.
+// time, then gives every running request one token. Steps end on
+// absolute deadlines, each its cost after the previous one, so that a
+// late wake-up on a busy machine does not slow the server down (it
+// catches up, unless a quarter second behind).
 func (s *Server) engine(ctx context.Context) {
+	var deadline time.Time
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
 		s.mu.Lock()
 		prefill := 0
@@ -202,6 +208,7 @@ func (s *Server) engine(ctx context.Context) {
 		}
 		s.mu.Unlock()
 		if n == 0 {
+			deadline = time.Time{}
 			select {
 			case <-s.wake:
 				continue
@@ -209,8 +216,14 @@ func (s *Server) engine(ctx context.Context) {
 				return
 			}
 		}
+		now := time.Now()
+		if deadline.IsZero() || now.Sub(deadline) > 250*time.Millisecond {
+			deadline = now
+		}
+		deadline = deadline.Add(time.Duration(float64(cost) * f))
+		timer.Reset(time.Until(deadline))
 		select {
-		case <-time.After(time.Duration(float64(cost) * f)):
+		case <-timer.C:
 		case <-ctx.Done():
 			return
 		}

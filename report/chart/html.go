@@ -1,20 +1,21 @@
 package chart
 
 import (
-	"github.com/servebench/servebench/internal/atomicfile"
-	"github.com/servebench/servebench/report"
-	"github.com/servebench/servebench/results"
-
-	"github.com/servebench/servebench/report/correlate"
-
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/servebench/servebench/internal/atomicfile"
+	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/report/correlate"
+	"github.com/servebench/servebench/results"
 )
 
 // HTMLName is the file name of the HTML report WriteFiles writes.
@@ -37,7 +38,7 @@ func WriteHTML(w io.Writer, s *report.Summary, figs []Figure, scenario json.RawM
 		data.Rows = append(data.Rows, htmlRow{Stage: st, Overall: st.Index < 0})
 	}
 	for _, st := range rows {
-		for _, class := range sortedKeys(st.Errors) {
+		for _, class := range slices.Sorted(maps.Keys(st.Errors)) {
 			data.Errors = append(data.Errors, htmlError{Stage: st.Name, Class: class, Count: st.Errors[class],
 				Messages: st.ErrorMessages[class]})
 		}
@@ -107,6 +108,25 @@ func WriteFiles(dir string, a *report.Aggregate, s *report.Summary) ([]string, e
 		return paths, fmt.Errorf("write HTML report: %w", err)
 	}
 	return append(paths, p), nil
+}
+
+// Renderer draws a run's pictures with WriteFiles: what run.Options.Render
+// and run.Merge take.
+type Renderer struct{}
+
+// Render writes the plots and report.html of a run into dir.
+func (Renderer) Render(dir string, a *report.Aggregate, s *report.Summary) error {
+	_, err := WriteFiles(dir, a, s)
+	return err
+}
+
+// Files names every file Render may write.
+func (Renderer) Files() []string {
+	out := []string{HTMLName}
+	for _, name := range PlotNames() {
+		out = append(out, name+".png", name+".svg")
+	}
+	return out
 }
 
 // inlineSVG strips the XML prolog and comment gonum writes before <svg, so

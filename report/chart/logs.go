@@ -8,8 +8,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/servebench/servebench/internal/decodelaw"
 	"github.com/servebench/servebench/report"
-	"github.com/servebench/servebench/report/correlate"
 )
 
 // StartupPlot is a horizontal bar chart of where a server's start-up time
@@ -85,7 +85,7 @@ type LogDecayPlot struct {
 	XLabel string
 	Points []LogDecayPoint
 	// Fit, when it holds, is drawn as Streams / (a + b · x).
-	Fit     *correlate.DecodeFit
+	Fit     *decodelaw.Fit
 	Streams float64
 }
 

@@ -1,17 +1,10 @@
 package chart
 
 import (
-	"cmp"
-	"maps"
-
-	"github.com/servebench/servebench/internal/atomicfile"
-	"github.com/servebench/servebench/report"
-
-	"github.com/servebench/servebench/report/correlate"
-
 	"bytes"
 	"fmt"
 	"image/color"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -26,6 +19,11 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/servebench/servebench/internal/atomicfile"
+	"github.com/servebench/servebench/internal/decodelaw"
+	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/report/correlate"
 )
 
 // Figure is one rendered plot, in both formats.
@@ -116,10 +114,10 @@ func Figures(a *report.Aggregate, s *report.Summary) ([]Figure, error) {
 		draw        func(draw.Canvas, *[]Panel)
 		notes       []string
 	}
-	var fit map[int]*correlate.DecodeFit
+	var fit map[int]*decodelaw.Fit
 	pooled := map[int]bool{}
 	if c := s.Correlation; c != nil {
-		fit = map[int]*correlate.DecodeFit{}
+		fit = map[int]*decodelaw.Fit{}
 		for _, st := range c.Stages {
 			switch {
 			case st.Fit != nil && st.Fit.Holds:
@@ -482,7 +480,7 @@ func drawStageBand(c, dc draw.Canvas, p *plot.Plot, ws []correlate.Window, names
 	xf, _ := p.Transforms(&dc)
 	style := draw.TextStyle{Color: color.Black, Font: font.From(plotFont(), 9), XAlign: draw.XCenter, Handler: p.TextHandler}
 	line := draw.LineStyle{Color: grey(), Width: vg.Points(0.8)}
-	for _, i := range sortedKeys(spans) {
+	for _, i := range slices.Sorted(maps.Keys(spans)) {
 		a, b := xf(spans[i][0].Seconds()), xf(spans[i][1].Seconds())
 		a, b = max(a, dc.Min.X), min(b, dc.Max.X)
 		if b <= a {
@@ -507,7 +505,7 @@ func stageTitle(ws []correlate.Window, names map[int]string) string {
 		return ""
 	}
 	var parts []string
-	for _, i := range sortedKeys(spans) {
+	for _, i := range slices.Sorted(maps.Keys(spans)) {
 		s := spans[i]
 		name := names[i]
 		if name == "" {
@@ -522,7 +520,7 @@ func stageTitle(ws []correlate.Window, names map[int]string) string {
 // first begins.
 func stageLines(p *plot.Plot, ws []correlate.Window) {
 	spans := correlate.StageSpans(ws)
-	keys := sortedKeys(spans)
+	keys := slices.Sorted(maps.Keys(spans))
 	if len(keys) < 2 {
 		return
 	}
@@ -570,7 +568,7 @@ func decayAxes(steady, other []correlate.Window) (x0, x1, y1 float64) {
 // flight, steady windows coloured by stage, and draws each stage's fitted
 // law (scaled to its stream count) over the points. When KV-cache usage
 // was scraped, a second panel below shows it on the same context axis.
-func drawDecay(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[int]string, fits map[int]*correlate.DecodeFit, pooled map[int]bool) {
+func drawDecay(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[int]string, fits map[int]*decodelaw.Fit, pooled map[int]bool) {
 	p := newPlot("Throughput decay: output tok/s vs context in flight", "", "output tok/s (client)")
 	ctx := func(w *correlate.Window) float64 { return w.ContextSum }
 	tps := func(w *correlate.Window) float64 { return w.OutputTokensPerSec }
@@ -649,7 +647,7 @@ func drawDecay(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[int
 			scatter(kv, k, grey(), vg.Points(1.5), "")
 		}
 	}
-	for k, st := range sortedKeys(byStage) {
+	for k, st := range slices.Sorted(maps.Keys(byStage)) {
 		pts, off := inside(series(byStage[st], ctx, tps))
 		label := stageName(st) + ": one dot per window of steady load"
 		if off > 0 {
@@ -661,7 +659,7 @@ func drawDecay(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[int
 			scatter(kv, k2, colour(k), vg.Points(2.2), "")
 		}
 	}
-	for k, st := range sortedKeys(byStage) {
+	for k, st := range slices.Sorted(maps.Keys(byStage)) {
 		f := fits[st]
 		if f == nil || f.Streams <= 0 {
 			continue
@@ -1030,5 +1028,3 @@ func (t niceTicks) Ticks(lo, hi float64) []plot.Tick {
 	}
 	return out
 }
-
-func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K { return slices.Sorted(maps.Keys(m)) }

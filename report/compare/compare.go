@@ -1,20 +1,17 @@
 package compare
 
 import (
-	"cmp"
-	"maps"
-
-	"github.com/servebench/servebench/report"
-
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/results"
 )
 
@@ -169,127 +166,174 @@ var defaultStats = []string{"p50", "p99"}
 // samples and gate on the change alone. It returns an error for a gate key
 // that names no metric.
 func Runs(base, cand *report.Aggregate, opts Options) (*Comparison, error) {
-	if opts.Alpha == 0 {
-		opts.Alpha = DefaultAlpha
-	}
-	if opts.MinChange == 0 {
-		opts.MinChange = DefaultMinChange
-	}
-	opts.MinChange = max(opts.MinChange, 0)
-	if opts.BaseLabel == "" {
-		opts.BaseLabel = "base"
-	}
-	if opts.NewLabel == "" {
-		opts.NewLabel = "new"
-	}
+	opts.defaults()
 	gates, err := parseGates(opts.MaxRegression)
 	if err != nil {
 		return nil, err
 	}
 	bs, ns := base.Summary(), cand.Summary()
-	c := &Comparison{BaseLabel: opts.BaseLabel, NewLabel: opts.NewLabel, Alpha: opts.Alpha, MinChange: opts.MinChange, Pass: true}
-	bLoads, nLoads := stageSettings(base), stageSettings(cand)
-
-	// Which stats each scope shows: the defaults plus any a gate names.
-	extra := map[string][]string{}
-	for _, g := range gates {
-		if g.stat != "" {
-			extra[g.scope+":"+g.metric] = append(extra[g.scope+":"+g.metric], g.stat)
-		}
-	}
-	addTable := func(scope string, bst, nst *report.Stage, bIdx, nIdx []int) {
-		bLog, nLog := base.Scope(bIdx), cand.Scope(nIdx)
-		t := Table{Scope: scope, BaseLoad: loadInfo(bs, bst, bLoads, bIdx, bLog), NewLoad: loadInfo(ns, nst, nLoads, nIdx, nLog)}
-		// One test per metric shown, Holm-adjusted over the table.
-		type tested struct {
-			metric   string
-			bd, nd   report.Dist
-			nb, nn   int64
-			p        float64
-			shift    int
-			adjusted float64
-		}
-		var ms []tested
-		// The per-request metrics: one value per request to rank.
-		for _, m := range base.PerRequestMetrics() {
-			bd, nd := *bst.Dist(m.Name), *nst.Dist(m.Name)
-			if bd.Count == 0 && nd.Count == 0 {
-				continue
-			}
-			// Time to first content is time to first token unless the
-			// model reasons first: show it only when it differs.
-			if m.Name == "ttfc_ms" && bd == bst.TTFT && nd == nst.TTFT {
-				continue
-			}
-			bv, nv := bLog.Values(m.Name), nLog.Values(m.Name)
-			p, shift := mannWhitney(bv, nv)
-			ms = append(ms, tested{metric: m.Name, bd: bd, nd: nd, nb: int64(len(bv)), nn: int64(len(nv)), p: p, shift: shift})
-		}
-		ps := make([]float64, len(ms))
-		for i := range ms {
-			ps[i] = ms[i].p
-		}
-		for i, adj := range holm(ps) {
-			ms[i].adjusted = adj
-		}
-		for _, m := range ms {
-			var stats []string // canonical order
-			for _, s := range gateStats {
-				if slices.Contains(defaultStats, s) || slices.Contains(extra[scope+":"+m.metric], s) {
-					stats = append(stats, s)
-				}
-			}
-			for _, stat := range stats {
-				b, _ := m.bd.Stat(stat)
-				n, _ := m.nd.Stat(stat)
-				t.Rows = append(t.Rows, newRow(m.metric, stat, "ms", b, n, m.nb, m.nn, m.adjusted, m.shift, true, opts))
-			}
-		}
-		// Rates and ratios have no per-request samples: no test.
-		rows := rateRows()
-		if bst.Requests.Inputs > 0 || nst.Requests.Inputs > 0 {
-			rows = append(rows, embeddingRows()...)
-		}
-		for _, name := range rows {
-			m, _ := results.MetricByName(name)
-			b, _, _ := bst.Figure(name)
-			n, _, _ := nst.Figure(name)
-			t.Rows = append(t.Rows, newRow(name, "", m.Unit, b, n, 0, 0, math.NaN(), 0, !m.HigherIsBetter, opts))
-		}
-		c.Tables = append(c.Tables, t)
-	}
-	addTable("overall", &bs.Overall, &ns.Overall, nil, nil)
-	for i := range bs.Stages {
-		bst := &bs.Stages[i]
-		j := slices.IndexFunc(ns.Stages, func(s report.Stage) bool { return s.Name == bst.Name })
-		if j < 0 {
-			c.Warnings = append(c.Warnings, fmt.Sprintf("stage %q is only in %s", bst.Name, opts.BaseLabel))
-			continue
-		}
-		if len(bs.Stages) > 1 || len(ns.Stages) > 1 {
-			addTable(bst.Name, bst, &ns.Stages[j], []int{bst.Index}, []int{ns.Stages[j].Index})
-		}
-	}
-	for _, st := range ns.Stages {
-		if !slices.ContainsFunc(bs.Stages, func(s report.Stage) bool { return s.Name == st.Name }) {
-			c.Warnings = append(c.Warnings, fmt.Sprintf("stage %q is only in %s", st.Name, opts.NewLabel))
-		}
-	}
-	c.Warnings = append(c.Warnings, loadWarnings(c, bs, ns)...)
+	cp := &comparer{base: base, cand: cand, bs: bs, ns: ns, opts: opts, bLoads: stageSettings(base), nLoads: stageSettings(cand),
+		extra: map[string][]string{}, gated: map[string]bool{}}
 	// A single-stage run's overall table is its stage's.
 	alias := map[string]string{}
 	if len(bs.Stages) == 1 && len(ns.Stages) == 1 && bs.Stages[0].Name == ns.Stages[0].Name {
 		alias[bs.Stages[0].Name] = "overall"
 	}
-	for _, g := range gates {
+	for i, g := range gates {
 		if a, ok := alias[g.scope]; ok {
-			g.scope = a
+			gates[i].scope = a
 		}
+		g = gates[i]
+		// Which stats each scope shows: the defaults plus any a gate
+		// names; which metrics each scope gates: the family their tests
+		// are adjusted in.
+		if g.stat != "" {
+			cp.extra[g.scope+":"+g.metric] = append(cp.extra[g.scope+":"+g.metric], g.stat)
+		}
+		cp.gated[g.scope+":"+g.metric] = true
+	}
+	c := &Comparison{BaseLabel: opts.BaseLabel, NewLabel: opts.NewLabel, Alpha: opts.Alpha, MinChange: opts.MinChange, Pass: true}
+	c.Tables = append(c.Tables, cp.table("overall", &bs.Overall, &ns.Overall, nil, nil))
+	tables, warnings := cp.stageTables()
+	c.Tables = append(c.Tables, tables...)
+	c.Warnings = append(c.Warnings, warnings...)
+	c.Warnings = append(c.Warnings, loadWarnings(c, bs, ns)...)
+	for _, g := range gates {
 		cg := g.judge(c)
 		c.Pass = c.Pass && cg.Pass
 		c.Gates = append(c.Gates, cg)
 	}
 	return c, nil
+}
+
+// defaults fills the options left zero.
+func (o *Options) defaults() {
+	if o.Alpha == 0 {
+		o.Alpha = DefaultAlpha
+	}
+	if o.MinChange == 0 {
+		o.MinChange = DefaultMinChange
+	}
+	o.MinChange = max(o.MinChange, 0)
+	if o.BaseLabel == "" {
+		o.BaseLabel = "base"
+	}
+	if o.NewLabel == "" {
+		o.NewLabel = "new"
+	}
+}
+
+// comparer builds the tables of one comparison.
+type comparer struct {
+	base, cand     *report.Aggregate
+	bs, ns         *report.Summary
+	opts           Options
+	bLoads, nLoads map[int]string
+	extra          map[string][]string // "scope:metric" → the stats a gate names
+	gated          map[string]bool     // "scope:metric" gated
+}
+
+// stageTables compares the stages the two runs share, by name (when
+// either has more than one), and warns of those only one has.
+func (cp *comparer) stageTables() (tables []Table, warnings []string) {
+	bs, ns := cp.bs, cp.ns
+	for i := range bs.Stages {
+		bst := &bs.Stages[i]
+		j := slices.IndexFunc(ns.Stages, func(s report.Stage) bool { return s.Name == bst.Name })
+		if j < 0 {
+			warnings = append(warnings, fmt.Sprintf("stage %q is only in %s", bst.Name, cp.opts.BaseLabel))
+			continue
+		}
+		if len(bs.Stages) > 1 || len(ns.Stages) > 1 {
+			tables = append(tables, cp.table(bst.Name, bst, &ns.Stages[j], []int{bst.Index}, []int{ns.Stages[j].Index}))
+		}
+	}
+	for _, st := range ns.Stages {
+		if !slices.ContainsFunc(bs.Stages, func(s report.Stage) bool { return s.Name == st.Name }) {
+			warnings = append(warnings, fmt.Sprintf("stage %q is only in %s", st.Name, cp.opts.NewLabel))
+		}
+	}
+	return tables, warnings
+}
+
+// tested is one per-request metric's test.
+type tested struct {
+	metric   string
+	bd, nd   report.Dist
+	nb, nn   int64
+	p        float64
+	shift    int
+	adjusted float64
+}
+
+// table compares one scope: a row per latency statistic shown, tested
+// with Mann-Whitney, then the rates and ratios.
+func (cp *comparer) table(scope string, bst, nst *report.Stage, bIdx, nIdx []int) Table {
+	bLog, nLog := cp.base.Scope(bIdx), cp.cand.Scope(nIdx)
+	t := Table{Scope: scope, BaseLoad: loadInfo(cp.bs, bst, cp.bLoads, bIdx, bLog), NewLoad: loadInfo(cp.ns, nst, cp.nLoads, nIdx, nLog)}
+	var ms []tested
+	// The per-request metrics: one value per request to rank.
+	for _, m := range cp.base.PerRequestMetrics() {
+		bd, nd := *bst.Dist(m.Name), *nst.Dist(m.Name)
+		if bd.Count == 0 && nd.Count == 0 {
+			continue
+		}
+		// Time to first content is time to first token unless the model
+		// reasons first: show it only when it differs.
+		if m.Name == "ttfc_ms" && bd == bst.TTFT && nd == nst.TTFT {
+			continue
+		}
+		bv, nv := bLog.Values(m.Name), nLog.Values(m.Name)
+		p, shift := mannWhitney(bv, nv)
+		ms = append(ms, tested{metric: m.Name, bd: bd, nd: nd, nb: int64(len(bv)), nn: int64(len(nv)), p: p, shift: shift})
+	}
+	cp.adjust(scope, ms)
+	for _, m := range ms {
+		var stats []string // canonical order
+		for _, s := range gateStats {
+			if slices.Contains(defaultStats, s) || slices.Contains(cp.extra[scope+":"+m.metric], s) {
+				stats = append(stats, s)
+			}
+		}
+		for _, stat := range stats {
+			b, _ := m.bd.Stat(stat)
+			n, _ := m.nd.Stat(stat)
+			t.Rows = append(t.Rows, newRow(m.metric, stat, "ms", b, n, m.nb, m.nn, m.adjusted, m.shift, true, cp.opts))
+		}
+	}
+	// Rates and ratios have no per-request samples: no test.
+	rows := rateRows()
+	if bst.Requests.Inputs > 0 || nst.Requests.Inputs > 0 {
+		rows = append(rows, embeddingRows()...)
+	}
+	for _, name := range rows {
+		m, _ := results.MetricByName(name)
+		b, _, _ := bst.Figure(name)
+		n, _, _ := nst.Figure(name)
+		t.Rows = append(t.Rows, newRow(name, "", m.Unit, b, n, 0, 0, math.NaN(), 0, !m.HigherIsBetter, cp.opts))
+	}
+	return t
+}
+
+// adjust sets each test's Holm-adjusted p-value. The family of a gated
+// metric is the metrics gated in its scope, so that a metric added to the
+// table (or shown) cannot move an existing gate's verdict; the family of
+// every other metric is all the metrics shown in the scope.
+func (cp *comparer) adjust(scope string, ms []tested) {
+	var all, gated []float64
+	var gi []int
+	for i := range ms {
+		all = append(all, ms[i].p)
+		if cp.gated[scope+":"+ms[i].metric] {
+			gated, gi = append(gated, ms[i].p), append(gi, i)
+		}
+	}
+	for i, adj := range holm(all) {
+		ms[i].adjusted = adj
+	}
+	for k, adj := range holm(gated) {
+		ms[gi[k]].adjusted = adj
+	}
 }
 
 func newRow(metric, stat, unit string, b, n float64, nb, nn int64, p float64, shift int, higherWorse bool, opts Options) Row {
@@ -423,7 +467,7 @@ var gateStats = results.Metric{Class: results.Latency}.Stats()
 
 func parseGates(m map[string]float64) ([]gateKey, error) {
 	var out []gateKey
-	for _, key := range sortedKeys(m) {
+	for _, key := range slices.Sorted(maps.Keys(m)) {
 		g := gateKey{key: key, scope: "overall", max: m[key]}
 		rest := key
 		if i := strings.LastIndex(key, ":"); i >= 0 {
@@ -434,7 +478,7 @@ func parseGates(m map[string]float64) ([]gateKey, error) {
 		takesStat, ok := metrics[g.metric]
 		switch {
 		case !ok:
-			return nil, fmt.Errorf("max regression %q: unknown metric %q (want one of %s)", key, g.metric, strings.Join(sortedKeys(metrics), ", "))
+			return nil, fmt.Errorf("max regression %q: unknown metric %q (want one of %s)", key, g.metric, strings.Join(slices.Sorted(maps.Keys(metrics)), ", "))
 		case takesStat && !slices.Contains(gateStats, g.stat):
 			return nil, fmt.Errorf("max regression %q: %s needs a statistic, one of %s (like %s.p99)", key, g.metric, strings.Join(gateStats, ", "), g.metric)
 		case !takesStat && g.stat != "":
@@ -628,5 +672,3 @@ func round(x float64, digits int) float64 {
 	p := math.Pow(10, float64(digits))
 	return math.Round(x*p) / p
 }
-
-func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K { return slices.Sorted(maps.Keys(m)) }

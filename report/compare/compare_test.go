@@ -343,3 +343,33 @@ func TestCompareEmbeddings(t *testing.T) {
 		}
 	}
 }
+
+// TestGateFamily: a gate's test is adjusted only among the metrics gated
+// in its scope, so a metric added to the table (or shown beside it) cannot
+// move an existing gate's p-value: with one gated metric, the gate's p is
+// the test's own.
+func TestGateFamily(t *testing.T) {
+	t.Parallel()
+	base := compareAggregate(t, 1, 100*msec, 10*msec, 20)
+	cand := compareAggregate(t, 2, 104*msec, 10*msec, 20)
+	c, err := Runs(base, cand, Options{MaxRegression: map[string]float64{"ttft_ms.p50": 0.5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := mannWhitney(base.Scope(nil).Values("ttft_ms"), cand.Scope(nil).Values("ttft_ms"))
+	if raw > 0.2 || raw < 1e-9 {
+		t.Fatalf("raw p %v: the fixture should give a p-value that Holm would move", raw)
+	}
+	if len(c.Gates) != 1 || c.Gates[0].P != raw {
+		t.Fatalf("gates %+v: want the gate's p to be the test's own, %v", c.Gates, raw)
+	}
+	shown := 0
+	for _, r := range c.Tables[0].Rows {
+		if r.Stat == "p50" && r.NBase > 0 {
+			shown++
+		}
+	}
+	if shown < 3 {
+		t.Errorf("%d tested metrics shown: the family of the others should be larger than the gate's", shown)
+	}
+}

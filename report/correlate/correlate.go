@@ -1,13 +1,14 @@
 package correlate
 
 import (
-	"github.com/servebench/servebench/results"
-
 	"encoding/json"
+	"maps"
 	"math"
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/servebench/servebench/results"
 )
 
 // Correlation window bounds: windows follow the scrape interval but are
@@ -359,22 +360,29 @@ func (c *Correlator) timeline() timeline {
 
 // countersAtEnd tells, from the series themselves, whether the server's
 // generation counter moves as tokens are generated or only when a request
-// ends (as llama.cpp's and llm-d's inference simulator's do): window by
-// window, its increase is set against the tokens the client received in
-// the window and against the tokens of the requests that ended in it, and
-// the closer of the two, by the summed absolute difference, wins when it
-// is at most half as far as the other. When neither is (requests shorter
-// than a window look the same either way, and either reading then does),
-// hint decides: what the scrape profile says of its engine.
+// ends (as llama.cpp's and llm-d's inference simulator's do): the
+// counter's cumulative increase, at the end of every window, is set
+// against the tokens the client had received by then and against the
+// tokens of the requests that had ended by then, and the closer of the
+// two, by the summed absolute difference, wins when it is at most half as
+// far as the other. Cumulative sums keep a request that ended on a
+// window's edge (counted by the server in one window, received by the
+// client in the next) from counting twice. When neither reading wins
+// (requests shorter than a window look the same either way, and either
+// reading then does), hint decides: what the scrape profile says of its
+// engine.
 func countersAtEnd(ws []Window, hint bool) bool {
-	var perToken, atEnd float64
+	var server, received, ended, perToken, atEnd float64
 	n := 0
 	for _, w := range ws {
+		received += w.OutputTokens
+		ended += w.endTokens
 		if math.IsNaN(w.serverTokens) {
 			continue
 		}
-		perToken += math.Abs(w.serverTokens - w.OutputTokens)
-		atEnd += math.Abs(w.serverTokens - w.endTokens)
+		server += w.serverTokens
+		perToken += math.Abs(server - received)
+		atEnd += math.Abs(server - ended)
 		n++
 	}
 	switch {
@@ -402,7 +410,7 @@ func (c *Correlator) serverSamples(tl *timeline) []results.Sample {
 	}
 	tl.targets = len(count)
 	target, best := "", -1
-	for _, t := range sortedKeys(count) {
+	for _, t := range slices.Sorted(maps.Keys(count)) {
 		if count[t] > best {
 			target, best = t, count[t]
 		}
@@ -544,7 +552,7 @@ func (c *Correlator) fill(ws []Window) {
 	if len(ws) == 0 {
 		return
 	}
-	idx := sortedKeys(c.stages)
+	idx := slices.Sorted(maps.Keys(c.stages))
 	cursors := make([]*cursor, len(idx))
 	for i, st := range idx {
 		cursors[i] = c.stages[st].cursor()
@@ -582,7 +590,7 @@ func (c *Correlator) fill(ws []Window) {
 // tokens of those whose prefill completed (their first token arrived). A
 // bin cut by from or to counts in proportion.
 func (c *Correlator) WarmupReceived(stage int, from, to time.Duration) (output, prompt float64) {
-	for _, st := range sortedKeys(c.stages) {
+	for _, st := range slices.Sorted(maps.Keys(c.stages)) {
 		if stage >= 0 && st != stage {
 			continue
 		}
@@ -604,7 +612,7 @@ func (c *Correlator) WarmupReceived(stage int, from, to time.Duration) (output, 
 // the other).
 func (c *Correlator) Peaks(stage int, from, to time.Duration) (tokensPerSec float64, inFlight int) {
 	var flight float64
-	for _, st := range sortedKeys(c.stages) {
+	for _, st := range slices.Sorted(maps.Keys(c.stages)) {
 		if stage >= 0 && st != stage {
 			continue
 		}
@@ -616,7 +624,7 @@ func (c *Correlator) Peaks(stage int, from, to time.Duration) (tokensPerSec floa
 	cursors := map[int]*cursor{}
 	for t := from; t+time.Second <= to; t += time.Second {
 		var sum float64
-		for _, st := range sortedKeys(c.stages) {
+		for _, st := range slices.Sorted(maps.Keys(c.stages)) {
 			if stage >= 0 && st != stage {
 				continue
 			}

@@ -1,12 +1,13 @@
 package correlate
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
 	"time"
+
+	"github.com/servebench/servebench/internal/decodelaw"
 )
 
 // maxNamedSeqs bounds the request sequence numbers listed per stage in the
@@ -28,7 +29,7 @@ type Correlation struct {
 
 	// Fit is the memory-bound decode law fitted over the steady windows of
 	// all stages.
-	Fit *DecodeFit `json:"decode_fit,omitempty"`
+	Fit *decodelaw.Fit `json:"decode_fit,omitempty"`
 	// RKVUsage and RContext are Pearson correlations, over the steady
 	// windows, of client output tok/s with server KV usage and with the
 	// context in flight (summed over streams).
@@ -71,41 +72,6 @@ type Correlation struct {
 	Findings []string `json:"findings"`
 }
 
-// DecodeFit is the memory-bound decode law: a decode step reads the KV
-// cache of every stream in the batch, so the time a stream waits per output
-// token grows linearly with the context in flight,
-// 1 / (tok/s per stream) ≈ a + b · context, fitted by least squares over
-// windows. Context is the time-averaged sum, over the streams in flight,
-// of prompt plus tokens generated so far: the tokens whose KV a step reads.
-// (With a fixed number of streams the mean per stream would do as well;
-// the sum keeps one law across stages of different concurrency.)
-type DecodeFit struct {
-	InterceptMS     float64 `json:"a_ms"`               // a: time per token per stream at zero context, milliseconds
-	SlopeNSPerToken float64 `json:"b_ns_per_token"`     // b: extra time per token per stream for each token of context, nanoseconds
-	R2              float64 `json:"r2"`                 // coefficient of determination of the linear fit on 1/throughput
-	Windows         int     `json:"windows"`            // windows fitted
-	Outliers        int     `json:"outliers"`           // windows left out as stalls (residual beyond 4 robust standard deviations)
-	ContextMin      float64 `json:"context_min_tokens"` // smallest fitted context, tokens
-	ContextMax      float64 `json:"context_max_tokens"` // largest fitted context, tokens
-	Streams         float64 `json:"streams,omitempty"`  // median decoding streams over the fitted windows
-	// Holds is true when the fit is a decode law: a positive time per
-	// token at zero context and a positive cost per token of context. A
-	// negative intercept or slope is arithmetic, not a law of the server:
-	// it is reported, never stated as a law nor drawn.
-	Holds bool    `json:"holds"`
-	a, b  float64 // seconds, seconds per token
-}
-
-// PerStream returns the fitted throughput per stream, tokens per second, at
-// a context of ctx tokens.
-func (f *DecodeFit) PerStream(ctx float64) float64 {
-	d := f.a + f.b*ctx
-	if d <= 0 {
-		return math.NaN()
-	}
-	return 1 / d
-}
-
 // CrossCheck compares the client's output token rate with the server's
 // generation-token counter over the windows both cover.
 type CrossCheck struct {
@@ -133,9 +99,9 @@ type StageCorrelation struct {
 	End   *Point   `json:"end,omitempty"`
 	Drop  *float64 `json:"drop,omitempty"`
 
-	Fit      *DecodeFit `json:"decode_fit,omitempty"`
-	RKVUsage *float64   `json:"r_tokens_per_s_kv_usage,omitempty"`
-	RContext *float64   `json:"r_tokens_per_s_context,omitempty"`
+	Fit      *decodelaw.Fit `json:"decode_fit,omitempty"`
+	RKVUsage *float64       `json:"r_tokens_per_s_kv_usage,omitempty"`
+	RContext *float64       `json:"r_tokens_per_s_context,omitempty"`
 	// ByKVUsage is the stage's throughput curve against server KV-cache
 	// usage, the way vLLM's periodic log line reads: at every multiple of
 	// 5 % that the stage's KV usage passed through, the mean client output
@@ -330,7 +296,7 @@ func (c *Correlator) Correlation(names map[int]string) *Correlation {
 	}
 	affected := c.affected(ws)
 
-	for _, i := range sortedKeys(c.stages) {
+	for _, i := range slices.Sorted(maps.Keys(c.stages)) {
 		name := names[i]
 		if name == "" {
 			name = fmt.Sprintf("stage-%d", i)
@@ -433,91 +399,14 @@ func meanPoint(ws []Window) *Point {
 	return p
 }
 
-// FitDecode fits 1/(tok/s per stream) = a + b·context over the windows by
-// least squares, then drops the windows whose residual exceeds four robust
-// standard deviations (1.4826 × the median absolute residual: stalls of the
-// server or the client, which would otherwise dominate the squares) and
-// fits again, at most three times. It needs three windows and some spread
-// of context, and returns nil without them. It reads only each window's
-// Decoding (the streams), OutputTokensPerSec and ContextSum, so windows
-// built from another source, such as a server log's periodic lines, fit
-// the same way.
-func FitDecode(ws []Window) *DecodeFit {
-	var xs, ys, streams []float64
-	for _, w := range ws {
-		if w.Decoding <= 0 || w.OutputTokensPerSec <= 0 {
-			continue
-		}
-		xs = append(xs, w.ContextSum)
-		ys = append(ys, w.Decoding/w.OutputTokensPerSec)
-		streams = append(streams, w.Decoding)
+// FitDecode fits the decode law (package decodelaw) to the windows: each
+// window's Decoding (the streams), OutputTokensPerSec and ContextSum.
+func FitDecode(ws []Window) *decodelaw.Fit {
+	ps := make([]decodelaw.Point, len(ws))
+	for i, w := range ws {
+		ps[i] = decodelaw.Point{Streams: w.Decoding, TokensPerSec: w.OutputTokensPerSec, Context: w.ContextSum}
 	}
-	total := len(xs)
-	var a, b, r2 float64
-	for iter := 0; ; iter++ {
-		if len(xs) < 3 {
-			return nil
-		}
-		var ok bool
-		if a, b, r2, ok = leastSquares(xs, ys); !ok {
-			return nil
-		}
-		if iter == 3 {
-			break
-		}
-		res := make([]float64, len(xs))
-		for i := range xs {
-			res[i] = math.Abs(ys[i] - a - b*xs[i])
-		}
-		sorted := slices.Clone(res)
-		slices.Sort(sorted)
-		limit := 4 * 1.4826 * sorted[len(sorted)/2]
-		kx, ky, ks := xs[:0:0], ys[:0:0], streams[:0:0]
-		for i := range xs {
-			if res[i] <= limit {
-				kx, ky, ks = append(kx, xs[i]), append(ky, ys[i]), append(ks, streams[i])
-			}
-		}
-		if len(kx) == len(xs) || limit == 0 {
-			break
-		}
-		xs, ys, streams = kx, ky, ks
-	}
-	slices.Sort(streams)
-	return &DecodeFit{InterceptMS: round(a*1e3, 4), SlopeNSPerToken: round(b*1e9, 4), R2: round(r2, 4),
-		Windows: len(xs), Outliers: total - len(xs), ContextMin: round(slices.Min(xs), 1),
-		ContextMax: round(slices.Max(xs), 1), Streams: round(streams[len(streams)/2], 3),
-		Holds: a > 0 && b > 0, a: a, b: b}
-}
-
-// leastSquares fits y = a + b·x and returns R². It fails when x has no
-// spread (the relative spread must exceed 0.1 %).
-func leastSquares(xs, ys []float64) (a, b, r2 float64, ok bool) {
-	n := float64(len(xs))
-	var mx, my float64
-	for i := range xs {
-		mx += xs[i]
-		my += ys[i]
-	}
-	mx /= n
-	my /= n
-	var sxx, sxy, syy float64
-	for i := range xs {
-		dx, dy := xs[i]-mx, ys[i]-my
-		sxx += dx * dx
-		sxy += dx * dy
-		syy += dy * dy
-	}
-	if sxx == 0 || math.Sqrt(sxx/n) <= 1e-3*math.Abs(mx) {
-		return 0, 0, 0, false
-	}
-	b = sxy / sxx
-	a = my - b*mx
-	r2 = 1.0
-	if syy > 0 {
-		r2 = sxy * sxy / (sxx * syy)
-	}
-	return a, b, r2, true
+	return decodelaw.FitPoints(ps)
 }
 
 // pearsonOf returns Pearson's r of output tok/s with f over the windows
@@ -624,7 +513,7 @@ func (c *Correlator) ttftWaiting(ws []Window) (ttft, waited map[int]float64) {
 	if !known {
 		return ttft, waited
 	}
-	for _, st := range sortedKeys(c.stages) {
+	for _, st := range slices.Sorted(maps.Keys(c.stages)) {
 		b := c.stages[st]
 		total := b.total()[qTTFT]
 		cur := b.cursor()
@@ -782,10 +671,6 @@ func StageSpans(ws []Window) map[int][2]time.Duration {
 func round(x float64, digits int) float64 {
 	p := math.Pow(10, float64(digits))
 	return math.Round(x*p) / p
-}
-
-func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
-	return slices.Sorted(maps.Keys(m))
 }
 
 // Thresholds of Load's figures.

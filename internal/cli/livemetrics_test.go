@@ -1,4 +1,4 @@
-package run
+package cli
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/run"
 	"github.com/servebench/servebench/scenario"
 )
 
@@ -24,7 +25,7 @@ import (
 // address is refused before any load (nothing is dialled).
 func TestLiveMetrics(t *testing.T) {
 	t.Parallel()
-	sc, err := scenario.Parse("gated.yaml", []byte(gated))
+	sc, err := scenario.Parse("gated.yaml", []byte(liveGated))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func TestLiveMetrics(t *testing.T) {
 		scrapeErr error
 	)
 	addrLine := regexp.MustCompile(`live metrics: (http://\S+/metrics)`)
-	progressW := writerFunc(func(p []byte) (int, error) {
+	progressW := liveWriterFunc(func(p []byte) (int, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		return progress.Write(p)
@@ -66,7 +67,12 @@ func TestLiveMetrics(t *testing.T) {
 		parser := expfmt.NewTextParser(model.UTF8Validation)
 		scraped, scrapeErr = parser.TextToMetricFamilies(resp.Body)
 	}
-	sum, err := Run(context.Background(), sc, Options{Dir: t.TempDir(), MetricsAddr: "127.0.0.1:0", Progress: progressW, Observe: observe})
+	lm, err := listenLive("127.0.0.1:0", false, progressW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lm.Close()
+	sum, err := run.Run(context.Background(), sc, run.Options{Dir: t.TempDir(), Observer: lm, Progress: progressW, Observe: observe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,9 +122,26 @@ func TestLiveMetrics(t *testing.T) {
 		t.Errorf("requests %+v", sum.Overall.Requests)
 	}
 
-	_, err = Run(context.Background(), sc, Options{Dir: t.TempDir(), MetricsAddr: "10.0.0.7:9464"})
-	var cfg *ConfigError
-	if !errors.As(err, &cfg) || !strings.Contains(err.Error(), "want a loopback address") {
+	_, err = listenLive("10.0.0.7:9464", false, nil)
+	if err == nil || !strings.Contains(err.Error(), "want a loopback address") {
 		t.Errorf("a non-loopback metrics address: %v", err)
 	}
 }
+
+// liveGated is a short gated scenario on the simulator.
+const liveGated = `name: gated
+target: {url: "sim://tiny?seed=5"}
+scrape: {interval: 200ms}
+load:
+  stages:
+    - {name: closed, concurrency: 4, requests: 24, warmup: {requests: 4}}
+    - {name: open, rate: 40, requests: 20}
+budgets:
+  overall:
+    error_rate: {max: 0}
+    ttft_ms: {p50: 0.001}
+`
+
+type liveWriterFunc func([]byte) (int, error)
+
+func (f liveWriterFunc) Write(p []byte) (int, error) { return f(p) }

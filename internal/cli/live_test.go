@@ -1,13 +1,12 @@
-package run
+package cli
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/servebench/servebench/live"
+	"github.com/servebench/servebench/run"
 	"github.com/servebench/servebench/scenario"
 )
 
@@ -28,7 +27,12 @@ load:
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
+	lm, err := listenLive("127.0.0.1:0", false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lm.Close()
+	reg := lm.reg
 	// Gathered while the run writes, as Prometheus scrapes it (the race
 	// detector watches this in CI's -race pass).
 	done := make(chan struct{})
@@ -49,7 +53,7 @@ load:
 			}
 		}
 	}()
-	sum, err := Run(context.Background(), sc, Options{Dir: t.TempDir(), Metrics: reg})
+	sum, err := run.Run(context.Background(), sc, run.Options{Dir: t.TempDir(), Observer: lm})
 	close(done)
 	if n := <-gathered; n == 0 {
 		t.Error("the registry was never gathered during the run")

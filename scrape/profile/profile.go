@@ -1,13 +1,19 @@
-package scrape
+// Package profile is the table of the engines whose /metrics pages
+// servebench reads: for each engine family (vLLM, SGLang, TGI, llama.cpp,
+// LMDeploy), the metric names that carry each meaning (results.Meaning),
+// how data-parallel engines and replicated ranks are labelled, and whether
+// counters move per token or at a request's end. It is a leaf: package
+// scrape reads pages with it, and package scenario checks scrape.profile
+// against its names, so the two cannot disagree on which profiles exist.
+package profile
 
 import (
-	"github.com/servebench/servebench/results"
-
-	"github.com/servebench/servebench/internal/vllmmetric"
-
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/servebench/servebench/internal/vllmmetric"
+	"github.com/servebench/servebench/results"
 )
 
 // Field selects which number of a series a Source reads.
@@ -93,38 +99,48 @@ func (p Profile) Provides(m results.Meaning) bool { return len(p.Sources[m]) > 0
 
 // Profile names.
 const (
-	ProfileVLLM     = "vllm"
-	ProfileSGLang   = "sglang"
-	ProfileTGI      = "tgi"
-	ProfileLlamaCPP = "llamacpp"
-	ProfileLMDeploy = "lmdeploy"
+	VLLM     = "vllm"
+	SGLang   = "sglang"
+	TGI      = "tgi"
+	LlamaCPP = "llamacpp"
+	LMDeploy = "lmdeploy"
 
-	// ProfileAuto detects the profile from the page. The empty string
+	// Auto detects the profile from the page. The empty string
 	// means the same.
-	ProfileAuto = "auto"
+	Auto = "auto"
 )
 
-// Profiles returns the built-in profiles, in detection-preference order.
-func Profiles() []Profile {
+// All returns the built-in profiles, in detection-preference order.
+func All() []Profile {
 	return []Profile{vllmProfile(), sglangProfile(), tgiProfile(), llamacppProfile(), lmdeployProfile()}
 }
 
-// ProfileByName returns the built-in profile called name.
-func ProfileByName(name string) (Profile, error) {
+// Names returns the names scrape.profile takes: Auto, then every
+// built-in profile's.
+func Names() []string {
+	names := []string{Auto}
+	for _, p := range All() {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// ByName returns the built-in profile called name.
+func ByName(name string) (Profile, error) {
 	var names []string
-	for _, p := range Profiles() {
+	for _, p := range All() {
 		if p.Name == name {
 			return p, nil
 		}
 		names = append(names, p.Name)
 	}
-	return Profile{}, fmt.Errorf("scrape: unknown profile %q (known: %s, or %q to detect)", name, strings.Join(names, ", "), ProfileAuto)
+	return Profile{}, fmt.Errorf("scrape: unknown profile %q (known: %s, or %q to detect)", name, strings.Join(names, ", "), Auto)
 }
 
-// detect returns the profile whose prefix the most metric families carry,
+// Detect returns the profile whose prefix the most metric families carry,
 // or false when no family carries any known prefix. Ties go to the earlier
-// profile in Profiles order.
-func detect(profiles []Profile, names []string) (Profile, bool) {
+// profile in All's order.
+func Detect(profiles []Profile, names []string) (Profile, bool) {
 	best, bestN := -1, 0
 	for i, p := range profiles {
 		n := 0
@@ -177,7 +193,7 @@ const (
 // tokens; a page does not say which.
 func vllmProfile() Profile {
 	return Profile{
-		Name:        ProfileVLLM,
+		Name:        VLLM,
 		Prefix:      "vllm:",
 		EngineLabel: vllmEngineLabel,
 		Sources: map[results.Meaning][]Source{
@@ -205,7 +221,7 @@ func vllmProfile() Profile {
 // previous log line cannot be turned into a count.
 func sglangProfile() Profile {
 	return Profile{
-		Name:          ProfileSGLang,
+		Name:          SGLang,
 		Prefix:        "sglang:",
 		EngineLabel:   "dp_rank",
 		ReplicaLabels: []string{"tp_rank", "pp_rank", "moe_ep_rank"},
@@ -238,7 +254,7 @@ func sglangProfile() Profile {
 // series, and its itl is one mean per request.
 func tgiProfile() Profile {
 	return Profile{
-		Name:   ProfileTGI,
+		Name:   TGI,
 		Prefix: "tgi_",
 		Sources: map[results.Meaning][]Source{
 			results.KVUsage:          {{Metric: "tgi_batch_current_max_tokens", Per: "tgi_batch_max_total_tokens"}},
@@ -262,7 +278,7 @@ func llamacppProfile() Profile {
 	// llama.cpp adds a request's tokens to its counters when the request
 	// ends (as does llm-d's inference simulator, which reads as vLLM).
 	return Profile{
-		Name:          ProfileLlamaCPP,
+		Name:          LlamaCPP,
 		Prefix:        "llamacpp:",
 		CountersAtEnd: true,
 		Sources: map[results.Meaning][]Source{
@@ -281,7 +297,7 @@ func llamacppProfile() Profile {
 // prefix-lookup counter.
 func lmdeployProfile() Profile {
 	return Profile{
-		Name:        ProfileLMDeploy,
+		Name:        LMDeploy,
 		Prefix:      "lmdeploy:",
 		EngineLabel: "engine",
 		Sources: map[results.Meaning][]Source{
