@@ -21,7 +21,7 @@ import (
 // counters at the end is read as such, and a llama.cpp-named page whose
 // counter moves per token is drawn per window.
 func TestIssue20CounterGranularity(t *testing.T) {
-	if testing.Short() {
+	if testing.Short() || e2eRace {
 		t.Skip("two 5-second runs")
 	}
 	t.Parallel()
