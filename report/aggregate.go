@@ -10,6 +10,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/servebench/servebench/internal/stats"
 	"github.com/servebench/servebench/report/correlate"
 	"github.com/servebench/servebench/results"
 )
@@ -663,7 +664,7 @@ func dist(h *hdrhistogram.Histogram) Dist {
 		return Dist{}
 	}
 	ms := func(us float64) float64 { return round(us/1000, 4) }
-	return Dist{
+	d := Dist{
 		Count: n,
 		Mean:  round(h.Mean()/1000, 3),
 		Std:   round(h.StdDev()/1000, 3),
@@ -674,7 +675,31 @@ func dist(h *hdrhistogram.Histogram) Dist {
 		P999:  ms(quantile(h, 99.9)),
 		Max:   ms(quantile(h, 100)),
 	}
+	for _, p := range []struct {
+		stat string
+		q    float64
+	}{{"p50", 0.5}, {"p90", 0.9}, {"p95", 0.95}, {"p99", 0.99}, {"p99_9", 0.999}} {
+		lo, hi, ok := stats.QuantileRanks(int(n), p.q, ciLevel)
+		if !ok {
+			continue
+		}
+		if d.CI == nil {
+			d.CI = map[string][2]float64{}
+		}
+		d.CI[p.stat] = [2]float64{ms(quantile(h, 100*float64(lo)/float64(n))), ms(quantile(h, 100*float64(hi)/float64(n)))}
+	}
+	if n >= 2 {
+		half := stats.TQuantile(1-(1-ciLevel)/2, float64(n-1)) * h.StdDev() / 1000 * math.Sqrt(float64(n)/float64(n-1)) / math.Sqrt(float64(n))
+		if d.CI == nil {
+			d.CI = map[string][2]float64{}
+		}
+		d.CI["mean"] = [2]float64{round(d.Mean-half, 3), round(d.Mean+half, 3)}
+	}
+	return d
 }
+
+// ciLevel is the confidence of every interval a summary gives.
+const ciLevel = 0.95
 
 // quantile is the q-th percentile of h (in its unit, µs) at the midpoint
 // of the bucket that holds it. HdrHistogram reports the bucket's highest

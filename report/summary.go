@@ -256,6 +256,21 @@ type Dist struct {
 	P99   float64 `json:"p99"`
 	P999  float64 `json:"p99_9"`
 	Max   float64 `json:"max"`
+	// CI holds each statistic's 95 % confidence interval, [lo, hi] in
+	// milliseconds: distribution-free (order statistics) for the
+	// percentiles, read from the histogram and so bounded by its
+	// precision (3 significant figures); Student-t for the mean. A
+	// statistic absent has too few samples for an interval (a p99 needs
+	// about 300; see results.MinSamplesFor), and no interval is given for
+	// the max.
+	CI map[string][2]float64 `json:"ci_95,omitempty"`
+}
+
+// Interval returns the 95 % interval of the statistic named stat; ok is
+// false when there is none (too few samples, or the max).
+func (d Dist) Interval(stat string) (lo, hi float64, ok bool) {
+	iv, ok := d.CI[stat]
+	return iv[0], iv[1], ok
 }
 
 // Stat returns the statistic named stat ("p50", "p90", "p95", "p99",

@@ -145,13 +145,52 @@ func writeOverall(b *strings.Builder, st Stage, pooled bool) error {
 	width := len(head)
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%s\tmean\tstd\tp50\tp90\tp99\tmax\t\n", head)
+	few := false
 	for _, m := range LatencyMetrics {
 		d := st.Dist(m.Metric)
 		// Padded to the heading's width: the names read left-aligned.
 		fmt.Fprintf(tw, "%-*s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", width, m.Label, FormatLatency(d.Mean, d.Count), FormatLatency(d.Std, d.Count),
 			FormatLatency(d.P50, d.Count), FormatLatency(d.P90, d.Count), FormatLatency(d.P99, d.Count), FormatLatency(d.Max, d.Count))
+		if d.Count == 0 {
+			continue
+		}
+		row := []string{fmt.Sprintf("%-*s", width, "  ± 95 %")}
+		for _, stat := range []string{"mean", "", "p50", "p90", "p99", ""} {
+			row = append(row, halfWidth(*d, stat))
+			few = few || (stat != "" && row[len(row)-1] == "few")
+		}
+		fmt.Fprintf(tw, "%s\t\n", strings.Join(row, "\t"))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	b.WriteString("(± 95 %: the interval's larger half-width, distribution-free for percentiles")
+	if few {
+		b.WriteString("; few: too few samples for an interval, so the figure is a point with unknown error")
+	}
+	b.WriteString(")\n")
+	return nil
+}
+
+// halfWidth is a statistic's 95 % interval as ±N % of the figure, "few"
+// without one, "" for a column with no interval (std, max).
+func halfWidth(d Dist, stat string) string {
+	if stat == "" {
+		return ""
+	}
+	v, _ := d.Stat(stat)
+	lo, hi, ok := d.Interval(stat)
+	if !ok {
+		return "few"
+	}
+	if v == 0 {
+		return "-"
+	}
+	h := max(hi-v, v-lo) / v * 100
+	if h < 10 {
+		return fmt.Sprintf("±%.1f%%", h)
+	}
+	return fmt.Sprintf("±%.0f%%", h)
 }
 
 // ms formats a millisecond figure, or "-" when there were no samples.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -83,8 +84,8 @@ func TestVirtualRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Overall.OutputTokensPerSec != sum.Overall.OutputTokensPerSec || again.Overall.ITL != sum.Overall.ITL ||
-		again.Overall.TTFT != sum.Overall.TTFT || again.Overall.Requests != sum.Overall.Requests {
+	if again.Overall.OutputTokensPerSec != sum.Overall.OutputTokensPerSec || !reflect.DeepEqual(again.Overall.ITL, sum.Overall.ITL) ||
+		!reflect.DeepEqual(again.Overall.TTFT, sum.Overall.TTFT) || again.Overall.Requests != sum.Overall.Requests {
 		t.Errorf("two virtual runs differ:\n%+v\n%+v", sum.Overall, again.Overall)
 	}
 	// Every measured request has its latencies (none sent at the epoch,

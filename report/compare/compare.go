@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -280,7 +281,7 @@ func (cp *comparer) table(scope string, bst, nst *report.Stage, bIdx, nIdx []int
 		}
 		// Time to first content is time to first token unless the model
 		// reasons first: show it only when it differs.
-		if m.Name == "ttfc_ms" && bd == bst.TTFT && nd == nst.TTFT {
+		if m.Name == "ttfc_ms" && reflect.DeepEqual(bd, bst.TTFT) && reflect.DeepEqual(nd, nst.TTFT) {
 			continue
 		}
 		bv, nv := bLog.Values(m.Name), nLog.Values(m.Name)
