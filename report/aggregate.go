@@ -102,6 +102,10 @@ func (a *Aggregate) AddHeader(h *results.Header) {
 	if h.Ends {
 		a.ending++
 	}
+	if a.meta.WarmUp == nil && h.WarmUp != nil {
+		w := *h.WarmUp
+		a.meta.WarmUp = &w
+	}
 	if a.files == 1 {
 		a.meta.Tool, a.meta.Version, a.meta.Target, a.meta.Model = h.Tool, h.Version, h.Target, h.Model
 		a.meta.Started = h.Started
@@ -439,11 +443,14 @@ func (a *Aggregate) Summary() *Summary {
 	for _, why := range slices.Sorted(maps.Keys(a.skipped)) {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d request records were skipped: they have %s (a damaged or foreign results file?)", a.skipped[why], why))
 	}
+	if w := out.WarmUp; w != nil && w.Opened < w.Wanted {
+		out.Warnings = append(out.Warnings, w.String())
+	}
 	out.Harness = a.harness()
 	if h := out.Harness; h != nil && h.Limited {
 		out.Warnings = append(out.Warnings, "LIMITED BY THE CLIENT: "+h.Reason+"; "+LimitedAdvice)
 	}
-	explain(out.Correlation, out.Harness, out.Stages)
+	explain(out.Correlation, out.Harness, out.Stages, out.Workload)
 	out.Incomplete = a.incomplete()
 	for _, e := range a.ends {
 		out.Until = append(out.Until, e.Until...)

@@ -54,6 +54,9 @@ type Summary struct {
 	// merged files): when Limited, the client, not the server, set part of
 	// the figures.
 	Harness *results.Harness `json:"harness,omitempty"`
+	// WarmUp is the connection warm-up before the load (the first file's);
+	// its time is before the first stage's window, never in it.
+	WarmUp *results.WarmUp `json:"warm_up,omitempty"`
 
 	// Verdict is the outcome of the scenario's budgets; nil when the
 	// scenario has none.

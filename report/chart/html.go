@@ -3,6 +3,7 @@ package chart
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"io"
@@ -77,11 +78,19 @@ func WriteHTML(w io.Writer, s *report.Summary, figs []Figure, scenario json.RawM
 	return nil
 }
 
+// ErrNothingToPlot is WriteFiles' refusal of a summary in which no
+// request succeeded: plots of nothing would look like findings.
+var ErrNothingToPlot = errors.New("no request succeeded: nothing to plot")
+
 // WriteFiles renders the plots of everything added to a (PNG and SVG) and
 // the HTML report of s (a's summary, with its verdict if judged) into dir,
 // and returns the paths written. The output is a pure function of the
-// records added and the verdict.
+// records added and the verdict. A summary without a successful request
+// writes nothing and returns ErrNothingToPlot.
 func WriteFiles(dir string, a *report.Aggregate, s *report.Summary) ([]string, error) {
+	if s.Overall.Requests.OK == 0 {
+		return nil, ErrNothingToPlot
+	}
 	figs, err := Figures(a, s)
 	if err != nil {
 		return nil, err
