@@ -136,9 +136,14 @@ func TestIssue20TwinSlots(t *testing.T) {
 // sleeps woke over 1 ms late in more than a quarter of the samples taken
 // during the runs) shifts calibrations and truths in ways no band of the
 // server's can hold: the test then skips, with the coverage it saw.
+//
+// It runs only with SERVEBENCH_REALTIME_COVERAGE set: with 40 cases a
+// band of true 95 % coverage falls below 90 % one time in seven, and a
+// busy machine lowers it further, so in the suite it would fail without a
+// defect. TestBandCoverageVirtual checks the same bands deterministically.
 func TestIssue20BandCoverage(t *testing.T) {
-	if testing.Short() || raceEnabled {
-		t.Skip("about a minute of real-time runs")
+	if testing.Short() || raceEnabled || !realTimeCoverage() {
+		t.Skip("real-time coverage runs only with SERVEBENCH_REALTIME_COVERAGE=1 (TestBandCoverageVirtual covers it in virtual time)")
 	}
 	t.Parallel()
 	// The runs are real time: a machine too busy to wake a sleeping

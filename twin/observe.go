@@ -152,28 +152,46 @@ func betweenRuns(obs *observations, fit *linearFit) *sim.BetweenRuns {
 		per[g].d += sg.durUS
 		per[g].p += p
 	}
-	byLoad := map[string][]float64{}
+	byLoad := map[string][]int{} // the instances of each load
 	for g, l := range per {
 		if l.p > 0 && obs.insts[g].key != "" {
-			byLoad[obs.insts[g].key] = append(byLoad[obs.insts[g].key], l.d/l.p-1)
+			byLoad[obs.insts[g].key] = append(byLoad[obs.insts[g].key], g)
 		}
 	}
-	var ss float64
+	// Each repeated load's instances, as deviations from the load's mean
+	// level; then averaged per run: the stages of one run share its speed,
+	// so they are one observation of the run-to-run variation, not several.
+	perRun := map[int][]float64{}
 	df, n, loads := 0, 0, 0
-	for _, rs := range byLoad {
-		if len(rs) < 2 {
+	for _, gs := range byLoad {
+		if len(gs) < 2 {
 			continue
 		}
 		var m float64
-		for _, r := range rs {
-			m += r / float64(len(rs))
+		for _, g := range gs {
+			m += (per[g].d/per[g].p - 1) / float64(len(gs))
 		}
-		for _, r := range rs {
-			ss += (r - m) * (r - m)
+		for _, g := range gs {
+			r := obs.insts[g].run
+			perRun[r] = append(perRun[r], per[g].d/per[g].p-1-m)
 		}
-		df, n, loads = df+len(rs)-1, n+len(rs), loads+1
+		df, n, loads = df+len(gs)-1, n+len(gs), loads+1
 	}
 	if df == 0 {
+		return nil
+	}
+	var ss float64
+	for _, es := range perRun {
+		var e float64
+		for _, x := range es {
+			e += x / float64(len(es))
+		}
+		ss += e * e
+	}
+	// Runs that ran every repeated load leave as many degrees of freedom
+	// as runs less one, however many loads each ran.
+	df = min(df, len(perRun)-1)
+	if df <= 0 {
 		return nil
 	}
 	return &sim.BetweenRuns{RelSD: roundSig(math.Sqrt(ss/float64(df)), 4), DF: df, Instances: n, Loads: loads}
