@@ -126,8 +126,8 @@ func (c *Client) do(ctx context.Context, r *Request, keep bool) (res results.Res
 	res.Sent = c.since(sentAt)
 	wd := c.watch(res.Sent, cancel)
 	cleanup = append(cleanup, wd.stop)
-	x, conns, err := c.pool.send(rctx, head, body, func() { res.Written = c.since(time.Now()) })
-	res.Retries = max(conns-1, 0)
+	x, conns, resent, err := c.pool.send(rctx, head, body, func() { res.Written = c.since(time.Now()) })
+	res.Retries, res.ResentWritten = max(conns-1, 0), resent
 	if err != nil {
 		c.fail(ctx, rctx, &res, err, results.ErrConnect)
 		return res, ""

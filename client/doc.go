@@ -41,16 +41,23 @@
 // connections to the one host. Each stream costs one goroutine, the
 // caller's (net/http's transport adds a reader and a writer goroutine per
 // connection), and one read buffer per connection: about 26 KiB per
-// in-flight stream in all (BenchmarkInFlight). The request is written in
-// one write; the response head is read with net/http's ReadResponse. An
-// idle connection the server closed is found by a peek before it is
-// reused, and a request that failed on a reused connection before any
-// response byte is sent once more on a new one (Result.Retries).
-// Client.Warm dials that many connections before the load starts, so
+// in-flight stream in all (BenchmarkInFlight); a connection whose stream
+// outpaced its reader reads the next through a 64 KiB buffer. The request
+// is written in one write; the response head is read with net/http's
+// ReadResponse. An idle connection the server closed is found by a peek
+// before it is reused, and a request that failed on a reused connection
+// before any response byte is sent once more on a new one
+// (Result.Retries, and Result.ResentWritten when the first send had been
+// written whole on a connection closed in order). Client.WarmUp opens that
+// many connections before the load starts (a GET /v1/models on each), so
 // that the first requests neither pay for a dial nor queue behind a burst
-// of them. A stream that ended with [DONE] is read to its end (at most
-// 200 ms more) so that its connection returns to the pool. The other
-// calls (models, version, tokenize) go through net/http.
+// of them; it keeps those the server answers and stops waiting once
+// answers stop (a server with few HTTP threads serves only so many at
+// once), so it never holds a run back for long, and it reports what it
+// opened and how long it took (results.WarmUp). A stream that ended with
+// [DONE] is read to its end (at most 200 ms more) so that its connection
+// returns to the pool. The other calls (models, version, tokenize) go
+// through net/http.
 //
 // # Tokens and chunks
 //

@@ -174,25 +174,26 @@ func (p *wirePool) closeIdle() {
 	}
 }
 
-// warm dials n connections at once into the pool (at most its size) and
-// returns how many it opened and the first error.
-func (p *wirePool) warm(ctx context.Context, n int) (int, error) {
-	n = min(n, p.max)
-	conns := make([]*wireConn, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { conns[i], errs[i] = p.dial(ctx) })
+// probe sends head (a GET) on c and reads the answer to its end: any
+// status will do, as long as the connection can serve another request.
+// ctx's end aborts it.
+func (c *wireConn) probe(ctx context.Context, head []byte) error {
+	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
+	defer stop()
+	if _, err := c.nc.Write(head); err != nil {
+		return err
 	}
-	wg.Wait()
-	opened := 0
-	for _, c := range conns {
-		if c != nil {
-			p.put(c)
-			opened++
-		}
+	resp, err := http.ReadResponse(c.br, nil)
+	if err != nil {
+		return err
 	}
-	return opened, errors.Join(errs...)
+	if _, err := io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)); err != nil {
+		return err
+	}
+	if resp.Close || c.br.Buffered() > 0 || ctx.Err() != nil {
+		return fmt.Errorf("warm-up: %s did not keep the connection open", resp.Status)
+	}
+	return nil
 }
 
 // exchange is one request's use of a connection: the response, and what
@@ -272,11 +273,15 @@ var aLongTimeAgo = time.Unix(1, 0)
 // send writes the request head and body on a connection and reads the
 // response head. A request that fails on a reused connection before any
 // byte of a response (the server closed the kept-alive connection, as
-// llama.cpp's does after each response) was never processed, and is sent
-// once more on a new connection. ctx's end aborts it, and any later read
-// of the body. conns is the number of connections it took; written is
-// called when the request has been written.
-func (p *wirePool) send(ctx context.Context, head, body []byte, written func()) (x *exchange, conns int, err error) {
+// llama.cpp's does after each response) is sent once more on a new
+// connection. A first send that was not written whole, or whose
+// connection was reset (the server closed it with the request unread),
+// was not processed; one written whole on a connection the server closed
+// in order may have been (a server that closes a connection while it
+// works on its request): resentWritten counts those. ctx's end aborts it,
+// and any later read of the body. conns is the number of connections it
+// took; written is called when the request has been written.
+func (p *wirePool) send(ctx context.Context, head, body []byte, written func()) (x *exchange, conns, resentWritten int, err error) {
 	for attempt := 0; ; attempt++ {
 		var c *wireConn
 		reused := false
@@ -286,14 +291,14 @@ func (p *wirePool) send(ctx context.Context, head, body []byte, written func()) 
 			c, err = p.dial(ctx) // the retry goes on a new connection
 		}
 		if err != nil {
-			return nil, conns, err
+			return nil, conns, resentWritten, err
 		}
 		conns++
 		stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
 		bufs := net.Buffers{head, body}
 		_, err = bufs.WriteTo(c.nc)
 		var resp *http.Response
-		answered := false
+		answered, whole := false, err == nil
 		if err == nil {
 			written()
 			// The first byte apart: an error before it means the server
@@ -306,15 +311,18 @@ func (p *wirePool) send(ctx context.Context, head, body []byte, written func()) 
 		if err == nil {
 			er := &eofReader{r: resp.Body}
 			resp.Body = io.NopCloser(er)
-			return &exchange{pool: p, conn: c, resp: resp, body: er, stop: stop}, conns, nil
+			return &exchange{pool: p, conn: c, resp: resp, body: er, stop: stop}, conns, resentWritten, nil
 		}
 		stop()
 		p.drop(c)
 		if ctx.Err() != nil {
-			return nil, conns, ctx.Err()
+			return nil, conns, resentWritten, ctx.Err()
 		}
 		if !reused || attempt > 0 || answered || !unanswered(err) {
-			return nil, conns, err
+			return nil, conns, resentWritten, err
+		}
+		if whole && !errors.Is(err, syscall.ECONNRESET) {
+			resentWritten++
 		}
 	}
 }
@@ -324,6 +332,24 @@ func (p *wirePool) send(ctx context.Context, head, body []byte, written func()) 
 // reset before any byte of a response.
 func unanswered(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// getHead builds the head of a GET of path (under the root's own path),
+// with the key and the configured headers.
+func (c *Client) getHead(path string) []byte {
+	b := make([]byte, 0, 128+len(c.wireHeaders))
+	b = append(b, "GET "...)
+	b = append(b, c.rootPath...)
+	b = append(b, path...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, c.pool.host...)
+	b = append(b, "\r\nUser-Agent: servebench"...)
+	if c.apiKey != "" && !c.headerSet["Authorization"] {
+		b = append(b, "\r\nAuthorization: Bearer "...)
+		b = append(b, c.apiKey...)
+	}
+	b = append(b, c.wireHeaders...)
+	return append(b, "\r\n\r\n"...)
 }
 
 // requestHead builds the head of a POST of n body bytes to path, with the

@@ -67,7 +67,7 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 	suite := junitSuite{
 		Name:     "servebench budgets: " + scenarioName,
 		Tests:    len(v.Checks),
-		Failures: v.Failed,
+		Failures: v.Failed + v.Inconclusive,
 		Time:     fmt.Sprintf("%.3f", s.Overall.Duration),
 		Properties: []junitProperty{
 			{"scenario", s.Scenario}, {"target", s.Target}, {"model", s.Model},
@@ -88,8 +88,11 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 		}
 		if !c.Pass {
 			tc.Failure = &junitFailure{Message: checkLine(c), Type: "budget"}
-			if c.Measured == nil {
+			switch {
+			case c.Measured == nil:
 				tc.Failure.Type = "not_measured"
+			case c.Status == StatusInconclusive:
+				tc.Failure.Type = "inconclusive"
 			}
 		}
 		suite.Cases = append(suite.Cases, tc)

@@ -16,8 +16,11 @@ func WriteVerdictMarkdown(w io.Writer, s *Summary) error {
 	}
 	var b strings.Builder
 	icon := "✅"
-	if !v.Pass {
+	switch {
+	case v.Failed > 0:
 		icon = "❌"
+	case !v.Pass:
+		icon = "❔"
 	}
 	fmt.Fprintf(&b, "### %s servebench budgets: %s\n\n", icon, v)
 	fmt.Fprintf(&b, "Scenario `%s` · model `%s` · %d ok requests in %s s", mdEscape(s.Scenario), mdEscape(s.Model),
@@ -34,7 +37,10 @@ func WriteVerdictMarkdown(w io.Writer, s *Summary) error {
 				continue
 			}
 			mark := "✅"
-			if !c.Pass {
+			switch {
+			case c.Status == StatusInconclusive:
+				mark = "❔"
+			case !c.Pass:
 				mark = "❌"
 			}
 			fmt.Fprintf(&b, "| %s | %s | `%s %s` | %s | %s %s | %s |\n", mark, mdEscape(c.Scope), c.Metric, c.Stat,

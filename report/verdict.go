@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/servebench/servebench/internal/stats"
 	"github.com/servebench/servebench/results"
 )
 
@@ -16,9 +17,13 @@ import (
 // "verdict" of summary.json, junit.xml and verdict.md. Pass is true when
 // every check passed.
 type Verdict struct {
-	Pass   bool    `json:"pass"`
-	Failed int     `json:"failed"` // checks that failed
-	Checks []Check `json:"checks"`
+	Pass   bool `json:"pass"`
+	Failed int  `json:"failed"` // checks missed or not measured
+	// Inconclusive counts the checks whose 95 % interval straddles the
+	// limit (or that had too few samples for one): the run cannot tell
+	// whether the budget was met. Pass is false when any is.
+	Inconclusive int     `json:"inconclusive,omitempty"`
+	Checks       []Check `json:"checks"`
 	// Source is the scenario file the budgets came from when it is not
 	// the run's own scenario (`bench check --budgets FILE`); empty for the
 	// budgets recorded in the results header.
@@ -45,11 +50,29 @@ type Check struct {
 	Margin *float64 `json:"margin"`
 	// Samples is the number of observations behind Measured (requests,
 	// tokens or scrapes).
-	Samples    int64  `json:"samples"`
-	MinSamples int    `json:"min_samples,omitempty"` // percentile budgets: the count below which the figure is not trusted
-	Pass       bool   `json:"pass"`
-	Note       string `json:"note,omitempty"` // why a check failed without a measure, or a doubt about it
+	Samples    int64 `json:"samples"`
+	MinSamples int   `json:"min_samples,omitempty"` // percentile budgets: the count below which the figure is not trusted
+	// Interval is the figure's 95 % confidence interval, in Unit, when it
+	// has one: latencies (from their distribution), error, drop and
+	// goodput shares (Wilson), output tokens per second (batch means over
+	// the scrape windows). Nil for counts and peaks, judged on the value.
+	Interval *[2]float64 `json:"interval,omitempty"`
+	// Status is "met" (the whole interval, or the value without one, on
+	// the right side of the limit), "missed" (on the wrong side),
+	// "inconclusive" (the interval straddles the limit, or a percentile
+	// had too few samples for an interval) or "not measured".
+	Status string `json:"status"`
+	Pass   bool   `json:"pass"`           // Status is met
+	Note   string `json:"note,omitempty"` // why a check failed without a measure, or a doubt about it
 }
+
+// Check statuses.
+const (
+	StatusMet          = "met"
+	StatusMissed       = "missed"
+	StatusInconclusive = "inconclusive"
+	StatusNotMeasured  = "not measured"
+)
 
 // Evaluate judges s, the summary of a, against budgets b; slo defines the
 // goodput budget's objectives (it may be nil when no goodput budget is
@@ -89,19 +112,24 @@ func (a *Aggregate) Evaluate(s *Summary, b *results.Budgets, slo *results.SLO) *
 		}
 	}
 	for _, c := range v.Checks {
-		if !c.Pass {
+		switch c.Status {
+		case StatusMet:
+		case StatusInconclusive:
+			v.Inconclusive++
+		default:
 			v.Failed++
 		}
 	}
-	v.Pass = v.Failed == 0
+	v.Pass = v.Failed == 0 && v.Inconclusive == 0
 	return v
 }
 
 type judge struct {
-	a   *Aggregate
-	b   *results.Budgets
-	slo *results.SLO
-	v   *Verdict
+	a     *Aggregate
+	b     *results.Budgets
+	slo   *results.SLO
+	v     *Verdict
+	limit float64 // the limit being judged
 }
 
 func op(l results.Limit) string {
@@ -123,6 +151,12 @@ type measure struct {
 	samples int64
 	ok      bool
 	note    string
+	// lo and hi bound the figure, each at 97.5 % one-sided (together a
+	// 95 % interval), when loOK and hiOK; few says a percentile had too
+	// few samples for one of its bounds.
+	lo, hi     float64
+	loOK, hiOK bool
+	few        bool
 }
 
 // set judges every limit of one budget set on one scope (stages nil: the
@@ -132,12 +166,10 @@ func (j *judge) set(name string, st *Stage, stages []int, set *results.BudgetSet
 	for _, bud := range set.List() {
 		for _, l := range bud.Limits.List() {
 			c := Check{Scope: name, Metric: bud.Metric, Stat: l.Stat, Op: op(l), Limit: l.Value, Unit: unitOf(bud.Metric)}
+			j.limit = l.Value
 			m := j.measure(st, &sc, bud.Metric, l.Stat)
-			if q, isQ := results.Quantile(l.Stat); isQ && m.ok {
-				c.MinSamples = set.MinSamples
-				if c.MinSamples == 0 {
-					c.MinSamples = results.MinSamplesFor(q)
-				}
+			if _, isQ := results.Quantile(l.Stat); isQ && m.ok {
+				c.MinSamples = set.MinSamples // the user's own; 0: the interval decides
 			}
 			j.add(c, &m)
 		}
@@ -147,6 +179,7 @@ func (j *judge) set(name string, st *Stage, stages []int, set *results.BudgetSet
 // add completes a check from its measure (nil: not measurable) and records it.
 func (j *judge) add(c Check, m *measure) {
 	c.Name = c.Scope + "." + c.Metric + "." + c.Stat
+	c.Status = StatusNotMeasured
 	if m == nil || !m.ok {
 		if m != nil {
 			c.Samples, c.Note = m.samples, m.note
@@ -161,19 +194,60 @@ func (j *judge) add(c Check, m *measure) {
 	}
 	c.Measured, c.Margin, c.Samples = &val, &margin, m.samples
 	c.Note = m.note // how it was measured, when that needs saying
-	c.Pass = margin >= 0
-	if c.MinSamples > 0 && c.Samples < int64(c.MinSamples) {
-		doubt := fmt.Sprintf("%s %s %s from %d samples, fewer than %d: the percentile is uncertain",
-			c.Scope, c.Metric, c.Stat, c.Samples, c.MinSamples)
-		if j.b.Strict {
-			c.Pass = false
-			c.Note = "too few samples (budgets.strict): " + doubt
-		} else {
-			c.Note = "too few samples"
-			j.v.Warnings = append(j.v.Warnings, doubt)
-		}
+	c.Status = status(c.Op, c.Limit, val, m)
+	if m.loOK && m.hiOK {
+		c.Interval = &[2]float64{round(m.lo, 6), round(m.hi, 6)}
 	}
+	switch {
+	case c.MinSamples > 0 && c.Samples < int64(c.MinSamples):
+		j.doubt(&c, fmt.Sprintf("%s %s %s from %d samples, fewer than %d: the percentile is uncertain",
+			c.Scope, c.Metric, c.Stat, c.Samples, c.MinSamples))
+	case m.few && c.MinSamples > 0 && c.Status == StatusInconclusive:
+		c.Status = status(c.Op, c.Limit, val, &measure{})
+		c.Note = fmt.Sprintf("judged on the value: too few samples for a 95 %% interval, at least min_samples %d", c.MinSamples)
+	case m.few && c.Status == StatusInconclusive:
+		j.doubt(&c, fmt.Sprintf("%s %s %s from %d samples: too few for a 95 %% interval on the side that decides, so whether it meets the budget is unknown",
+			c.Scope, c.Metric, c.Stat, c.Samples))
+	case c.Status == StatusInconclusive:
+		c.Note = fmt.Sprintf("the 95 %% interval %s–%s straddles the limit", formatNumber(m.lo, c.Unit), formatNumber(m.hi, c.Unit))
+	}
+	c.Pass = c.Status == StatusMet
 	j.v.Checks = append(j.v.Checks, c)
+}
+
+// status judges a measured figure against its limit: met when its bound
+// on the limit's side stays within it, missed when its bound on the other
+// side is beyond it, else inconclusive. A figure without bounds (counts,
+// peaks, a share against a limit of 0) is judged on its value.
+func status(op string, limit, val float64, m *measure) string {
+	bounded := m.loOK || m.hiOK || m.few
+	lo, hi, loOK, hiOK := m.lo, m.hi, m.loOK, m.hiOK
+	if !bounded {
+		lo, hi, loOK, hiOK = val, val, true, true
+	}
+	if op == ">=" {
+		lo, hi, loOK, hiOK, limit = -hi, -lo, hiOK, loOK, -limit
+	}
+	switch {
+	case hiOK && hi <= limit:
+		return StatusMet
+	case loOK && lo > limit:
+		return StatusMissed
+	}
+	return StatusInconclusive
+}
+
+// doubt marks a check whose figure has too few samples to be trusted,
+// whichever side of the limit its value fell: inconclusive (a warning),
+// or missed under budgets.strict.
+func (j *judge) doubt(c *Check, why string) {
+	if j.b.Strict {
+		c.Status, c.Note = StatusMissed, "too few samples (budgets.strict): "+why
+		return
+	}
+	c.Status = StatusInconclusive
+	c.Note = "too few samples"
+	j.v.Warnings = append(j.v.Warnings, why)
 }
 
 // measure reads one figure of a scope: latencies from the stage summary's
@@ -181,7 +255,7 @@ func (j *judge) add(c Check, m *measure) {
 // per-request log and the scrapes.
 func (j *judge) measure(st *Stage, sc *scope, metric, stat string) measure {
 	if d := st.Dist(metric); d != nil {
-		return distStat(*d, stat)
+		return j.distStat(st, metric, *d, stat)
 	}
 	switch metric {
 	case "error_rate", "drop_rate", "output_tokens_per_s", "requests_per_s", "total_tokens_per_s", "inputs_per_s":
@@ -192,7 +266,20 @@ func (j *judge) measure(st *Stage, sc *scope, metric, stat string) measure {
 			}
 			return measure{note: "no request finished"}
 		}
-		return measure{value: v, samples: n, ok: true}
+		m := measure{value: v, samples: n, ok: true}
+		switch metric {
+		case "error_rate", "drop_rate":
+			// A limit of 0 asks for none observed: no interval can
+			// prove a rate is 0, so the count decides.
+			if lim := j.limit; lim > 0 && lim < 1 {
+				m.lo, m.hi = stats.Wilson(v, n, ciLevel)
+				m.loOK, m.hiOK = true, true
+			}
+		case "output_tokens_per_s":
+			m.lo, m.hi, m.loOK = j.a.RateInterval(st, ciLevel)
+			m.hiOK = m.loOK
+		}
+		return m
 	case "goodput":
 		if !j.slo.Set() {
 			return measure{note: "no slo objectives to judge requests by"}
@@ -201,7 +288,14 @@ func (j *judge) measure(st *Stage, sc *scope, metric, stat string) measure {
 		if !ok {
 			return measure{note: "no request finished"}
 		}
-		return measure{value: share, samples: sc.finished, ok: true, note: sc.sampled()}
+		m := measure{value: share, samples: sc.finished, ok: true, note: sc.sampled()}
+		if lim := j.limit; lim > 0 && lim < 1 {
+			// From a sample, the interval rests on the requests kept.
+			n := min(sc.finished, int64(len(sc.sent))+sc.finished-sc.ok)
+			m.lo, m.hi = stats.Wilson(share, n, ciLevel)
+			m.loOK, m.hiOK = true, true
+		}
+		return m
 	case "token_count_mismatch":
 		if sc.checked == 0 {
 			return measure{note: "no completed request could be checked (needs ignore_eos, max_tokens and the server's usage)"}
@@ -235,7 +329,11 @@ func (j *judge) measure(st *Stage, sc *scope, metric, stat string) measure {
 	return measure{note: "unknown figure " + metric}
 }
 
-func distStat(d Dist, stat string) measure {
+// distStat reads a statistic of a latency distribution with its bounds:
+// a percentile's one-sided distribution-free bounds from the scope's
+// histogram (either may exist without the other), the mean's from its
+// Student-t interval; the max has none.
+func (j *judge) distStat(st *Stage, metric string, d Dist, stat string) measure {
 	if d.Count == 0 {
 		return measure{note: "no samples"}
 	}
@@ -243,15 +341,32 @@ func distStat(d Dist, stat string) measure {
 	if !ok {
 		return measure{note: "unknown statistic " + stat}
 	}
-	return measure{value: v, samples: d.Count, ok: true}
+	m := measure{value: v, samples: d.Count, ok: true}
+	q, isQ := results.Quantile(stat)
+	h := j.a.Histogram(st.Index, metric)
+	switch {
+	case stat == "mean":
+		m.lo, m.hi, m.loOK = d.Interval(stat)
+		m.hiOK = m.loOK
+	case isQ && h != nil && h.TotalCount() > 0:
+		m.lo, m.hi, m.loOK, m.hiOK = quantileBounds(h, q, ciLevel)
+		m.few = !m.loOK || !m.hiOK
+	}
+	return m
 }
 
-// Summary line of a verdict: "PASS (12 budgets)" or "FAIL (2 of 12 budgets missed)".
+// Summary line of a verdict: "PASS (12 budgets met)", "FAIL (2 of 12
+// budgets missed)" or "INCONCLUSIVE (1 of 12 budgets cannot be told)".
 func (v *Verdict) String() string {
-	if v.Pass {
+	switch {
+	case v.Pass:
 		return fmt.Sprintf("PASS (%d budgets met)", len(v.Checks))
+	case v.Failed > 0 && v.Inconclusive > 0:
+		return fmt.Sprintf("FAIL (%d of %d budgets missed, %d inconclusive)", v.Failed, len(v.Checks), v.Inconclusive)
+	case v.Failed > 0:
+		return fmt.Sprintf("FAIL (%d of %d budgets missed)", v.Failed, len(v.Checks))
 	}
-	return fmt.Sprintf("FAIL (%d of %d budgets missed)", v.Failed, len(v.Checks))
+	return fmt.Sprintf("INCONCLUSIVE (%d of %d budgets cannot be told met or missed at 95 %%; the rest met)", v.Inconclusive, len(v.Checks))
 }
 
 // WriteVerdictText writes the verdict for the terminal: one line per
@@ -262,7 +377,10 @@ func WriteVerdictText(w io.Writer, v *Verdict) error {
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	for _, c := range v.Checks {
 		mark := "ok"
-		if !c.Pass {
+		switch {
+		case c.Status == StatusInconclusive:
+			mark = "??"
+		case !c.Pass:
 			mark = "FAIL"
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s %s\t%s\t%s %s\t%s\n", mark, c.Scope, c.Metric, c.Stat,

@@ -90,8 +90,12 @@ type RunRecord struct {
 
 	Metrics *Metrics `json:"metrics,omitempty"`
 	// BudgetsPass is the run's budget verdict; nil without budgets.
-	BudgetsPass *bool    `json:"budgets_pass,omitempty"`
-	Missed      []string `json:"missed,omitempty"`
+	BudgetsPass *bool `json:"budgets_pass,omitempty"`
+	// Inconclusive is true when no budget was missed but some could not
+	// be told met (their 95 % intervals straddle the limits): neither a
+	// pass nor a miss.
+	Inconclusive bool     `json:"budgets_inconclusive,omitempty"`
+	Missed       []string `json:"missed,omitempty"`
 	// Checks are the run's budget checks with their relative margins and
 	// sample counts: how near the boundary the run was.
 	Checks []CheckMargin `json:"checks,omitempty"`
@@ -167,17 +171,17 @@ func meanMetrics(ms []*Metrics) *Metrics {
 // verdictOf reads a run's budget verdict: nil without budgets (no
 // verdict, or one without checks), else whether it passed and the checks
 // it missed.
-func verdictOf(v *report.Verdict) (pass *bool, missed []string) {
+func verdictOf(v *report.Verdict) (pass *bool, inconclusive bool, missed []string) {
 	if v == nil || len(v.Checks) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	p := v.Pass
 	for _, c := range v.Checks {
-		if !c.Pass {
+		if !c.Pass && c.Status != report.StatusInconclusive {
 			missed = append(missed, c.Name)
 		}
 	}
-	return &p, missed
+	return &p, v.Failed == 0 && v.Inconclusive > 0, missed
 }
 
 // summarise fills the points and the recommendation from the runs.
@@ -347,8 +351,11 @@ func WriteCSV(w io.Writer, s *Summary) error {
 		budgets := ""
 		if r.BudgetsPass != nil {
 			budgets = "fail"
-			if *r.BudgetsPass {
+			switch {
+			case *r.BudgetsPass:
 				budgets = "pass"
+			case r.Inconclusive:
+				budgets = "inconclusive"
 			}
 		}
 		row = append(row, budgets, r.Dir, r.Error)

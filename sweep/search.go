@@ -32,6 +32,10 @@ const (
 	ConfidenceHigh   = "high"   // both probes that bound the answer were decided clearly or unanimously
 	ConfidenceMedium = "medium" // a bounding probe was decided by a split majority of its runs
 	ConfidenceLow    = "low"    // a bounding probe's deciding percentile was judged on too few samples
+	// ConfidenceIndeterminate: the probe above the answer could not be
+	// told passing or failing (its budgets' intervals straddled their
+	// limits in every run): the answer is a lower bound.
+	ConfidenceIndeterminate = "indeterminate"
 )
 
 // ErrOverSaturated is the cause a probe is stopped with when the server is
@@ -77,6 +81,8 @@ type Probe struct {
 	// Decided says how: "clear" (one run, every deciding budget beyond
 	// the margin), "unanimous" (repeated near the boundary, every run
 	// agreeing), "majority" (runs disagreed; a tie fails),
+	// "indeterminate" (no run's budgets could be told met or missed: their
+	// intervals straddled the limits; it counts as not passing),
 	// "over-saturated" (stopped early) or "run failed".
 	Decided string `json:"decided"`
 	// Near names what made the probe repeat: budgets within the margin of
@@ -218,8 +224,14 @@ func (p *Plan) conclude(r *SearchResult, g searchGrid, pass, fail *Probe) {
 			continue
 		}
 		switch {
+		case pr.Decided == "indeterminate":
+			r.Confidence = ConfidenceIndeterminate
+			notes = append(notes, fmt.Sprintf("at %s the budgets could not be told met or missed in %d runs (their 95 %% intervals straddle the limits): the capacity is at least the answer and may be higher",
+				fmtVal(pr.Value), pr.Failed))
 		case pr.FewSamples:
-			r.Confidence = ConfidenceLow
+			if r.Confidence != ConfidenceIndeterminate {
+				r.Confidence = ConfidenceLow
+			}
 			notes = append(notes, fmt.Sprintf("%s was judged on too few samples for its percentiles", fmtVal(pr.Value)))
 		case pr.Decided == "majority":
 			if r.Confidence == ConfidenceHigh {
@@ -240,7 +252,11 @@ func (p *Plan) conclude(r *SearchResult, g searchGrid, pass, fail *Probe) {
 		r.Confidence = confidenceOf(fail)
 		r.Reason = fmt.Sprintf("below the range: even %s %s missed the budgets (%s); capacity is under %s %s, lower sweep.search.between",
 			fmtVal(g.low), unit, strings.Join(fail.Missed, ", "), fmtVal(g.low), unit)
-		if fail.Decided == "run failed" || fail.Decided == "over-saturated" {
+		switch fail.Decided {
+		case "indeterminate":
+			r.Reason = fmt.Sprintf("indeterminate at the low end: at %s %s the budgets could not be told met or missed (their 95 %% intervals straddle the limits); longer probes (more requests) or a lower sweep.search.between can decide",
+				fmtVal(g.low), unit)
+		case "run failed", "over-saturated":
 			r.Reason = fmt.Sprintf("below the range: the run at %s %s %s; capacity is under %s %s, or the server does not work",
 				fmtVal(g.low), unit, fail.Decided, fmtVal(g.low), unit)
 		}
@@ -265,6 +281,8 @@ func confidenceOf(pr *Probe) string {
 	switch {
 	case pr == nil:
 		return ConfidenceLow
+	case pr.Decided == "indeterminate":
+		return ConfidenceIndeterminate
 	case pr.FewSamples:
 		return ConfidenceLow
 	case pr.Decided == "majority":
@@ -301,7 +319,7 @@ func (p *Plan) probe(ctx context.Context, opts Options, s *Summary, point int, v
 		return pr
 	}
 	var ms []*Metrics
-	var passes, fails int
+	var passes, fails, undecided int
 	for r := 1; r <= max(sr.Repeats, 1); r++ {
 		dir := dirName(pr.Label)
 		if r > 1 {
@@ -339,6 +357,8 @@ func (p *Plan) probe(ctx context.Context, opts Options, s *Summary, point int, v
 		case rec.Status == StatusFailed:
 			fails++
 			pr.Decided = "run failed"
+		case rec.Inconclusive:
+			undecided++
 		default:
 			ok := rec.BudgetsPass != nil && *rec.BudgetsPass
 			if ok {
@@ -366,13 +386,16 @@ func (p *Plan) probe(ctx context.Context, opts Options, s *Summary, point int, v
 			break
 		}
 	}
-	pr.Passed, pr.Failed = passes, fails
-	pr.Pass = passes > fails
-	if pr.Decided == "" {
+	pr.Passed, pr.Failed = passes, fails+undecided
+	pr.Pass = passes > fails+undecided
+	switch {
+	case pr.Decided != "":
+	case passes == 0 && fails == 0 && undecided > 0:
+		pr.Decided = "indeterminate"
+	case passes > 0 && fails+undecided > 0:
+		pr.Decided = "majority"
+	default:
 		pr.Decided = "unanimous"
-		if passes > 0 && fails > 0 {
-			pr.Decided = "majority"
-		}
 	}
 	pr.Metrics = meanMetrics(ms)
 	return pr

@@ -231,6 +231,9 @@ func (p *Plan) runJob(ctx context.Context, opts Options, j *Job, logf func(strin
 			return fail("server ready_url %v", err)
 		}
 		sc, rec.Target, rec.Command = &derived, l.BaseURL, l.Args
+		if err := checkFree(p.Policy, l.BaseURL); err != nil {
+			return fail("%v", err)
+		}
 		logPath := filepath.Join(dir, "server.log")
 		rec.ServerLog = filepath.Join(j.Dir, "server.log")
 		proc, err = launch(l.Args, append(slices.Clone(opts.Environ), l.Env...), logPath)
@@ -283,7 +286,7 @@ func (p *Plan) runJob(ctx context.Context, opts Options, j *Job, logf func(strin
 // when no request succeeded.
 func (p *Plan) takeSummary(sum *report.Summary, rec *RunRecord) {
 	rec.Metrics = metricsOf(sum)
-	rec.BudgetsPass, rec.Missed = verdictOf(sum.Verdict)
+	rec.BudgetsPass, rec.Inconclusive, rec.Missed = verdictOf(sum.Verdict)
 	rec.Checks = checkMargins(sum.Verdict)
 	if sum.Overall.Requests.OK == 0 && rec.Status != StatusFailed {
 		rec.Status = StatusFailed

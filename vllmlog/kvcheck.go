@@ -150,6 +150,7 @@ func (p *Parser) kvCheck(r *run) (*Check, *layout) {
 		ck.Budget = 0 // irrelevant without sliding windows
 	}
 	ck.Explanation = explainCheck(&ck, best.geom, bestDesc, dtypeName, tp, r)
+	ck.lay = &best.layout
 	return &ck, &best.layout
 }
 

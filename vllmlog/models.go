@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
+	"github.com/servebench/servebench/internal/inputfile"
 	"github.com/servebench/servebench/internal/kvcapacity"
 )
 
@@ -58,7 +58,7 @@ var builtinModels = []modelDesc{
 // num_global_key_value_heads, shared-KV layers and a nested text_config.
 // Caches it cannot model (MLA, state-space layers) are errors.
 func loadModelConfig(path string) (*modelDesc, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.ReadFile(path, inputfile.Limit{What: "model config.json", MaxBytes: 16 << 20})
 	if err != nil {
 		return nil, fmt.Errorf("model config: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/servebench/servebench/internal/decodelaw"
+	"github.com/servebench/servebench/internal/kvcapacity"
 )
 
 // Schema is the version of the JSON report (bench logs --format json and
@@ -244,6 +245,8 @@ type Check struct {
 	TokensAgree      bool         `json:"tokens_agree"`
 	ConcurrencyAgree bool         `json:"concurrency_agrees"`
 	Explanation      []string     `json:"explanation,omitempty"`
+
+	lay *layout // the model and geometry the figures were computed with
 }
 
 // CheckGroup is one KV-cache group of the check.
@@ -252,6 +255,16 @@ type CheckGroup struct {
 	SlidingWindow int `json:"sliding_window,omitempty"`
 	BlockSize     int `json:"block_size"`
 	MaxBlocks     int `json:"max_blocks_per_request"`
+}
+
+// Layout returns the model's attention layers (heads per GPU) and the
+// KV-cache geometry the check computed its figures with; false when the
+// check did not run.
+func (c *Check) Layout() (kvcapacity.Model, kvcapacity.Geometry, bool) {
+	if c == nil || c.lay == nil {
+		return kvcapacity.Model{}, kvcapacity.Geometry{}, false
+	}
+	return c.lay.model, c.lay.geom, true
 }
 
 // Agrees reports whether the check ran and reproduced both printed figures.

@@ -13,7 +13,7 @@ import (
 	"github.com/servebench/servebench/scenario"
 )
 
-const checkUsage = `Usage: bench check RESULTS... [--budgets SCENARIO] [--format text|json|markdown|junit] [--out DIR] [--partial]
+const checkUsage = `Usage: bench check RESULTS... [--budgets SCENARIO] [--format text|json|markdown|junit] [--out DIR] [--partial] [--mixed]
 
 Judges saved results (files or run directories, merged as by 'bench
 report') against the budgets and slo of --budgets SCENARIO, or of the
@@ -38,12 +38,17 @@ Examples:
 // (exit code 3).
 var errBudget = errors.New("budget missed")
 
+// errInconclusive marks a run or check that completed, missed no budget,
+// but could not tell whether some were met: exit code 4.
+var errInconclusive = errors.New("budget inconclusive")
+
 func checkCmd(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "check", checkUsage)
 	budgetsFile := fs.String("budgets", "", "scenario `file` whose budgets and slo to judge by (default: the results' own scenario)")
 	format := fs.String("format", "text", "stdout format: text, json, markdown or junit")
 	outDir := fs.String("out", "", "also write summary.json, junit.xml and verdict.md into `DIR`")
 	partial := fs.Bool("partial", false, "accept a sharded run's results that lack shards (and judge them)")
+	mixed := fs.Bool("mixed", false, "merge results of different scenarios (refused otherwise: the figures would mix their workloads)")
 	paths, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -62,9 +67,9 @@ func checkCmd(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	agg, err := report.Reader{Partial: *partial}.FromFiles(paths...)
+	agg, err := report.Reader{Partial: *partial, Mixed: *mixed}.FromFiles(paths...)
 	if err != nil {
-		return fmt.Errorf("check: %w", err)
+		return readError("check", err)
 	}
 	if g.budgets == nil {
 		if g, err = headerGate(agg); err != nil {
@@ -145,8 +150,11 @@ func printVerdict(e env, sum *report.Summary, dir string) error {
 }
 
 func budgetErr(v *report.Verdict) error {
-	if v == nil || v.Pass {
+	switch {
+	case v == nil || v.Pass:
 		return nil
+	case v.Failed == 0:
+		return fmt.Errorf("%w: %d of %d budgets cannot be told met or missed (their 95 %% intervals straddle the limits)", errInconclusive, v.Inconclusive, len(v.Checks))
 	}
 	return fmt.Errorf("%w: %d of %d budgets missed", errBudget, v.Failed, len(v.Checks))
 }

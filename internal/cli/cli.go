@@ -13,11 +13,12 @@ import (
 
 // Exit codes. They are part of servebench's contract with CI systems.
 const (
-	exitOK          = 0   // the run completed (and every budget, if any, was met)
-	exitFailed      = 1   // the run could not be carried out (target unreachable, I/O error, …)
-	exitUsage       = 2   // bad command line or invalid scenario file
-	exitBudget      = 3   // the run completed but a latency budget was missed
-	exitInterrupted = 130 // stopped by Ctrl-C or SIGTERM (results and summary are still written)
+	exitOK           = 0   // the run completed (and every budget, if any, was met)
+	exitFailed       = 1   // the run could not be carried out (target unreachable, I/O error, …)
+	exitUsage        = 2   // bad command line or invalid scenario file
+	exitBudget       = 3   // the run completed but a latency budget was missed
+	exitInconclusive = 4   // the run completed, no budget was missed, but some could not be told met (their intervals straddle the limits)
+	exitInterrupted  = 130 // stopped by Ctrl-C or SIGTERM (results and summary are still written)
 )
 
 // env is the process environment a subcommand may use; tests pass buffers.
@@ -113,6 +114,8 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.Is(err, errBudget):
 		return exitBudget
+	case errors.Is(err, errInconclusive):
+		return exitInconclusive
 	default:
 		return exitFailed
 	}

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/servebench/servebench/replay"
 	"github.com/servebench/servebench/vllmlog"
 )
 
 const logsUsage = `Usage: bench logs FILE... [--format text|json|markdown] [--out DIR] [--model-config FILE] [--follow]
+       bench logs FILE --replay DIR [--force] [--model-config FILE]
 
 Explains vLLM server logs (V0 and V1 engines, 0.2 to 0.24; raw, or pasted
 from a terminal, a web page, CI output, docker or journalctl), each server
@@ -21,6 +23,18 @@ warnings, hints, and how many lines were not understood. --out DIR adds
 logs.json and startup and decay plots; --follow prints each new stats line of
 one growing log until Ctrl-C.
 
+--replay DIR rebuilds the load the log's stats lines show (requests
+arriving, running, waiting and leaving; prompt and generation throughput)
+and writes DIR/replay.yaml, a scenario that replays it on DIR/server.yaml,
+a simulator built from the log's settings and KV-cache figures with a step
+cost fitted to its throughput, through DIR/trace.jsonl, the arrivals.
+It then runs the scenario on the simulator in virtual time and prints the
+log's stats lines beside the simulator's at the same times, and what was
+assumed and what the log could not tell (also in the scenario's
+description). 'bench run DIR/replay.yaml' replays it in real time; the
+run's sim.log prints the simulator's stats lines. A log with fewer than two
+timed stats lines, or none showing work, is refused (exit 1) with why.
+
 Exits 1 when a file is another engine's log (SGLang, TGI, llama.cpp: named)
 or holds nothing bench logs understood.
 
@@ -28,6 +42,7 @@ Examples:
   bench logs server.log
   bench logs server.log --format markdown --out log-report > server-log.md
   bench logs server.log --model-config config.json --follow
+  bench logs server.log --replay replay && bench run replay/replay.yaml
 `
 
 func logsCmd(ctx context.Context, e env, args []string) error {
@@ -37,6 +52,8 @@ func logsCmd(ctx context.Context, e env, args []string) error {
 	var opts vllmlog.Options
 	fs.StringVar(&opts.ModelConfig, "model-config", "", "the served model's config.json, for the KV check")
 	follow := fs.Bool("follow", false, "tail one growing log; print each new stats line")
+	replayDir := fs.String("replay", "", "write a scenario, simulator and trace replaying the log's load into `DIR`")
+	force := fs.Bool("force", false, "with --replay, replace the files of an earlier replay")
 	paths, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -45,10 +62,16 @@ func logsCmd(ctx context.Context, e env, args []string) error {
 		fs.Usage()
 		return usagef("logs: want log files (one with --follow) and --format text, json or markdown")
 	}
+	if *replayDir != "" && (len(paths) > 1 || *follow || *out != "" || *format != "text") {
+		return usagef("logs: --replay takes one log file, and neither --follow, --out nor --format")
+	}
 	if *follow {
 		return vllmlog.Follow(ctx, paths[0], opts, *format, 0, e.stdout)
 	}
 	rep, err := vllmlog.ParseFiles(ctx, paths, opts)
+	if err == nil && *replayDir != "" {
+		return replayLog(ctx, e, rep, *replayDir, *force)
+	}
 	if err == nil && *out != "" {
 		_, err = vllmlog.WriteFiles(*out, rep)
 	}
@@ -62,4 +85,28 @@ func logsCmd(ctx context.Context, e env, args []string) error {
 		return fmt.Errorf("logs: %s (bench logs explains vLLM server logs)", strings.Join(bad, "; "))
 	}
 	return nil
+}
+
+// replayLog writes the replay of the log's load into dir, runs it in
+// virtual time and prints the comparison.
+func replayLog(ctx context.Context, e env, rep *vllmlog.Report, dir string, force bool) error {
+	if bad := rep.Unreadable(); len(bad) > 0 {
+		return fmt.Errorf("logs: %s (bench logs explains vLLM server logs)", strings.Join(bad, "; "))
+	}
+	r, err := replay.Build(rep)
+	if err != nil {
+		return fmt.Errorf("logs --replay: %w", err)
+	}
+	path, err := r.Write(dir, force)
+	if err != nil {
+		if strings.Contains(err.Error(), "--force") {
+			return usageError{err}
+		}
+		return err
+	}
+	cmp, err := replay.Check(ctx, path, r)
+	if err != nil {
+		return err
+	}
+	return replay.WriteSummary(e.stdout, r, path, cmp)
 }

@@ -45,6 +45,37 @@ func TestLogs(t *testing.T) {
 	}
 }
 
+// TestLogsReplay writes the replay of the gpt-oss-120b log, prints the
+// log's stats lines beside the simulator's, and keeps the files of an
+// earlier replay unless --force.
+func TestLogsReplay(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "replay")
+	e, out, errb := testEnv()
+	if err := bench(context.Background(), e, []string{"logs", testLog, "--replay", dir}); err != nil {
+		t.Fatalf("logs --replay: %v\nstderr: %s", err, errb)
+	}
+	for _, want := range []string{"wrote " + filepath.Join(dir, "replay.yaml"), "Assumed", "The log does not tell",
+		"11-28 12:04:54", "348.6 / 348.", "Generation throughput within ±5 % of the log's at 7 of 7 lines with tokens", "Running count equal at 7 of 7 lines"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, name := range []string{"replay.yaml", "server.yaml", "trace.jsonl"} {
+		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	e, _, _ = testEnv()
+	if err := bench(context.Background(), e, []string{"logs", testLog, "--replay", dir}); exitCode(err) != exitUsage || !strings.Contains(err.Error(), "--force") {
+		t.Errorf("a second replay into %s: %v, want a usage error naming --force", dir, err)
+	}
+	e, _, _ = testEnv()
+	if err := bench(context.Background(), e, []string{"logs", testLog, "--replay", dir, "--force"}); err != nil {
+		t.Errorf("--force: %v", err)
+	}
+}
+
 // TestLogsFollowStops: --follow prints what the log holds and returns
 // when its context ends (Ctrl-C), with exit code 0.
 func TestLogsFollowStops(t *testing.T) {
@@ -72,6 +103,10 @@ func TestLogsUsage(t *testing.T) {
 		{"another engine", []string{"logs", "../../vllmlog/testdata/corpus/051-sglang-decode-batches.log"}, exitFailed, "is a log of SGLang, not of vLLM"},
 		{"llama.cpp", []string{"logs", "../../vllmlog/testdata/corpus/055-llamacpp-journald.log"}, exitFailed, "llama.cpp"},
 		{"nothing understood", []string{"logs", "../../vllmlog/testdata/corpus/SOURCES.md"}, exitFailed, "nothing in ../../vllmlog/testdata/corpus/SOURCES.md was understood"},
+		{"replay two files", []string{"logs", "--replay", "x", testLog, testLog}, exitUsage, "--replay takes one log file"},
+		{"replay as json", []string{"logs", "--replay", "x", "--format", "json", testLog}, exitUsage, "neither --follow, --out nor --format"},
+		{"replay of one stats line", []string{"logs", "--replay", "x", "../../vllmlog/testdata/corpus/014-v0-finished-requests.log"}, exitFailed, "has 1 stats line(s), a replay needs at least 2"},
+		{"replay of another engine", []string{"logs", "--replay", "x", "../../vllmlog/testdata/corpus/051-sglang-decode-batches.log"}, exitFailed, "is a log of SGLang"},
 	} {
 		checkCLI(t, tc)
 	}

@@ -193,7 +193,11 @@ func TestSweepSearchVirtual(t *testing.T) {
 	if err != nil {
 		t.Fatalf("search: %v\n%s", err, errb)
 	}
-	if !strings.Contains(out.String(), "search: capacity 17 requests/s") {
+	// The release gate's p99 budgets: at 17 requests/s no run's p99 had a
+	// 95 % bound that told met from missed, so the answer is the highest
+	// value that passed, marked indeterminate above it.
+	if !strings.Contains(out.String(), "search: capacity 9 requests/s") || !strings.Contains(out.String(), "confidence indeterminate: ") ||
+		!strings.Contains(out.String(), "at 17 the budgets could not be told met or missed") {
 		t.Errorf("no capacity answer in:\n%s", out)
 	}
 	for _, name := range []string{"sweep.json", "sweep.csv", "sweep.png", "sweep.html", "load.stages_1_.rate=17/results.jsonl"} {

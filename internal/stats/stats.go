@@ -33,43 +33,69 @@ func (iv Interval) Margin() float64 {
 
 // QuantileRanks returns the 1-based ranks lo < hi of the order statistics
 // X(lo), X(hi) of n samples that bound the q-quantile with probability at
-// least conf, whatever the (continuous) distribution: P(X(lo) ≤ ξq < X(hi))
-// = P(lo ≤ K ≤ hi−1) for K ~ Binomial(n, q). The ranks are the shortest
-// such run of K values grown from the mode. ok is false when no ranks
-// within 1..n reach conf (too few samples: the p99 of 100 values has no
-// upper bound among them).
+// least conf, whatever the (continuous) distribution: the equal-tailed
+// interval of the two one-sided bounds at (1+conf)/2 each (QuantileBound).
+// ok is false when either bound falls outside 1..n (too few samples: the
+// p99 of 100 values has no upper bound among them).
 func QuantileRanks(n int, q, conf float64) (lo, hi int, ok bool) {
+	tail := (1 + conf) / 2
+	lo, okLo := QuantileBound(n, q, tail, false)
+	hi, okHi := QuantileBound(n, q, tail, true)
+	return lo, hi, okLo && okHi
+}
+
+// QuantileBound returns the 1-based rank of the order statistic of n
+// samples that is a one-sided conf bound of the q-quantile: with upper, the
+// smallest u with P(X(u) ≥ ξq) = P(K ≤ u−1) ≥ conf; else the largest l
+// with P(X(l) ≤ ξq) = P(K ≥ l) ≥ conf, for K ~ Binomial(n, q). ok is false
+// when that rank falls outside 1..n.
+func QuantileBound(n int, q, conf float64, upper bool) (rank int, ok bool) {
 	if n < 1 || !(q > 0 && q < 1) || !(conf > 0 && conf < 1) {
-		return 0, 0, false
+		return 0, false
 	}
-	pmf := func(k int) float64 {
-		if k < 0 || k > n {
-			return 0
+	start, pmf := binomial(n, q)
+	if upper {
+		// The smallest k with P(K ≤ k) ≥ conf: u = k + 1.
+		var sum float64
+		for i, p := range pmf {
+			if sum += p; sum >= conf {
+				k := start + i
+				return k + 1, k+1 <= n
+			}
 		}
-		lg := lgamma(float64(n)+1) - lgamma(float64(k)+1) - lgamma(float64(n-k)+1)
-		return math.Exp(lg + float64(k)*math.Log(q) + float64(n-k)*math.Log1p(-q))
+		return n + 1, false
 	}
+	// The largest k with P(K ≥ k) ≥ conf: l = k.
+	var sum float64
+	for i := len(pmf) - 1; i >= 0; i-- {
+		if sum += pmf[i]; sum >= conf {
+			k := start + i
+			return k, k >= 1
+		}
+	}
+	return 0, false
+}
+
+// binomial returns the probabilities of Binomial(n, q) over the values k =
+// start, start+1, … that hold all but a negligible mass (40 standard
+// deviations either side of the mode, within 0..n), by the ratio
+// recurrence from the mode: O(√n) work rather than O(n).
+func binomial(n int, q float64) (start int, pmf []float64) {
 	mode := min(int(math.Floor(float64(n+1)*q)), n)
-	a, b := mode, mode
-	sum := pmf(mode)
-	for sum < conf {
-		left, right := pmf(a-1), pmf(b+1)
-		if left == 0 && right == 0 {
-			break
-		}
-		if left >= right {
-			a--
-			sum += left
-		} else {
-			b++
-			sum += right
-		}
+	sd := math.Sqrt(float64(n) * q * (1 - q))
+	lo := max(0, mode-int(40*sd)-10)
+	hi := min(n, mode+int(40*sd)+10)
+	pmf = make([]float64, hi-lo+1)
+	lg := lgamma(float64(n)+1) - lgamma(float64(mode)+1) - lgamma(float64(n-mode)+1)
+	pmf[mode-lo] = math.Exp(lg + float64(mode)*math.Log(q) + float64(n-mode)*math.Log1p(-q))
+	r := q / (1 - q)
+	for k := mode; k < hi; k++ {
+		pmf[k+1-lo] = pmf[k-lo] * float64(n-k) / float64(k+1) * r
 	}
-	lo, hi = a, b+1
-	if sum < conf || lo < 1 || hi > n {
-		return lo, hi, false
+	for k := mode; k > lo; k-- {
+		pmf[k-1-lo] = pmf[k-lo] * float64(k) / float64(n-k+1) / r
 	}
-	return lo, hi, true
+	return lo, pmf
 }
 
 func lgamma(x float64) float64 {
@@ -229,4 +255,18 @@ func TQuantile(p, nu float64) float64 {
 	g3 := (((3*z2+19)*z2+17)*z2 - 15) * z / 384
 	g4 := ((((79*z2+776)*z2+1482)*z2-1920)*z2 - 945) * z / 92160
 	return z + g1/nu + g2/(nu*nu) + g3/(nu*nu*nu) + g4/(nu*nu*nu*nu)
+}
+
+// Wilson returns the Wilson score interval at conf of a proportion p
+// observed over n trials (good near 0 and 1, where the normal one is not).
+func Wilson(p float64, n int64, conf float64) (lo, hi float64) {
+	if n <= 0 {
+		return 0, 1
+	}
+	z := NormalQuantile(1 - (1-conf)/2)
+	nn := float64(n)
+	den := 1 + z*z/nn
+	center := (p + z*z/(2*nn)) / den
+	half := z * math.Sqrt(p*(1-p)/nn+z*z/(4*nn*nn)) / den
+	return max(center-half, 0), min(center+half, 1)
 }

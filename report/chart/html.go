@@ -3,6 +3,7 @@ package chart
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"io"
@@ -77,11 +78,19 @@ func WriteHTML(w io.Writer, s *report.Summary, figs []Figure, scenario json.RawM
 	return nil
 }
 
+// ErrNothingToPlot is WriteFiles' refusal of a summary in which no
+// request succeeded: plots of nothing would look like findings.
+var ErrNothingToPlot = errors.New("no request succeeded: nothing to plot")
+
 // WriteFiles renders the plots of everything added to a (PNG and SVG) and
 // the HTML report of s (a's summary, with its verdict if judged) into dir,
 // and returns the paths written. The output is a pure function of the
-// records added and the verdict.
+// records added and the verdict. A summary without a successful request
+// writes nothing and returns ErrNothingToPlot.
 func WriteFiles(dir string, a *report.Aggregate, s *report.Summary) ([]string, error) {
+	if s.Overall.Requests.OK == 0 {
+		return nil, ErrNothingToPlot
+	}
 	figs, err := Figures(a, s)
 	if err != nil {
 		return nil, err
@@ -339,12 +348,12 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 <p class="note">Every stage's measured ok requests, by their turn in the conversation: the mean prompt (history included) and the share of it the server served from its prefix cache (– when it reports none).</p>
 {{end}}
 {{with .S.Verdict}}
-<h2 id="verdict">Budgets: {{if .Pass}}<span class="pass">PASS</span>{{else}}<span class="fail">FAIL</span>{{end}}</h2>
+<h2 id="verdict">Budgets: {{if .Pass}}<span class="pass">PASS</span>{{else if .Failed}}<span class="fail">FAIL</span>{{else}}<span class="fail">INCONCLUSIVE</span>{{end}}</h2>
 <p>{{.}}{{with .Source}} · budgets from {{.}}{{end}}</p>
 <table id="budgets">
 <thead><tr><th>budget</th><th>measured</th><th>limit</th><th>margin</th><th>samples</th><th></th></tr></thead>
 <tbody>
-{{range .Checks}}{{$d := describe .}}<tr class="{{if .Pass}}pass{{else}}fail{{end}}"><td>{{.Name}}</td><td>{{index $d 0}}</td><td>{{index $d 1}}</td><td>{{index $d 2}}</td><td>{{.Samples}}</td><td>{{if .Pass}}ok{{else}}FAIL{{end}}</td></tr>
+{{range .Checks}}{{$d := describe .}}<tr class="{{if .Pass}}pass{{else}}fail{{end}}"><td>{{.Name}}</td><td>{{index $d 0}}</td><td>{{index $d 1}}</td><td>{{index $d 2}}</td><td>{{.Samples}}</td><td>{{if .Pass}}ok{{else if eq .Status "inconclusive"}}inconclusive{{else}}FAIL{{end}}</td></tr>
 {{end}}</tbody>
 </table>
 {{if .Warnings}}<ul class="note">{{range .Warnings}}<li>{{.}}</li>{{end}}</ul>{{end}}
