@@ -305,7 +305,7 @@ func (p *wirePool) send(ctx context.Context, head, body []byte, written func()) 
 			// never answered (ReadResponse calls an early end "unexpected").
 			if _, err = c.br.Peek(1); err == nil {
 				answered = true
-				resp, err = http.ReadResponse(c.br, nil)
+				resp, err = readFinal(c.br)
 			}
 		}
 		if err == nil {
@@ -323,6 +323,17 @@ func (p *wirePool) send(ctx context.Context, head, body []byte, written func()) 
 		}
 		if whole && !errors.Is(err, syscall.ECONNRESET) {
 			resentWritten++
+		}
+	}
+}
+
+// readFinal reads a response head, skipping informational (1xx) ones as
+// net/http's transport does: the final answer is the one that counts.
+func readFinal(br *bufio.Reader) (*http.Response, error) {
+	for {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode < 100 || resp.StatusCode > 199 || resp.StatusCode == http.StatusSwitchingProtocols {
+			return resp, err
 		}
 	}
 }

@@ -78,3 +78,22 @@ func TestHotConnectionsGetBigBuffers(t *testing.T) {
 		t.Fatalf("a hot connection turned paced kept its big buffer (%d counted)", c.pool.bigs.Load())
 	}
 }
+
+// TestInformationalResponseSkipped: a 103 Early Hints before the answer
+// is skipped, as net/http's transport skips it.
+func TestInformationalResponseSkipped(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Link", "</style.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv.URL, Config{MaxConns: 1})
+	r := c.Do(context.Background(), &Request{API: results.APIChat, Model: "m", Prompt: "x", Stream: true})
+	if r.Outcome != results.OK || r.Status != http.StatusOK || len(r.ChunkTimes) != 1 {
+		t.Fatalf("%s (status %d, %d chunks): %s", r.Outcome, r.Status, len(r.ChunkTimes), r.Error)
+	}
+}
