@@ -191,6 +191,25 @@ func firstModel(ctx context.Context, url string, remote bool) (string, error) {
 type side interface {
 	start(ctx context.Context, n int, count *atomic.Int64) (wait func())
 	close()
+	failures() *failures
+}
+
+// failures counts a side's requests that failed (not those the window's
+// end canceled) and keeps the first one's message.
+type failures struct {
+	n     atomic.Int64
+	first atomic.Value // string
+}
+
+func (f *failures) add(msg string) {
+	if f.n.Add(1) == 1 {
+		f.first.Store(msg)
+	}
+}
+
+func (f *failures) String() string {
+	msg, _ := f.first.Load().(string)
+	return fmt.Sprintf("%d requests failed, the first: %s", f.n.Load(), msg)
 }
 
 // measureRow runs cfg.Rounds rounds at r.Streams streams and fills r.
@@ -280,6 +299,9 @@ func window(ctx context.Context, s side, n int, warmup, d time.Duration) (Measur
 		return Measure{}, ctx.Err()
 	}
 	m := Measure{Chunks: count.Load() - c0, Seconds: time.Since(t0).Seconds()}
+	if f := s.failures(); m.Chunks == 0 && f.n.Load() > 0 {
+		return m, fmt.Errorf("no chunk read in %v: %v", d, f)
+	}
 	cpu := cpuTime() - cpu0
 	if m.Seconds > 0 {
 		m.ChunksPerSec = float64(m.Chunks) / m.Seconds
@@ -322,10 +344,13 @@ func loop(ctx context.Context, n int, one func(context.Context)) (wait func()) {
 // the record path would flatter the client: at a few million chunks a
 // second, writing and aggregating them is a fifth of its work.
 type clientSide struct {
-	c   *client.Client
-	req *client.Request
-	dir string // where each window's results file goes (removed after)
+	c    *client.Client
+	req  *client.Request
+	dir  string // where each window's results file goes (removed after)
+	fail failures
 }
+
+func (s *clientSide) failures() *failures { return &s.fail }
 
 func newClientSide(ctx context.Context, url string, n int, req *client.Request, remote bool) (*clientSide, error) {
 	c, err := client.New(client.Config{BaseURL: url, MaxConns: n, AllowRemote: remote, Epoch: time.Now()})
@@ -361,7 +386,13 @@ func (s *clientSide) start(ctx context.Context, n int, count *atomic.Int64) func
 	records := make(chan results.Result, recordsBuffer)
 	written := make(chan struct{})
 	go s.write(records, written)
-	wait := loop(ctx, n, func(ctx context.Context) { records <- s.c.Do(ctx, s.req) })
+	wait := loop(ctx, n, func(ctx context.Context) {
+		r := s.c.Do(ctx, s.req)
+		if r.Outcome == results.Failed {
+			s.fail.add(r.Error)
+		}
+		records <- r
+	})
 	return func() { wait(); close(records); <-written; close(stop); <-done }
 }
 
@@ -406,7 +437,10 @@ type rawSide struct {
 	body []byte
 	tr   *http.Transport
 	hc   *http.Client
+	fail failures
 }
+
+func (s *rawSide) failures() *failures { return &s.fail }
 
 func newRawSide(url string, n int, req *client.Request, policy loopback.Policy) (*rawSide, error) {
 	body, err := req.Body()
@@ -440,9 +474,16 @@ func (s *rawSide) one(ctx context.Context, count *atomic.Int64) {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.hc.Do(req)
 	if err != nil {
+		if ctx.Err() == nil {
+			s.fail.add(err.Error())
+		}
 		return
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		s.fail.add(resp.Status)
+		return
+	}
 	br := bufio.NewReaderSize(resp.Body, rawBufferBytes)
 	var pending int64
 	for {

@@ -21,7 +21,7 @@ import (
 // medians and the ratio's spread holds it.
 func TestRun(t *testing.T) {
 	t.Parallel()
-	rows, err := Run(context.Background(), Config{Streams: []int{4}, Duration: 200 * time.Millisecond, Warmup: 100 * time.Millisecond,
+	rows, err := Run(context.Background(), Config{Streams: []int{4}, Duration: 400 * time.Millisecond, Warmup: 200 * time.Millisecond,
 		Rounds: 2, Chunks: 64}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +31,7 @@ func TestRun(t *testing.T) {
 		t.Errorf("row %+v", r)
 	}
 	for i, rd := range r.Rounds {
-		if rd.Client.Chunks == 0 || rd.Raw.Chunks == 0 || rd.Client.Seconds < 0.15 {
+		if rd.Client.Chunks == 0 || rd.Raw.Chunks == 0 || rd.Client.Seconds < 0.35 {
 			t.Errorf("round %d: %+v", i, rd)
 		}
 	}
@@ -60,7 +60,7 @@ func TestExternalSource(t *testing.T) {
 		w.Write(body)
 	}))
 	defer srv.Close()
-	rows, err := Run(context.Background(), Config{Streams: []int{2}, Duration: 150 * time.Millisecond, Warmup: 50 * time.Millisecond,
+	rows, err := Run(context.Background(), Config{Streams: []int{2}, Duration: 400 * time.Millisecond, Warmup: 200 * time.Millisecond,
 		Rounds: 1, Chunks: 100, Source: srv.URL + "/v1"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -177,5 +177,24 @@ func TestRunSkipsBeyondOpenFiles(t *testing.T) {
 	var b strings.Builder
 	if err := WriteText(&b, rows); err != nil || !strings.Contains(b.String(), "skipped: ") {
 		t.Errorf("table: %v\n%s", err, b.String())
+	}
+}
+
+// TestFailingSourceSaid: a source that refuses every request is not
+// measured as zero chunks a second: the self-test says why.
+func TestFailingSourceSaid(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			io.WriteString(w, `{"object":"list","data":[{"id":"m","object":"model"}]}`)
+			return
+		}
+		http.Error(w, `{"error":{"message":"model overloaded"}}`, http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	_, err := Run(context.Background(), Config{Streams: []int{1}, Duration: 100 * time.Millisecond, Warmup: 50 * time.Millisecond,
+		Rounds: 1, Source: srv.URL}, nil)
+	if err == nil || !strings.Contains(err.Error(), "requests failed, the first: 503") {
+		t.Errorf("a refusing source: %v", err)
 	}
 }
