@@ -959,8 +959,10 @@ func drawStages(c draw.Canvas, rec *[]Panel, stages []report.Stage) {
 		p := panels[k]
 		p.Legend.Left = false
 		var p50, p99 plotter.Values
+		var dists []report.Dist
 		for i := range stages {
 			d := pick(&stages[i])
+			dists = append(dists, d)
 			p50 = append(p50, d.P50)
 			p99 = append(p99, d.P99)
 		}
@@ -979,6 +981,7 @@ func drawStages(c draw.Canvas, rec *[]Panel, stages []report.Stage) {
 			b.Offset = (vg.Length(j) - 0.5) * w
 			p.Add(b)
 			p.Legend.Add([]string{"p50", "p99"}[j], b)
+			few := addErrorBars(p, dists, []string{"p50", "p99"}[j], b.Offset)
 			// Each bar's value above it: a p99 twenty times the p50
 			// leaves the p50 bar a sliver a reader cannot measure.
 			var xy plotter.XYLabels
@@ -987,6 +990,9 @@ func drawStages(c draw.Canvas, rec *[]Panel, stages []report.Stage) {
 				xy.Labels = append(xy.Labels, report.FormatLatency(v, 1)+" ms")
 				if v >= 10_000 {
 					xy.Labels[i] = report.FormatLatency(v, 1)
+				}
+				if few[i] {
+					xy.Labels[i] += " (few)"
 				}
 			}
 			if l, err := plotter.NewLabels(xy); err == nil {
@@ -1005,10 +1011,14 @@ func drawStages(c draw.Canvas, rec *[]Panel, stages []report.Stage) {
 			p.X.Tick.Label.YAlign = draw.YTop
 		}
 		ymax := 0.0
-		for _, v := range p99 {
+		for i, v := range p99 {
 			ymax = max(ymax, v)
+			if _, hi, ok := dists[i].Interval("p99"); ok {
+				ymax = max(ymax, hi)
+			}
 		}
 		headroom(p, ymax, 2)
+		p.Title.Text += " (bars: 95 % intervals)"
 		p.Y.Tick.Marker = niceTicks{}
 	}
 	tiles := draw.Tiles{Rows: 1, Cols: 2, PadTop: vg.Points(6), PadBottom: vg.Points(4),
@@ -1063,4 +1073,54 @@ func (t niceTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return out
+}
+
+// addErrorBars draws each stage's 95 % interval of stat over its bar (at
+// the bar's offset) and reports which stages had too few samples for one.
+func addErrorBars(p *plot.Plot, dists []report.Dist, stat string, offset vg.Length) (few []bool) {
+	e := &errorBars{offset: offset}
+	few = make([]bool, len(dists))
+	for i, d := range dists {
+		lo, hi, ok := d.Interval(stat)
+		if !ok {
+			few[i] = d.Count > 0
+			continue
+		}
+		e.xs, e.lo, e.hi = append(e.xs, float64(i)), append(e.lo, lo), append(e.hi, hi)
+	}
+	if len(e.xs) > 0 {
+		p.Add(e)
+	}
+	return few
+}
+
+// errorBars are vertical interval bars at category positions, shifted by
+// offset as a bar chart's bars are.
+type errorBars struct {
+	xs, lo, hi []float64
+	offset     vg.Length
+}
+
+// Plot implements plot.Plotter.
+func (e *errorBars) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	style := draw.LineStyle{Color: color.Gray{Y: 40}, Width: vg.Points(0.8)}
+	capW := vg.Points(3)
+	for i, x := range e.xs {
+		px := trX(x) + e.offset
+		y0, y1 := trY(e.lo[i]), trY(e.hi[i])
+		c.StrokeLine2(style, px, y0, px, y1)
+		c.StrokeLine2(style, px-capW, y0, px+capW, y0)
+		c.StrokeLine2(style, px-capW, y1, px+capW, y1)
+	}
+}
+
+// DataRange implements plot.DataRanger: the intervals' ends.
+func (e *errorBars) DataRange() (xmin, xmax, ymin, ymax float64) {
+	xmin, xmax, ymin, ymax = math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	for i, x := range e.xs {
+		xmin, xmax = min(xmin, x), max(xmax, x)
+		ymin, ymax = min(ymin, e.lo[i]), max(ymax, e.hi[i])
+	}
+	return xmin, xmax, ymin, ymax
 }
