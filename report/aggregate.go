@@ -471,6 +471,7 @@ func (a *Aggregate) Summary() *Summary {
 		out.Warnings = append(out.Warnings, "LIMITED BY THE CLIENT: "+h.Reason+"; "+LimitedAdvice)
 	}
 	explain(out.Correlation, out.Harness, out.Stages, out.Workload)
+	out.Comparability = comparability(&out)
 	out.Incomplete = a.incomplete()
 	for _, e := range a.ends {
 		out.Until = append(out.Until, e.Until...)

@@ -43,6 +43,11 @@ type Summary struct {
 	Overall  Stage    `json:"overall"`
 	Stages   []Stage  `json:"stages"`
 	Warnings []string `json:"warnings,omitempty"`
+	// Comparability says what would differ if the same load were run with
+	// another benchmark client (drop or queue, warmup, token counts,
+	// arrival process, ITL per token or per chunk), with this run's
+	// numbers.
+	Comparability []string `json:"comparability,omitempty"`
 	// Incomplete says why the run did not complete (interrupted,
 	// load.max_duration reached, killed); empty when it did, or when the
 	// results files predate end records.
