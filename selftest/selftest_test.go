@@ -83,7 +83,7 @@ func TestExternalSource(t *testing.T) {
 // counts).
 func TestWindowCountsCutResponses(t *testing.T) {
 	t.Parallel()
-	src, err := newSource(200_000) // about 40 MB a response: longer than any window here
+	src, err := newSource(400_000) // about 80 MB a response: longer than any window here, even under the race detector
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestWindowCountsCutResponses(t *testing.T) {
 	}
 	defer cl.close()
 	for _, s := range []side{raw, cl} {
-		m, err := window(context.Background(), s, 1, 20*time.Millisecond, 100*time.Millisecond)
+		m, err := window(context.Background(), s, 1, 200*time.Millisecond, 300*time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
 		}
