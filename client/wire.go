@@ -52,21 +52,7 @@ func (c *wireConn) alive() bool {
 	if c.raw == nil {
 		return true
 	}
-	rc, err := c.raw.SyscallConn()
-	if err != nil {
-		return true
-	}
-	ok := true
-	var b [1]byte
-	rc.Read(func(fd uintptr) bool {
-		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		ok = n < 0 || errors.Is(err, syscall.EAGAIN)
-		if n == 0 && err == nil {
-			ok = false // the end of the stream: closed
-		}
-		return true
-	})
-	return ok
+	return peekOpen(c.raw)
 }
 
 // wirePool keeps idle connections to the one host, most recent first.
