@@ -173,7 +173,7 @@ func wallLoad(ctx context.Context, sc *scenario.Scenario, opts Options, w *write
 	}
 	w.prog = newProgress(epoch, shares, liveSource{counters: wc.counters, chunks: s.cl.Chunks, firsts: s.cl.FirstTokens})
 	health := startHealth(epoch, simurl.Is(sc.Target.URL), s.cl.ReaderStats)
-	records := make(chan results.Record, 4096)
+	records := make(chan results.Record, 1024)
 	g := new(errgroup.Group)
 	g.Go(func() error { // the single writer of the results file
 		for rec := range records {
