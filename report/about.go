@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"strings"
+
+	"github.com/servebench/servebench/scenario"
 )
 
 // Fact is one line of a run's workload and environment box: a label and
@@ -106,7 +108,7 @@ func requestsText(r Requests) string {
 		s += "; " + strings.Join(more, ", ")
 	}
 	if r.Warmup > 0 {
-		s += fmt.Sprintf("; %d warmup requests left out", r.Warmup)
+		s += fmt.Sprintf("; %s left out", FormatCount(r.Warmup, "warmup request", "warmup requests"))
 	}
 	return s
 }
@@ -163,10 +165,10 @@ func (s *Summary) untilLines() []string {
 		line := fmt.Sprintf("stage %q: %s = %s ms", name, u.Metric, FormatNumber(u.Estimate))
 		switch {
 		case u.Achieved > 0:
-			line += fmt.Sprintf(", %.0f %% interval %s–%s ms (±%.1f %%, goal ±%.1f %%) from %d samples", 100*u.Confidence,
-				FormatNumber(u.Lo), FormatNumber(u.Hi), 100*u.Achieved, 100*u.Margin, u.Samples)
+			line += fmt.Sprintf(", %.0f %% interval %s–%s ms (±%.1f %%, goal ±%.1f %%) from %s", 100*u.Confidence,
+				FormatNumber(u.Lo), FormatNumber(u.Hi), 100*u.Achieved, 100*u.Margin, FormatCount(u.Samples, "sample", "samples"))
 		default:
-			line += fmt.Sprintf(" from %d samples, too few for a %.0f %% interval (goal ±%.1f %%)", u.Samples, 100*u.Confidence, 100*u.Margin)
+			line += fmt.Sprintf(" from %s, too few for a %.0f %% interval (goal ±%.1f %%)", FormatCount(u.Samples, "sample", "samples"), 100*u.Confidence, 100*u.Margin)
 		}
 		if u.Reached {
 			line += ": goal reached, the stage ended there"
@@ -176,4 +178,19 @@ func (s *Summary) untilLines() []string {
 		out = append(out, line)
 	}
 	return out
+}
+
+// Title names the run for a page or a terminal heading: the scenario's
+// name, or, for a run built from flags alone (whose scenario is called
+// "flags", which says nothing), its model and load ("tiny · closed loop,
+// 8 workers; 100 requests").
+func (s *Summary) Title() string {
+	if s.Scenario != scenario.FlagsName || s.Workload == nil || len(s.Workload.Stages) != 1 {
+		return s.Scenario
+	}
+	t := s.Workload.Stages[0].String()
+	if s.Model != "" {
+		t = s.Model + " · " + t
+	}
+	return t
 }

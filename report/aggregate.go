@@ -499,24 +499,25 @@ func (a *Aggregate) Summary() *Summary {
 	}
 	if n := overall.req.Truncated; n > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf(
-			"%d of %d completed requests returned fewer output tokens than max_tokens with HTTP 200 (finish_reason \"length\" or ignore_eos set): "+
+			"%d of %s returned fewer output tokens than max_tokens with HTTP 200 (finish_reason \"length\" or ignore_eos set): "+
 				"the server stopped them at its context limit; their latencies and throughput describe shorter responses than asked for",
-			n, overall.req.OK))
+			n, FormatCount(overall.req.OK, "completed request", "completed requests")))
 	}
 	if n, w := overall.req.Retried, overall.req.ResentWritten; n > 0 && w == 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf(
-			"%d requests were sent again on a fresh connection: the server closed kept-alive connections after a response "+
+			"%s sent again on a fresh connection: the server closed kept-alive connections after a response "+
 				"(as llama.cpp's server does) before the first send was written whole, so none was processed twice; "+
-				"their TTFT includes the new connection", n))
+				"their TTFT includes the new connection", FormatCount(n, "request was", "requests were")))
 	} else if n > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf(
-			"%d requests were sent again on a fresh connection after the server closed a kept-alive one before any response byte; "+
-				"%d of the earlier sends had been written whole, so the server may have processed them too: up to %d requests' "+
-				"work that no record counts (duplicate load; a server that closes connections while it works on a request)", n, w, w))
+			"%s sent again on a fresh connection after the server closed a kept-alive one before any response byte; "+
+				"%d of the earlier sends had been written whole, so the server may have processed them too: up to %s "+
+				"work that no record counts (duplicate load; a server that closes connections while it works on a request)",
+			FormatCount(n, "request was", "requests were"), w, FormatCount(w, "request's", "requests'")))
 	}
 	if n := overall.tokens.EstimatedRequests; n > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf(
-			"%d requests had no usage from the server: their token counts are local estimates", n))
+			"%s no usage from the server: their token counts are local estimates", FormatCount(n, "request had", "requests had")))
 	}
 	if w := a.promptWarning(&overall.tokens); w != "" {
 		out.Warnings = append(out.Warnings, w)
@@ -535,8 +536,8 @@ func (a *Aggregate) promptWarning(t *Tokens) string {
 	if a.spec != nil {
 		tok = a.spec.Prompts.Tokenizer
 	}
-	msg := fmt.Sprintf("prompt lengths: the server's usage.prompt_tokens differs from the intended count by more than %g %% for %d of %d requests "+
-		"(%+.1f tokens per request on average): ", 100*PromptTolerance, t.PromptMismatched, t.PromptCompared, float64(t.PromptDiff)/float64(t.PromptCompared))
+	msg := fmt.Sprintf("prompt lengths: the server's usage.prompt_tokens differs from the intended count by more than %g %% for %d of %s "+
+		"(%+.1f tokens per request on average): ", 100*PromptTolerance, t.PromptMismatched, FormatCount(t.PromptCompared, "request", "requests"), float64(t.PromptDiff)/float64(t.PromptCompared))
 	switch {
 	case tok == "server":
 		return msg + "the server counts generation requests otherwise than its /tokenize endpoint (a chat template applied differently?)"

@@ -35,12 +35,12 @@ func comparability(s *Summary) []string {
 			"the from-schedule figures (ttft_from_schedule_ms, e2e_from_schedule_ms) include the wait, as a user would feel it.", strings.Join(queueStages, ", ")))
 	}
 	if o.Requests.Warmup > 0 {
-		out = append(out, fmt.Sprintf("%d warmup requests are left out of every figure. vllm bench serve counts every request but its --num-warmups extra ones; a tool that counts all would include them.",
-			o.Requests.Warmup))
+		out = append(out, fmt.Sprintf("%s left out of every figure. vllm bench serve counts every request but its --num-warmups extra ones; a tool that counts all would include them.",
+			FormatCount(o.Requests.Warmup, "warmup request is", "warmup requests are")))
 	}
 	if t := o.Tokens; t.EstimatedRequests > 0 {
-		out = append(out, fmt.Sprintf("Output tokens of %d requests were counted here from the text received (the server sent no usage); elsewhere they come from the server's usage. "+
-			"A client that re-tokenizes every response (vllm bench serve with its tokenizer) may count a few differently.", t.EstimatedRequests))
+		out = append(out, fmt.Sprintf("Output tokens of %s were counted here from the text received (the server sent no usage); elsewhere they come from the server's usage. "+
+			"A client that re-tokenizes every response (vllm bench serve with its tokenizer) may count a few differently.", FormatCount(t.EstimatedRequests, "request", "requests")))
 	} else if o.Requests.OK > 0 {
 		out = append(out, "Token counts are the server's own (usage in every response). A client that re-tokenizes the text with a tokenizer of its own may count a few differently.")
 	}

@@ -149,14 +149,14 @@ func limit(st *correlate.StageCorrelation) string {
 			parts = append(parts, fmt.Sprintf("usage up to %.0f %%", *kv))
 		}
 		if pre != nil && *pre > 0 {
-			parts = append(parts, fmt.Sprintf("%s preemptions", num(*pre)))
+			parts = append(parts, FormatCountOf(*pre, "preemption", "preemptions"))
 		}
 		return "the limit is the KV cache (" + strings.Join(parts, ", ") + "): more cache memory or shorter contexts admit more requests."
 	case kv != nil && st.RunningMax != nil:
-		return fmt.Sprintf("the limit is the batch size, not memory: at most %s requests ran at once with the KV cache at most %.0f %% full "+
-			"(vLLM's max_num_seqs or max_num_batched_tokens).", num(*st.RunningMax), *kv)
+		return fmt.Sprintf("the limit is the batch size, not memory: at most %s at once with the KV cache at most %.0f %% full "+
+			"(vLLM's max_num_seqs or max_num_batched_tokens).", FormatCountOf(*st.RunningMax, "request ran", "requests ran"), *kv)
 	case st.RunningMax != nil:
-		return fmt.Sprintf("at most %s requests ran at once, and with no KV-cache usage exported, memory cannot be told from a batch-size cap.", num(*st.RunningMax))
+		return fmt.Sprintf("at most %s at once, and with no KV-cache usage exported, memory cannot be told from a batch-size cap.", FormatCountOf(*st.RunningMax, "request ran", "requests ran"))
 	}
 	return "the server's metrics do not say what limits it."
 }

@@ -41,8 +41,9 @@ func dropsExplained(c *correlate.Correlation, stages []Stage, w *Workload) []str
 
 // dropSentence explains one stage's drops.
 func dropSentence(st *Stage, sc *correlate.StageCorrelation, load *StageLoad) string {
-	s := fmt.Sprintf("Stage %q: %d of %d arrivals (%s) were dropped at the client's max_concurrency cap", st.Name,
-		st.Requests.Dropped, st.Requests.Scheduled, pct(float64(st.Requests.Dropped)/float64(st.Requests.Scheduled)))
+	s := fmt.Sprintf("Stage %q: %d of %s (%s) %s dropped at the client's max_concurrency cap", st.Name,
+		st.Requests.Dropped, FormatCount(st.Requests.Scheduled, "arrival", "arrivals"), pct(float64(st.Requests.Dropped)/float64(st.Requests.Scheduled)),
+		were(st.Requests.Dropped))
 	if load != nil && load.MaxConcurrency > 0 {
 		s = fmt.Sprintf("%s of %d", s, load.MaxConcurrency)
 	}
@@ -58,7 +59,7 @@ func dropSentence(st *Stage, sc *correlate.StageCorrelation, load *StageLoad) st
 	}
 	server := "the server's queue was not scraped"
 	if l.WaitingMax != nil {
-		server = fmt.Sprintf("the server had at most %s requests waiting", num(*l.WaitingMax))
+		server = fmt.Sprintf("the server had at most %s waiting", FormatCountOf(*l.WaitingMax, "request", "requests"))
 		if sc.KVUsageMax != nil {
 			server += fmt.Sprintf(" and its KV cache at most %.0f %% full", *sc.KVUsageMax)
 		}

@@ -39,26 +39,26 @@ func findings(c *correlate.Correlation, stated map[int]bool) []string {
 	if f := c.Fit; f != nil {
 		switch {
 		case !f.Holds:
-			out = append(out, fmt.Sprintf("No decode law fits these windows: the least-squares line (%.2f ms %+.3f ms per 1,000 tokens of context, R² = %.3f over %d windows) "+
+			out = append(out, fmt.Sprintf("No decode law fits these windows: the least-squares line (%.2f ms %+.3f ms per 1,000 tokens of context, R² = %.3f over %s) "+
 				"has a negative intercept or slope, so context in flight does not explain the throughput here.",
-				f.InterceptMS, f.SlopeNSPerToken/1e3, f.R2, f.Windows))
+				f.InterceptMS, f.SlopeNSPerToken/1e3, f.R2, FormatCount(f.Windows, "window", "windows")))
 		case f.R2 >= 0.9:
-			out = append(out, fmt.Sprintf("Decode time per token per stream ≈ %.2f ms + %.3f ms per 1,000 tokens of context (R² = %.3f over %d windows): "+
-				"decoding is memory-bound, each token costs more as the context grows.", f.InterceptMS, f.SlopeNSPerToken/1e3, f.R2, f.Windows))
+			out = append(out, fmt.Sprintf("Decode time per token per stream ≈ %.2f ms + %.3f ms per 1,000 tokens of context (R² = %.3f over %s): "+
+				"decoding is memory-bound, each token costs more as the context grows.", f.InterceptMS, f.SlopeNSPerToken/1e3, f.R2, FormatCount(f.Windows, "window", "windows")))
 		case f.R2 >= 0.5:
-			out = append(out, fmt.Sprintf("Decode time per token per stream ≈ %.2f ms + %.3f ms per 1,000 tokens of context (R² = %.3f over %d windows): "+
+			out = append(out, fmt.Sprintf("Decode time per token per stream ≈ %.2f ms + %.3f ms per 1,000 tokens of context (R² = %.3f over %s): "+
 				"context in flight explains part of the throughput; something else (batch changes, prefill, the client) explains the rest.",
-				f.InterceptMS, f.SlopeNSPerToken/1e3, f.R2, f.Windows))
+				f.InterceptMS, f.SlopeNSPerToken/1e3, f.R2, FormatCount(f.Windows, "window", "windows")))
 		default:
-			out = append(out, fmt.Sprintf("Decode time per token per stream ≈ %.2f ms + %.3f ms per 1,000 tokens of context, but R² = %.3f over %d windows: "+
-				"context in flight explains little of the throughput here.", f.InterceptMS, f.SlopeNSPerToken/1e3, f.R2, f.Windows))
+			out = append(out, fmt.Sprintf("Decode time per token per stream ≈ %.2f ms + %.3f ms per 1,000 tokens of context, but R² = %.3f over %s: "+
+				"context in flight explains little of the throughput here.", f.InterceptMS, f.SlopeNSPerToken/1e3, f.R2, FormatCount(f.Windows, "window", "windows")))
 		}
 	}
 	if c.RKVUsage != nil || c.RContext != nil {
 		out = append(out, correlations(c))
 	}
 	if c.WholeResponses > 0 {
-		out = append(out, fmt.Sprintf("%d responses were not streamed: their tokens count when each response ends, so the client's rate per window comes in bursts; the cross-check compares totals.", c.WholeResponses))
+		out = append(out, fmt.Sprintf("%s not streamed: their tokens count when each response ends, so the client's rate per window comes in bursts; the cross-check compares totals.", FormatCount(c.WholeResponses, "response was", "responses were")))
 	}
 	if c.CountersAtEnd {
 		out = append(out, "The server counts a request's tokens when the request ends: its rate per window is not shown, and the cross-check compares totals over the run.")
@@ -101,7 +101,7 @@ func preemptionFinding(c *correlate.Correlation) string {
 	if c.Preemptions == nil || *c.Preemptions <= 0 {
 		return ""
 	}
-	s := fmt.Sprintf("The server preempted %s times", num(*c.Preemptions))
+	s := "The server preempted " + FormatCountOf(*c.Preemptions, "time", "times")
 	var per []string
 	for _, st := range c.Stages {
 		if st.Preemptions != nil && *st.Preemptions > 0 {
@@ -111,7 +111,7 @@ func preemptionFinding(c *correlate.Correlation) string {
 	if len(per) > 0 {
 		s += " (" + strings.Join(per, ", ") + ")"
 	}
-	s += fmt.Sprintf("; %d requests had their worst inter-token gaps in a window with a preemption", c.PreemptedRequests)
+	s += fmt.Sprintf("; %s their worst inter-token gaps in a window with a preemption", FormatCount(c.PreemptedRequests, "request had", "requests had"))
 	var seqs []string
 	for _, st := range c.Stages {
 		for _, q := range st.AffectedSeqs {
@@ -254,11 +254,11 @@ func steadiness(c *correlate.Correlation) []string {
 		switch {
 		case st.Windows < 3 || span <= 0:
 		case st.SteadyWindows == 0:
-			out = append(out, fmt.Sprintf("Stage %q never reached a steady state: in none of its %d windows did the number of decoding streams hold within 10 %% of its median, "+
-				"so its figures mix ramp-up, drain and a load that kept changing; run it longer to measure a steady server.", st.Name, st.Windows))
+			out = append(out, fmt.Sprintf("Stage %q never reached a steady state: in none of its %s did the number of decoding streams hold within 10 %% of its median, "+
+				"so its figures mix ramp-up, drain and a load that kept changing; run it longer to measure a steady server.", st.Name, FormatCount(st.Windows, "window", "windows")))
 		case st.SteadyAfterS != nil && *st.SteadyAfterS > 0.25*span:
-			out = append(out, fmt.Sprintf("Stage %q reached a steady state only after %s of its %s (%d of %d windows steady): its figures include the ramp-up before it; a warmup of that length would leave it out.",
-				st.Name, FormatSeconds(*st.SteadyAfterS), FormatSeconds(span), st.SteadyWindows, st.Windows))
+			out = append(out, fmt.Sprintf("Stage %q reached a steady state only after %s of its %s (%d of %s steady): its figures include the ramp-up before it; a warmup of that length would leave it out.",
+				st.Name, FormatSeconds(*st.SteadyAfterS), FormatSeconds(span), st.SteadyWindows, FormatCount(st.Windows, "window", "windows")))
 		}
 	}
 	return out

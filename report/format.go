@@ -63,3 +63,32 @@ func FormatSeconds(s float64) string {
 		return fmt.Sprintf("%d h %02d min", t/60, t%60)
 	}
 }
+
+// FormatCount writes a count with its noun in the right number: "1
+// request", "2 requests", "0 requests". Every count a sentence gives goes
+// through it (or FormatCountOf), so that no report says "1 requests".
+func FormatCount[T ~int | ~int64](n T, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// FormatCountOf writes a figure that counts things with its noun: num(v)
+// and the singular only when v is exactly 1 ("1 request", "1.5 requests",
+// "2,300 requests").
+func FormatCountOf(v float64, one, many string) string {
+	if v == 1 {
+		return "1 " + one
+	}
+	return num(v) + " " + many
+}
+
+// were is the verb after a count: "1 of 300 arrivals was dropped", "2 of
+// 300 arrivals were dropped".
+func were[T ~int | ~int64](n T) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
+}

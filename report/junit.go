@@ -60,7 +60,7 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 	if v == nil {
 		return fmt.Errorf("write junit: the summary has no verdict")
 	}
-	scenarioName := s.Scenario
+	scenarioName := s.Title()
 	if scenarioName == "" {
 		scenarioName = "run"
 	}

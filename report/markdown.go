@@ -23,8 +23,12 @@ func WriteVerdictMarkdown(w io.Writer, s *Summary) error {
 		icon = "❔"
 	}
 	fmt.Fprintf(&b, "### %s servebench budgets: %s\n\n", icon, v)
-	fmt.Fprintf(&b, "Scenario `%s` · model `%s` · %d ok requests in %s s", mdEscape(s.Scenario), mdEscape(s.Model),
-		s.Overall.Requests.OK, trimFloat(s.Overall.Duration, 1))
+	what := "Scenario `" + mdEscape(s.Scenario) + "`"
+	if t := s.Title(); t != s.Scenario {
+		what = "Run `" + mdEscape(t) + "` (flags, no scenario file)"
+	}
+	fmt.Fprintf(&b, "%s · model `%s` · %s in %s s", what, mdEscape(s.Model),
+		FormatCount(s.Overall.Requests.OK, "ok request", "ok requests"), trimFloat(s.Overall.Duration, 1))
 	if s.Version != "" {
 		fmt.Fprintf(&b, " · servebench %s", mdEscape(s.Version))
 	}

@@ -346,7 +346,7 @@ func (s *scope) goodput(ttftMs, tpotMs, e2eMs float64) (share float64, good int6
 // rather than all of them, how many of how many; "" otherwise.
 func (s *scope) sampled() string {
 	if kept := int64(len(s.sent)); kept < s.ok {
-		return fmt.Sprintf("from a uniform sample of %d of the %d completed requests", kept, s.ok)
+		return fmt.Sprintf("from a uniform sample of %d of the %s", kept, FormatCount(s.ok, "completed request", "completed requests"))
 	}
 	return ""
 }

@@ -103,8 +103,8 @@ func verdictOf(sc *correlate.StageCorrelation, st *Stage, noTokens bool) (string
 	preempted := sc.Preemptions != nil && *sc.Preemptions > 0
 	switch {
 	case preempted:
-		return correlate.VerdictSaturated, fmt.Sprintf("the server preempted running requests %s times: it could not keep every request it ran in memory",
-			num(*sc.Preemptions))
+		return correlate.VerdictSaturated, fmt.Sprintf("the server preempted running requests %s: it could not keep every request it ran in memory",
+			FormatCountOf(*sc.Preemptions, "time", "times"))
 	case f.fellBehind && (f.pinned || f.queued || f.ttftGrew):
 		return correlate.VerdictSaturated, f.overload()
 	case f.pinned:
@@ -158,7 +158,7 @@ func (f facts) overload() string {
 	l := f.l
 	s := fmt.Sprintf("offered %s req/s, it served %s (%s)", num(f.offered), num(f.served), pct(f.served/f.offered))
 	if l.Dropped > 0 && l.Cap > 0 {
-		s += fmt.Sprintf("; %d of %d arrivals were dropped at the max_concurrency cap of %d", l.Dropped, l.Arrivals, l.Cap)
+		s += fmt.Sprintf("; %d of %s %s dropped at the max_concurrency cap of %d", l.Dropped, FormatCount(l.Arrivals, "arrival", "arrivals"), were(l.Dropped), l.Cap)
 		if l.AtCapShare != nil {
 			s += fmt.Sprintf(", which the requests in flight held %s of the time", pct(*l.AtCapShare))
 		}
@@ -172,7 +172,7 @@ func (f facts) overload() string {
 // full states a stage whose waiting requests sat at their ceiling.
 func (f facts) full() string {
 	l := f.l
-	who := fmt.Sprintf("its %d workers", l.Cap)
+	who := "its " + FormatCount(l.Cap, "worker", "workers")
 	if l.Open {
 		who = fmt.Sprintf("its arrivals, up to the cap of %d,", l.Cap)
 	}
@@ -185,14 +185,14 @@ func (f facts) waiting() string {
 	if l.WaitingMax == nil {
 		return ""
 	}
-	s := fmt.Sprintf("up to %s requests waited in the server", num(*l.WaitingMax))
+	s := fmt.Sprintf("up to %s waited in the server", FormatCountOf(*l.WaitingMax, "request", "requests"))
 	if l.RunningMax != nil {
 		s += fmt.Sprintf(" while at most %s ran", num(*l.RunningMax))
 	}
 	if l.PinnedShare != nil && l.CeilingMean != nil && *l.PinnedShare > 0 {
 		bound := fmt.Sprintf("the cap of %d", l.Cap)
 		if !l.Open {
-			bound = fmt.Sprintf("%d workers", l.Cap)
+			bound = FormatCount(l.Cap, "worker", "workers")
 		}
 		s += fmt.Sprintf(", as many as the client allowed (%s less those running, %s on average) in %s of the windows", bound, num(*l.CeilingMean), pct(*l.PinnedShare))
 	} else if l.QueuedShare != nil {
@@ -231,20 +231,21 @@ func trendReason(sc *correlate.StageCorrelation, noTokens bool) string {
 		if peak == 0 {
 			return "no request waited for admission"
 		}
-		return fmt.Sprintf("requests waited only briefly (in %d of %d windows, at most %s)", sc.QueuedWindows, sc.WaitingWindows, num(peak))
+		return fmt.Sprintf("requests waited only briefly (in %d of %s, at most %s)", sc.QueuedWindows, FormatCount(sc.WaitingWindows, "window", "windows"), num(peak))
 	case correlate.VerdictSaturated:
-		return fmt.Sprintf("waiting grew from %s to %s requests while output tok/s changed %s across the windows with requests waiting",
-			num(start), num(end), signedPct(change))
+		return fmt.Sprintf("waiting grew from %s to %s while output tok/s changed %s across the windows with requests waiting",
+			num(start), FormatCountOf(end, "request", "requests"), signedPct(change))
 	}
 	if end-start >= 1 && noTokens && math.IsNaN(change) {
-		return fmt.Sprintf("waiting grew from %s to %s requests; embeddings return no tokens as they go, so whether throughput stayed flat cannot be told window by window (inputs/s is the stage's figure)", num(start), num(end))
+		return fmt.Sprintf("waiting grew from %s to %s; embeddings return no tokens as they go, so whether throughput stayed flat cannot be told window by window (inputs/s is the stage's figure)", num(start), FormatCountOf(end, "request", "requests"))
 	}
 	if end-start >= 1 {
-		s := fmt.Sprintf("waiting grew from %s to %s requests, but output tok/s was not flat", num(start), num(end))
+		s := fmt.Sprintf("waiting grew from %s to %s, but output tok/s was not flat", num(start), FormatCountOf(end, "request", "requests"))
 		if !math.IsNaN(change) {
 			s += " (" + signedPct(change) + ")"
 		}
 		return s
 	}
-	return fmt.Sprintf("up to %s requests waited (in %d of %d windows), %s at the start and %s at the end", num(peak), sc.QueuedWindows, sc.WaitingWindows, num(start), num(end))
+	return fmt.Sprintf("up to %s waited (in %d of %s), %s at the start and %s at the end", FormatCountOf(peak, "request", "requests"), sc.QueuedWindows,
+		FormatCount(sc.WaitingWindows, "window", "windows"), num(start), num(end))
 }

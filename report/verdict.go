@@ -200,14 +200,14 @@ func (j *judge) add(c Check, m *measure) {
 	}
 	switch {
 	case c.MinSamples > 0 && c.Samples < int64(c.MinSamples):
-		j.doubt(&c, fmt.Sprintf("%s %s %s from %d samples, fewer than %d: the percentile is uncertain",
-			c.Scope, c.Metric, c.Stat, c.Samples, c.MinSamples))
+		j.doubt(&c, fmt.Sprintf("%s %s %s from %s, fewer than %d: the percentile is uncertain",
+			c.Scope, c.Metric, c.Stat, FormatCount(c.Samples, "sample", "samples"), c.MinSamples))
 	case m.few && c.MinSamples > 0 && c.Status == StatusInconclusive:
 		c.Status = status(c.Op, c.Limit, val, &measure{})
 		c.Note = fmt.Sprintf("judged on the value: too few samples for a 95 %% interval, at least min_samples %d", c.MinSamples)
 	case m.few && c.Status == StatusInconclusive:
-		j.doubt(&c, fmt.Sprintf("%s %s %s from %d samples: too few for a 95 %% interval on the side that decides, so whether it meets the budget is unknown",
-			c.Scope, c.Metric, c.Stat, c.Samples))
+		j.doubt(&c, fmt.Sprintf("%s %s %s from %s: too few for a 95 %% interval on the side that decides, so whether it meets the budget is unknown",
+			c.Scope, c.Metric, c.Stat, FormatCount(c.Samples, "sample", "samples")))
 	case c.Status == StatusInconclusive:
 		c.Note = fmt.Sprintf("the 95 %% interval %s–%s straddles the limit", formatNumber(m.lo, c.Unit), formatNumber(m.hi, c.Unit))
 	}
@@ -360,13 +360,13 @@ func (j *judge) distStat(st *Stage, metric string, d Dist, stat string) measure 
 func (v *Verdict) String() string {
 	switch {
 	case v.Pass:
-		return fmt.Sprintf("PASS (%d budgets met)", len(v.Checks))
+		return fmt.Sprintf("PASS (%s met)", FormatCount(len(v.Checks), "budget", "budgets"))
 	case v.Failed > 0 && v.Inconclusive > 0:
-		return fmt.Sprintf("FAIL (%d of %d budgets missed, %d inconclusive)", v.Failed, len(v.Checks), v.Inconclusive)
+		return fmt.Sprintf("FAIL (%d of %s missed, %d inconclusive)", v.Failed, FormatCount(len(v.Checks), "budget", "budgets"), v.Inconclusive)
 	case v.Failed > 0:
-		return fmt.Sprintf("FAIL (%d of %d budgets missed)", v.Failed, len(v.Checks))
+		return fmt.Sprintf("FAIL (%d of %s missed)", v.Failed, FormatCount(len(v.Checks), "budget", "budgets"))
 	}
-	return fmt.Sprintf("INCONCLUSIVE (%d of %d budgets cannot be told met or missed at 95 %%; the rest met)", v.Inconclusive, len(v.Checks))
+	return fmt.Sprintf("INCONCLUSIVE (%d of %s cannot be told met or missed at 95 %%; the rest met)", v.Inconclusive, FormatCount(len(v.Checks), "budget", "budgets"))
 }
 
 // WriteVerdictText writes the verdict for the terminal: one line per
@@ -429,7 +429,12 @@ func formatNumber(x float64, unit string) string {
 	case "ms":
 		return trimFloat(x, 3) + " ms"
 	}
-	return trimFloat(x, 1) + " " + unit
+	v := trimFloat(x, 1)
+	if v == "1" {
+		// "1 request/s", not "1 requests/s".
+		unit = strings.Replace(unit, "s/", "/", 1)
+	}
+	return v + " " + unit
 }
 
 func trimFloat(x float64, digits int) string {

@@ -102,15 +102,11 @@ func (l StageLoad) String() string {
 			}
 		}
 	} else {
-		workers := "workers"
-		if l.Concurrency == 1 {
-			workers = "worker"
-		}
-		fmt.Fprintf(&b, "closed loop, %d %s", l.Concurrency, workers)
+		fmt.Fprintf(&b, "closed loop, %s", FormatCount(l.Concurrency, "worker", "workers"))
 	}
 	var bounds []string
 	if l.Requests > 0 {
-		bounds = append(bounds, fmt.Sprintf("%d requests", l.Requests))
+		bounds = append(bounds, FormatCount(l.Requests, "request", "requests"))
 	}
 	if l.DurationS > 0 {
 		bounds = append(bounds, FormatSeconds(l.DurationS))
@@ -120,9 +116,9 @@ func (l StageLoad) String() string {
 	}
 	switch {
 	case l.WarmupRequests > 0 && l.WarmupS > 0:
-		fmt.Fprintf(&b, "; warmup: first %d requests or %s", l.WarmupRequests, FormatSeconds(l.WarmupS))
+		fmt.Fprintf(&b, "; warmup: first %s or %s", FormatCount(l.WarmupRequests, "request", "requests"), FormatSeconds(l.WarmupS))
 	case l.WarmupRequests > 0:
-		fmt.Fprintf(&b, "; warmup: first %d requests", l.WarmupRequests)
+		fmt.Fprintf(&b, "; warmup: first %s", FormatCount(l.WarmupRequests, "request", "requests"))
 	case l.WarmupS > 0:
 		fmt.Fprintf(&b, "; warmup: first %s", FormatSeconds(l.WarmupS))
 	}

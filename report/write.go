@@ -30,7 +30,11 @@ func WriteJSON(w io.Writer, s *Summary) error {
 // them), then errors, findings and warnings.
 func WriteText(w io.Writer, s *Summary) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "servebench · scenario %q\n", s.Scenario)
+	if t := s.Title(); t != s.Scenario {
+		fmt.Fprintf(&b, "servebench · %s\n", t)
+	} else {
+		fmt.Fprintf(&b, "servebench · scenario %q\n", s.Scenario)
+	}
 	about := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	for _, f := range s.About() {
 		for i, line := range f.Lines {
@@ -140,7 +144,7 @@ func writeOverall(b *strings.Builder, st Stage, pooled bool) error {
 	}
 	fmt.Fprintf(b, "\nthroughput%s: %.2f req/s; output %s tok/s (peak %s in one second); total %s tok/s (input + output)\n",
 		scope, st.RequestsPerSec, num(st.OutputTokensPerSec), num(st.PeakOutputTokensPerSec), num(st.TotalTokensPerSec))
-	fmt.Fprintf(b, "concurrency%s: at most %d requests in flight\n", scope, st.PeakInFlight)
+	fmt.Fprintf(b, "concurrency%s: at most %s in flight\n", scope, FormatCount(st.PeakInFlight, "request", "requests"))
 	head := "latency" + scope + " (ms)"
 	width := len(head)
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -256,7 +256,7 @@ func recommend(points []Point) Recommendation {
 		case p.Metrics == nil:
 			why = append(why, p.Label+": no completed run")
 		case p.Failed > 0:
-			why = append(why, fmt.Sprintf("%s: %d of %d runs failed", p.Label, p.Failed, p.Failed+p.Runs))
+			why = append(why, fmt.Sprintf("%s: %d of %s failed", p.Label, p.Failed, report.FormatCount(p.Failed+p.Runs, "run", "runs")))
 		case budgets && (p.BudgetsMet == nil || !*p.BudgetsMet):
 			missed := "no verdict"
 			if len(p.Missed) > 0 {
@@ -264,7 +264,7 @@ func recommend(points []Point) Recommendation {
 			}
 			why = append(why, p.Label+": "+missed)
 		case !budgets && p.Metrics.Failed > 0:
-			why = append(why, fmt.Sprintf("%s: %g failed requests", p.Label, p.Metrics.Failed))
+			why = append(why, fmt.Sprintf("%s: %s", p.Label, report.FormatCountOf(p.Metrics.Failed, "failed request", "failed requests")))
 		default:
 			qualified = append(qualified, i)
 		}

@@ -226,8 +226,8 @@ func (p *Plan) conclude(r *SearchResult, g searchGrid, pass, fail *Probe) {
 		switch {
 		case pr.Decided == "indeterminate":
 			r.Confidence = ConfidenceIndeterminate
-			notes = append(notes, fmt.Sprintf("at %s the budgets could not be told met or missed in %d runs (their 95 %% intervals straddle the limits): the capacity is at least the answer and may be higher",
-				fmtVal(pr.Value), pr.Failed))
+			notes = append(notes, fmt.Sprintf("at %s the budgets could not be told met or missed in %s (their 95 %% intervals straddle the limits): the capacity is at least the answer and may be higher",
+				fmtVal(pr.Value), report.FormatCount(pr.Failed, "run", "runs")))
 		case pr.FewSamples:
 			if r.Confidence != ConfidenceIndeterminate {
 				r.Confidence = ConfidenceLow
@@ -237,7 +237,7 @@ func (p *Plan) conclude(r *SearchResult, g searchGrid, pass, fail *Probe) {
 			if r.Confidence == ConfidenceHigh {
 				r.Confidence = ConfidenceMedium
 			}
-			notes = append(notes, fmt.Sprintf("%s was decided by %d of %d runs", fmtVal(pr.Value), max(pr.Passed, pr.Failed), pr.Passed+pr.Failed))
+			notes = append(notes, fmt.Sprintf("%s was decided by %d of %s", fmtVal(pr.Value), max(pr.Passed, pr.Failed), report.FormatCount(pr.Passed+pr.Failed, "run", "runs")))
 		default:
 			notes = append(notes, fmt.Sprintf("%s %s (%s)", fmtVal(pr.Value), passWord(pr), pr.Decided))
 		}

@@ -260,7 +260,7 @@ const htmlSource = `<!DOCTYPE html>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>servebench · {{.S.Scenario}}</title>
+<title>servebench · {{.S.Title}}</title>
 <style>
 body { font-family: "Liberation Sans", Arial, Helvetica, sans-serif; margin: 2rem auto; max-width: 72rem; padding: 0 1rem; color: #1a1a1a; line-height: 1.45; }
 h1 { font-size: 1.6rem; margin-bottom: 0.2rem; }
@@ -296,7 +296,7 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 </style>
 </head>
 <body>
-<h1>servebench report: {{.S.Scenario}}</h1>
+<h1>servebench report: {{.S.Title}}</h1>
 {{with .Corr}}{{with .Conclusion}}<p class="conclusion" id="conclusion">{{.}}</p>{{end}}{{end}}
 {{if .S.Virtual}}<p class="meta" id="virtual"><strong>Virtual time</strong>: the simulator's engine on a virtual clock, no HTTP and no client.</p>{{end}}
 <table class="about" id="about">
