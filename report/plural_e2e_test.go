@@ -33,7 +33,7 @@ func TestOneRequestRun(t *testing.T) {
 	if first, _, _ := strings.Cut(b.String(), "\n"); first != "servebench · "+want {
 		t.Errorf("the terminal summary opens %q, want the load as its title", first)
 	}
-	}
+}
 
 // oneRequestSummary runs `bench run --target sim://tiny --concurrency 1
 // --requests 1` in virtual time, with budgets, and returns its summary.

@@ -70,4 +70,3 @@ func TestNoOnePlural(t *testing.T) {
 		}
 	}
 }
-
