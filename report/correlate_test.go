@@ -361,8 +361,8 @@ func TestCorrelationNoLaw(t *testing.T) {
 	if c.Fit == nil || c.Fit.Holds || c.Fit.SlopeNSPerToken >= 0 {
 		t.Fatalf("fit = %+v, want a negative slope that does not hold", c.Fit)
 	}
-	text := strings.Join(c.Findings, "\n")
+	text := strings.Join(append(c.Findings, c.Details...), "\n")
 	if !strings.Contains(text, "No decode law fits these windows") || strings.Contains(text, "memory-bound") {
-		t.Errorf("findings:\n%s", text)
+		t.Errorf("findings and details:\n%s", text)
 	}
 }

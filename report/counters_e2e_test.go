@@ -57,9 +57,9 @@ load: {stages: [{concurrency: 4, requests: 10}]}
 			if c.CountersAtEnd != tc.atEnd {
 				t.Errorf("counters at end = %v, want %v (profile %s)", c.CountersAtEnd, tc.atEnd, c.Profile)
 			}
-			said := strings.Contains(strings.Join(c.Findings, "\n"), "The server counts a request's tokens when the request ends")
+			said := strings.Contains(strings.Join(c.Details, "\n"), "The server counts a request's tokens when the request ends")
 			if said != tc.atEnd {
-				t.Errorf("findings say counters at end: %v, want %v", said, tc.atEnd)
+				t.Errorf("details say counters at end: %v, want %v", said, tc.atEnd)
 			}
 		})
 	}

@@ -5,18 +5,38 @@ import (
 	"math"
 	"strings"
 
+	"github.com/servebench/servebench/internal/decodelaw"
 	"github.com/servebench/servebench/report/correlate"
 	"github.com/servebench/servebench/results"
 )
 
 // findings states the correlation in sentences, most telling first,
 // leaving out the verdict sentences of the stages the conclusion states.
-func findings(c *correlate.Correlation, stated map[int]bool) []string {
-	var out []string
+// act are the sentences a user acts on (a stage that never steadied, a
+// client and server that disagree, preemptions, the other stages'
+// verdicts); detail is the analyst's material (each stage's throughput
+// change, throughput by KV-cache usage, the decode law's coefficients,
+// Pearson r, the cross-checks that agree), which report.html and the
+// verbose summary show.
+func findings(c *correlate.Correlation, stated map[int]bool) (act, detail []string) {
 	if !c.Aligned && !strings.HasPrefix(c.Conclusion, cannotTell) {
-		out = append(out, "No server metrics were scraped: the timeline holds client-side figures only.")
+		act = append(act, "No server metrics were scraped: the timeline holds client-side figures only.")
 	}
-	out = append(out, steadiness(c)...)
+	act = append(act, steadiness(c)...)
+	if x := c.CrossCheck; x != nil && x.Flagged {
+		act = append(act, fmt.Sprintf("Client and server disagree on the output token rate by %s (client %s tok/s, server %s tok/s): the client may be a bottleneck, or the server is serving other clients.",
+			pct(x.Difference), num(x.ClientTokensPerSec), num(x.ServerTokensPerSec)))
+	}
+	if p := preemptionFinding(c); p != "" {
+		act = append(act, p)
+	}
+	act = append(act, stageVerdicts(c, stated)...)
+	return act, details(c)
+}
+
+// details are the analyst's sentences of a correlation (see findings).
+func details(c *correlate.Correlation) []string {
+	var out []string
 	for _, st := range c.Stages {
 		if st.Start == nil || st.End == nil || st.Drop == nil || st.SteadyWindows < 2 {
 			continue
@@ -37,22 +57,7 @@ func findings(c *correlate.Correlation, stated map[int]bool) []string {
 		}
 	}
 	if f := c.Fit; f != nil {
-		switch {
-		case !f.Holds:
-			out = append(out, fmt.Sprintf("No decode law fits these windows: the least-squares line (%.2f ms %+.3f ms per 1,000 tokens of context, R² = %.3f over %s) "+
-				"has a negative intercept or slope, so context in flight does not explain the throughput here.",
-				f.InterceptMS, f.SlopeNSPerToken/1e3, f.R2, FormatCount(f.Windows, "window", "windows")))
-		case f.R2 >= 0.9:
-			out = append(out, fmt.Sprintf("Decode time per token per stream ≈ %.2f ms + %.3f ms per 1,000 tokens of context (R² = %.3f over %s): "+
-				"decoding is memory-bound, each token costs more as the context grows.", f.InterceptMS, f.SlopeNSPerToken/1e3, f.R2, FormatCount(f.Windows, "window", "windows")))
-		case f.R2 >= 0.5:
-			out = append(out, fmt.Sprintf("Decode time per token per stream ≈ %.2f ms + %.3f ms per 1,000 tokens of context (R² = %.3f over %s): "+
-				"context in flight explains part of the throughput; something else (batch changes, prefill, the client) explains the rest.",
-				f.InterceptMS, f.SlopeNSPerToken/1e3, f.R2, FormatCount(f.Windows, "window", "windows")))
-		default:
-			out = append(out, fmt.Sprintf("Decode time per token per stream ≈ %.2f ms + %.3f ms per 1,000 tokens of context, but R² = %.3f over %s: "+
-				"context in flight explains little of the throughput here.", f.InterceptMS, f.SlopeNSPerToken/1e3, f.R2, FormatCount(f.Windows, "window", "windows")))
-		}
+		out = append(out, fitSentence(f))
 	}
 	if c.RKVUsage != nil || c.RContext != nil {
 		out = append(out, correlations(c))
@@ -63,22 +68,40 @@ func findings(c *correlate.Correlation, stated map[int]bool) []string {
 	if c.CountersAtEnd {
 		out = append(out, "The server counts a request's tokens when the request ends: its rate per window is not shown, and the cross-check compares totals over the run.")
 	}
-	if x := c.CrossCheck; x != nil {
-		if x.Flagged {
-			out = append(out, fmt.Sprintf("Client and server disagree on the output token rate by %s (client %s tok/s, server %s tok/s): the client may be a bottleneck, or the server is serving other clients.",
-				pct(x.Difference), num(x.ClientTokensPerSec), num(x.ServerTokensPerSec)))
-		} else {
-			out = append(out, fmt.Sprintf("Client and server agree on the output token rate within %s (client %s tok/s, server %s tok/s).",
-				pct(math.Abs(x.Difference)), num(x.ClientTokensPerSec), num(x.ServerTokensPerSec)))
-		}
+	if x := c.CrossCheck; x != nil && !x.Flagged {
+		out = append(out, fmt.Sprintf("Client and server agree on the output token rate within %s (client %s tok/s, server %s tok/s).",
+			pct(math.Abs(x.Difference)), num(x.ClientTokensPerSec), num(x.ServerTokensPerSec)))
 	}
 	if c.TTFTWaitingShare != nil && *c.TTFTWaitingShare > 0 {
 		out = append(out, fmt.Sprintf("%s of time to first token was spent while the server had requests waiting for admission.",
 			pct(*c.TTFTWaitingShare)))
 	}
-	if p := preemptionFinding(c); p != "" {
-		out = append(out, p)
+	return out
+}
+
+// fitSentence states the decode law fitted over the steady windows.
+func fitSentence(f *decodelaw.Fit) string {
+	windows := FormatCount(f.Windows, "window", "windows")
+	switch {
+	case !f.Holds:
+		return fmt.Sprintf("No decode law fits these windows: the least-squares line (%.2f ms %+.3f ms per 1,000 tokens of context, R² = %.3f over %s) "+
+			"has a negative intercept or slope, so context in flight does not explain the throughput here.",
+			f.InterceptMS, f.SlopeNSPerToken/1e3, f.R2, windows)
+	case f.R2 >= 0.9:
+		return fmt.Sprintf("Decode time per token per stream ≈ %.2f ms + %.3f ms per 1,000 tokens of context (R² = %.3f over %s): "+
+			"decoding is memory-bound, each token costs more as the context grows.", f.InterceptMS, f.SlopeNSPerToken/1e3, f.R2, windows)
+	case f.R2 >= 0.5:
+		return fmt.Sprintf("Decode time per token per stream ≈ %.2f ms + %.3f ms per 1,000 tokens of context (R² = %.3f over %s): "+
+			"context in flight explains part of the throughput; something else (batch changes, prefill, the client) explains the rest.",
+			f.InterceptMS, f.SlopeNSPerToken/1e3, f.R2, windows)
 	}
+	return fmt.Sprintf("Decode time per token per stream ≈ %.2f ms + %.3f ms per 1,000 tokens of context, but R² = %.3f over %s: "+
+		"context in flight explains little of the throughput here.", f.InterceptMS, f.SlopeNSPerToken/1e3, f.R2, windows)
+}
+
+// stageVerdicts states the verdict of each stage the conclusion did not.
+func stageVerdicts(c *correlate.Correlation, stated map[int]bool) []string {
+	var out []string
 	for _, st := range c.Stages {
 		if stated[st.Index] {
 			continue
@@ -228,7 +251,7 @@ func explain(c *correlate.Correlation, h *results.Harness, stages []Stage, w *Wo
 	for i := range c.Stages {
 		judgeStage(&c.Stages[i], byIndex[c.Stages[i].Index], noTokens)
 	}
-	c.Findings = nil
+	c.Findings, c.Details = nil, nil
 	var stated map[int]bool
 	c.Conclusion, stated = conclusion(c, h)
 	if c.Conclusion != "" {
@@ -241,8 +264,10 @@ func explain(c *correlate.Correlation, h *results.Harness, stages []Stage, w *Wo
 	if ok == 0 {
 		return
 	}
+	act, detail := findings(c, stated)
 	c.Findings = append(c.Findings, dropsExplained(c, stages, w)...)
-	c.Findings = append(c.Findings, findings(c, stated)...)
+	c.Findings = append(c.Findings, act...)
+	c.Details = detail
 }
 
 // steadiness says of each stage that never reached a steady state, or

@@ -21,6 +21,9 @@ func TestOneRequestRun(t *testing.T) {
 	if err := report.WriteText(&b, s); err != nil {
 		t.Fatal(err)
 	}
+	if err := (report.Text{Verbose: true}).Write(&b, s); err != nil {
+		t.Fatal(err)
+	}
 	for _, line := range strings.Split(b.String(), "\n") {
 		if m := report.OnePlural.FindString(line); m != "" {
 			t.Errorf("%q says %q", line, m)

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/servebench/servebench/report/correlate"
 )
 
 // WriteJSON writes the summary as indented JSON (the summary.json format).
@@ -23,15 +25,32 @@ func WriteJSON(w io.Writer, s *Summary) error {
 	return nil
 }
 
-// WriteText writes the compact terminal summary: the workload and
-// environment box (Summary.About), one row per stage and one for the whole
-// run, the whole run's throughput and latency distributions (mean and
-// standard deviation beside the percentiles, as vLLM's bench serve prints
-// them), then errors, findings and warnings.
-func WriteText(w io.Writer, s *Summary) error {
+// WriteText writes the compact terminal summary (Text without Verbose).
+func WriteText(w io.Writer, s *Summary) error { return Text{}.Write(w, s) }
+
+// Text is the terminal summary: the workload and environment box
+// (Summary.About), one row per stage and one for the whole run, the whole
+// run's throughput and latency distributions (mean and standard deviation
+// beside the percentiles, as vLLM's bench serve prints them), then errors,
+// the findings a user acts on first and warnings.
+type Text struct {
+	// Verbose writes every finding and the analyst's detail (each
+	// stage's throughput change, throughput by KV-cache usage, the decode
+	// law's coefficients, Pearson r, the cross-checks); without it the
+	// findings are the conclusion and the next TerminalFindings, and a
+	// line says how many more report.html and --verbose hold.
+	Verbose bool
+}
+
+// TerminalFindings is how many findings after the conclusion the terminal
+// summary shows without Verbose: the one or two a user acts on first.
+const TerminalFindings = 2
+
+// Write writes the summary of s.
+func (t Text) Write(w io.Writer, s *Summary) error {
 	var b strings.Builder
-	if t := s.Title(); t != s.Scenario {
-		fmt.Fprintf(&b, "servebench · %s\n", t)
+	if title := s.Title(); title != s.Scenario {
+		fmt.Fprintf(&b, "servebench · %s\n", title)
 	} else {
 		fmt.Fprintf(&b, "servebench · scenario %q\n", s.Scenario)
 	}
@@ -115,17 +134,52 @@ func WriteText(w io.Writer, s *Summary) error {
 			}
 		}
 	}
-	if c := s.Correlation; c != nil && len(c.Findings) > 0 {
-		b.WriteString("findings:\n")
-		for _, f := range c.Findings {
-			fmt.Fprintf(&b, "  %s\n", f)
-		}
-	}
+	t.writeFindings(&b, s.Correlation)
 	for _, warn := range s.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", warn)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeFindings writes the conclusion and the findings after it: all of
+// them and the details when verbose, else the first TerminalFindings and
+// a line counting the rest.
+func (t Text) writeFindings(b *strings.Builder, c *correlate.Correlation) {
+	if c == nil || len(c.Findings) == 0 {
+		return
+	}
+	b.WriteString("findings:\n")
+	shown := c.Findings
+	if !t.Verbose {
+		n := TerminalFindings
+		if c.Conclusion != "" && c.Findings[0] == c.Conclusion {
+			n++ // the conclusion, then the first two
+		}
+		shown = shown[:min(len(shown), n)]
+	}
+	for _, f := range shown {
+		fmt.Fprintf(b, "  %s\n", f)
+	}
+	if t.Verbose {
+		if len(c.Details) > 0 {
+			b.WriteString("details:\n")
+			for _, d := range c.Details {
+				fmt.Fprintf(b, "  %s\n", d)
+			}
+		}
+		return
+	}
+	var more []string
+	if n := len(c.Findings) - len(shown); n > 0 {
+		more = append(more, FormatCount(n, "more finding", "more findings"))
+	}
+	if n := len(c.Details); n > 0 {
+		more = append(more, FormatCount(n, "line", "lines")+" of analyst detail")
+	}
+	if len(more) > 0 {
+		fmt.Fprintf(b, "  (%s: --verbose prints them; report.html lists them)\n", joinWords(more))
+	}
 }
 
 // LatencyMetrics are the distributions the summaries show with mean and

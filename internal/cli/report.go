@@ -9,7 +9,7 @@ import (
 	"github.com/servebench/servebench/results"
 )
 
-const reportUsage = `Usage: bench report RESULTS... [--format text|json|csv|vllm] [--partial] [--mixed]
+const reportUsage = `Usage: bench report RESULTS... [--format text|json|csv|vllm] [--verbose] [--partial] [--mixed]
 
 Rebuilds the summary from saved results files (results.jsonl or .jsonl.gz,
 or a run directory), merging several (from several load generators) into
@@ -38,6 +38,7 @@ func reportCmd(ctx context.Context, e env, args []string) error {
 	format := fs.String("format", "text", "output format: text, json, csv (one row per request) or vllm (vllm bench serve's result JSON)")
 	partial := fs.Bool("partial", false, "accept a sharded run's results that lack shards")
 	mixed := fs.Bool("mixed", false, "merge results of different scenarios (refused otherwise: the figures would mix their workloads)")
+	verbose := fs.Bool("verbose", false, "text: print every finding and the analyst's detail (decode law, Pearson r, throughput by KV-cache usage, cross-checks)")
 	paths, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -70,7 +71,7 @@ func reportCmd(ctx context.Context, e env, args []string) error {
 	case "vllm":
 		return report.WriteVLLM(e.stdout, s)
 	}
-	return report.WriteText(e.stdout, s)
+	return report.Text{Verbose: *verbose}.Write(e.stdout, s)
 }
 
 // readError is cmd's failure to read results files: files of different

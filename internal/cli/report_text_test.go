@@ -90,3 +90,18 @@ func TestReportCSVWarnsOnStderr(t *testing.T) {
 		t.Errorf("%d CSV lines, want the whole records", rows)
 	}
 }
+
+// TestReportVerboseGolden runs `bench report --verbose` on the preemption
+// fixture: every finding and the analyst's detail (the decode law, Pearson
+// r, the cross-check), which the plain summary leaves to report.html.
+func TestReportVerboseGolden(t *testing.T) {
+	t.Parallel()
+	e, out, errb := testEnv()
+	if err := bench(context.Background(), e, []string{"report", "--verbose", "../../report/testdata/preempt.jsonl.gz"}); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "testdata/terminal/report-verbose.golden", out.Bytes(), *update)
+	if errb.Len() > 0 {
+		t.Errorf("stderr = %q, want nothing", errb)
+	}
+}

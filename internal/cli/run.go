@@ -27,7 +27,8 @@ const runUsage = `Usage: bench run SCENARIO [--target URL] [--out DIR [--force]]
 Runs a scenario file: sends its load to the target, streams one record per
 request (and per /metrics scrape) to DIR/results.jsonl as each finishes, then
 writes DIR/summary.json, the plots and DIR/report.html, and prints a summary
-table with the correlation findings.
+table, the conclusion and the findings to act on first (--verbose: every
+finding and the analyst's detail, which report.html also lists).
 
 Without a file, the flags are the scenario: one stage, a closed loop of
 --concurrency workers or an open loop of --rate arrivals per second, bounded
@@ -100,6 +101,7 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	scrapeShard := fs.Int("scrape-shard", -1, "with --shard: only shard `K` scrapes the server's /metrics (default: every shard)")
 	virtual := fs.Bool("virtual", false, "run a sim:// target in virtual time (no HTTP; seconds for minutes of load)")
 	fromVLLM := fs.String("from-vllm", "", "run what the `'vllm bench serve …'` command line would (its closest equivalent, printed first)")
+	verbose := fs.Bool("verbose", false, "print every finding and the analyst's detail (decode law, Pearson r, throughput by KV-cache usage, cross-checks)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -165,7 +167,7 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	sum, runErr := run.Run(ctx, sc, opts)
 	close(done)
 	remove()
-	return runOutcome(ctx, e, sum, dir, created, runErr)
+	return runOutcome(ctx, e, report.Text{Verbose: *verbose}, sum, dir, created, runErr)
 }
 
 // runDry validates what a run would, prints the resolved scenario and
@@ -228,7 +230,7 @@ func runDir(name, out string, force bool) (dir string, created bool, err error) 
 // returns its exit: interrupted, a scenario error, failed, budgets missed
 // or nil. A run that wrote nothing (stopped or refused before its first
 // record) leaves no empty directory it made (created) behind.
-func runOutcome(ctx context.Context, e env, sum *report.Summary, dir string, created bool, runErr error) error {
+func runOutcome(ctx context.Context, e env, text report.Text, sum *report.Summary, dir string, created bool, runErr error) error {
 	if ctx.Err() != nil && !errors.Is(runErr, errInterrupted) {
 		runErr = errors.Join(runErr, errInterrupted)
 	}
@@ -242,7 +244,7 @@ func runOutcome(ctx context.Context, e env, sum *report.Summary, dir string, cre
 		}
 		return runErr
 	}
-	if err := report.WriteText(e.stdout, sum); err != nil {
+	if err := text.Write(e.stdout, sum); err != nil {
 		return errors.Join(runErr, err)
 	}
 	printOutputs(e.stdout, dir)

@@ -363,6 +363,11 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 {{if .Findings}}<ul class="findings" id="findings">
 {{range .Findings}}<li>{{.}}</li>
 {{end}}</ul>{{else}}<p>No correlation could be computed (no request was sent).</p>{{end}}
+{{with .Corr}}{{if .Details}}<h3>Detail</h3>
+<p class="note">For the analyst: each stage's throughput change, throughput by KV-cache usage, the decode law's coefficients, Pearson r and the cross-checks.</p>
+<ul class="findings" id="details">
+{{range .Details}}<li>{{.}}</li>
+{{end}}</ul>{{end}}{{end}}
 {{with .Corr}}{{if .Stages}}
 <table id="stages">
 <thead><tr><th>stage</th><th>start tok/s</th><th>end tok/s</th><th>change</th><th>r(tok/s, KV)</th><th>r(tok/s, context)</th><th>TTFT waiting</th><th>preemptions</th><th>affected requests</th><th>verdict</th></tr></thead>

@@ -84,6 +84,7 @@ func TestHTMLContent(t *testing.T) {
 		`<th title="inter-token latency, per token">ITL p50</th>`,                                   // hover titles on the columns
 		`<h2 id="verdict">Budgets: <span class="fail">FAIL</span></h2>`,                             // the budget verdict
 		`<ul class="findings" id="findings">`, "The server preempted 4 times", "seq 12, 15, 23, 24", // findings
+		`<ul class="findings" id="details">`, "Decode time per token per stream", "Pearson r", // the analyst's detail
 		`<table id="stages">`,
 		`<figure id="plot-timeline" `, `<figure id="plot-decay" `, `<figure id="plot-latency" `, `<figure id="plot-stages" `,
 		`id="errors"`,

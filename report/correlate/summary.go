@@ -67,9 +67,16 @@ type Correlation struct {
 	// the findings.
 	Conclusion string `json:"conclusion,omitempty"`
 
-	// Findings states the above in plain sentences, for the text and HTML
-	// reports.
+	// Findings states the above in plain sentences a user acts on, for
+	// the text and HTML reports: the conclusion first, then the arrivals
+	// dropped, a stage that never steadied, a client and server that
+	// disagree, preemptions and the other stages' verdicts.
 	Findings []string `json:"findings"`
+	// Details are the analyst's sentences: each stage's throughput change,
+	// its throughput by KV-cache usage, the decode law's coefficients,
+	// Pearson r and the cross-checks that agree. report.html and the
+	// verbose terminal summary show them.
+	Details []string `json:"details,omitempty"`
 }
 
 // CrossCheck compares the client's output token rate with the server's
