@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -49,7 +50,7 @@ func RenderStartup(sp *vllmlog.StartupPlot) (pngData, svgData []byte, err error)
 	}
 	for i := range l.TextStyle {
 		l.TextStyle[i].YAlign = draw.YCenter
-		l.TextStyle[i].Font.Size = vg.Points(9)
+		l.TextStyle[i].Font = font.From(plotFont(), 9)
 	}
 	p.Add(l)
 	p.NominalY(names...)

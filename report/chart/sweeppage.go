@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -70,6 +71,7 @@ func (lp *LoadPlot) Render() (pngData, svgData []byte, err error) {
 
 func (lp *LoadPlot) panel(yLabel string, f func(LoadPoint) [2]float64) *plot.Plot {
 	p := plot.New()
+	unifyFont(p)
 	p.X.Label.Text = lp.XLabel
 	p.Y.Label.Text = yLabel
 	p.Legend.Top, p.Legend.Left = true, true
@@ -166,6 +168,7 @@ func (pp *ParetoPlot) Render() (pngData, svgData []byte, err error) {
 		return nil, nil, fmt.Errorf("pareto plot: no points")
 	}
 	p := plot.New()
+	unifyFont(p)
 	p.Title.Text = pp.Title
 	p.Title.TextStyle.Font.Size = vg.Points(13)
 	p.X.Label.Text = "total output tokens/s"
@@ -221,7 +224,7 @@ func (pp *ParetoPlot) Render() (pngData, svgData []byte, err error) {
 		lb, err := plotter.NewLabels(plotter.XYLabels{XYs: pts, Labels: labels})
 		if err == nil {
 			for i := range lb.TextStyle {
-				lb.TextStyle[i].Font.Size = vg.Points(8)
+				lb.TextStyle[i].Font = font.From(plotFont(), 8)
 				lb.TextStyle[i].XAlign = draw.XLeft
 			}
 			lb.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(2)}
@@ -381,7 +384,7 @@ const sweepHTMLSource = `<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>servebench {{.P.Kind}} · {{.P.Scenario}}</title>
 <style>
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Liberation Sans", sans-serif; margin: 2rem auto; max-width: 72rem; padding: 0 1rem; color: #1a1a1a; line-height: 1.45; }
+body { font-family: "Liberation Sans", Arial, Helvetica, sans-serif; margin: 2rem auto; max-width: 72rem; padding: 0 1rem; color: #1a1a1a; line-height: 1.45; }
 h1 { font-size: 1.6rem; margin-bottom: 0.2rem; }
 h2 { font-size: 1.25rem; margin-top: 2.2rem; border-bottom: 1px solid #ddd; padding-bottom: 0.2rem; }
 .meta { color: #555; margin-top: 0; }
