@@ -17,8 +17,9 @@
 // the sweep goes on. It produces one results directory per run, sweep.json
 // (Summary: every run, each value's mean figures, the recommendation),
 // sweep.csv (one row per run), the trade-off plot sweep.png/sweep.svg
-// (TTFT and ITL p50/p99 against the value, throughput below, the budgets
-// as lines and each value's verdict marked) and sweep.html, one
+// (TTFT and ITL p50 and the statistic each budget judges, or the p99,
+// against the value, throughput below, the budgets as lines and each
+// value's verdict marked) and sweep.html, one
 // self-contained page with the answer in a sentence, the table, that plot,
 // the load curves and the Pareto plot of per-user against total output
 // throughput (page.go).

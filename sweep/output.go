@@ -118,7 +118,16 @@ type Metrics struct {
 
 	OutputTokensPerSec float64 `json:"output_tokens_per_s"`
 	RequestsPerSec     float64 `json:"requests_per_s"`
+
+	// Budgeted are the overall TTFT and ITL statistics the budgets judge
+	// beyond the p50 and p99 above, by metric and stat ("ttft_ms.p90"),
+	// so the trade-off plot draws the figure each budget is on.
+	Budgeted map[string]float64 `json:"budgeted,omitempty"`
 }
+
+// plottedMetrics are the budget metrics whose statistics the trade-off
+// plot draws, one panel each.
+var plottedMetrics = []string{"ttft_ms", "itl_ms"}
 
 // Recommendation is the value to use: among the combinations whose every
 // run completed (and met the budgets, when the scenario has budgets; had no
@@ -135,15 +144,31 @@ type Recommendation struct {
 	Reason string `json:"reason"` // one sentence, for people
 }
 
-// metricsOf reads a run's figures from its summary.
+// metricsOf reads a run's figures from its summary: the overall row, and
+// the TTFT and ITL statistics its overall budgets judge.
 func metricsOf(s *report.Summary) *Metrics {
 	o := &s.Overall
-	return &Metrics{
+	m := &Metrics{
 		OK: float64(o.Requests.OK), Failed: float64(o.Requests.Failed), Dropped: float64(o.Requests.Dropped),
 		TTFTP50: o.TTFT.P50, TTFTP99: o.TTFT.P99, ITLP50: o.ITL.P50, ITLP99: o.ITL.P99,
 		TPOTP50: o.TPOT.P50, E2EP50: o.E2E.P50, E2EP99: o.E2E.P99,
 		OutputTokensPerSec: o.OutputTokensPerSec, RequestsPerSec: o.RequestsPerSec,
 	}
+	if s.Verdict == nil {
+		return m
+	}
+	for _, c := range s.Verdict.Checks {
+		if c.Scope != "overall" || !slices.Contains(plottedMetrics, c.Metric) || c.Stat == "p50" || c.Stat == "p99" {
+			continue
+		}
+		if v, ok := o.Dist(c.Metric).Stat(c.Stat); ok {
+			if m.Budgeted == nil {
+				m.Budgeted = map[string]float64{}
+			}
+			m.Budgeted[c.Metric+"."+c.Stat] = v
+		}
+	}
+	return m
 }
 
 // meanMetrics averages figures field by field.
@@ -164,6 +189,21 @@ func meanMetrics(ms []*Metrics) *Metrics {
 	}
 	for _, f := range dst {
 		*f = math.Round(*f*1000) / 1000
+	}
+	// A budgeted statistic every run has, averaged likewise.
+	for k := range ms[0].Budgeted {
+		sum, n := 0.0, 0
+		for _, m := range ms {
+			if v, ok := m.Budgeted[k]; ok {
+				sum, n = sum+v, n+1
+			}
+		}
+		if n == len(ms) {
+			if out.Budgeted == nil {
+				out.Budgeted = map[string]float64{}
+			}
+			out.Budgeted[k] = math.Round(sum/float64(n)*1000) / 1000
+		}
 	}
 	return &out
 }

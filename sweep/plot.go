@@ -34,6 +34,13 @@ func Figure(s *Summary) *chart.SweepPlot {
 		if m := p.Metrics; m != nil {
 			pt.TTFTP50, pt.TTFTP99, pt.ITLP50, pt.ITLP99 = m.TTFTP50, m.TTFTP99, m.ITLP50, m.ITLP99
 			pt.OutputTokensPerSec = m.OutputTokensPerSec
+			for k, v := range m.Budgeted {
+				metric, stat, _ := strings.Cut(k, ".")
+				if pt.Stats == nil {
+					pt.Stats = map[string]float64{}
+				}
+				pt.Stats[strings.TrimSuffix(metric, "_ms")+"."+stat] = v
+			}
 		}
 		if s.Recommendation.Label != "" && p.Label == s.Recommendation.Label {
 			sp.Recommended = i
@@ -92,7 +99,7 @@ func plotBudgets(b *results.Budgets) []chart.SweepBudget {
 			if f.panel == "throughput" {
 				name = fmt.Sprintf("%s ≥ %g", f.name, l.Value)
 			}
-			out = append(out, chart.SweepBudget{Panel: f.panel, Name: name, Limit: l.Value})
+			out = append(out, chart.SweepBudget{Panel: f.panel, Stat: l.Stat, Name: name, Limit: l.Value})
 		}
 	}
 	return out

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -758,7 +759,7 @@ sweep: {parameters: {max_num_seqs: [2, 4]}}
 	}
 	for i, r := range s2.Runs {
 		want := s.Runs[i]
-		if r.Status != StatusResumed || r.Metrics == nil || *r.Metrics != *want.Metrics ||
+		if r.Status != StatusResumed || r.Metrics == nil || !reflect.DeepEqual(*r.Metrics, *want.Metrics) ||
 			r.BudgetsPass == nil || *r.BudgetsPass != *want.BudgetsPass {
 			t.Errorf("run %d: %s %+v %v; want resumed with %+v %v", i, r.Status, r.Metrics, r.BudgetsPass, want.Metrics, want.BudgetsPass)
 		}

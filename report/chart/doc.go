@@ -18,6 +18,10 @@
 // For a sweep or a search it draws the trade-off plot (SweepPlot, with the
 // budgets as lines and each value's verdict marked), latency and
 // throughput against load (LoadPlot), per-user against total output
-// throughput with its Pareto frontier (ParetoPlot), and sweep.html
-// (SweepPage), which package sweep fills from its summary.
+// throughput with its Pareto frontier (ParetoPlot: left out with a
+// sentence when every value served the same total output, and point
+// labels placed where they overlap nothing, or left out and counted), and
+// sweep.html (SweepPage), which package sweep fills from its summary.
+// Every text of every plot and page is in one font family, Liberation
+// Sans.
 package chart

@@ -228,6 +228,7 @@ func newPlot(title, xLabel, yLabel string) *plot.Plot {
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Legend.TextStyle.Font.Size = vg.Points(9)
+	p.Legend.Padding = legendPadding
 	p.Add(plotter.NewGrid())
 	return p
 }

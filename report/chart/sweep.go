@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -13,7 +14,9 @@ import (
 )
 
 // SweepPlot is the trade-off plot of a server-setting sweep: TTFT and ITL
-// (p50 and p99) against the swept value, and throughput on its own panel.
+// against the swept value, and throughput on its own panel. A latency
+// panel draws the p50 and the statistics its budgets judge (the p99 when
+// no budget names another), so each budget line has its figure beside it.
 type SweepPlot struct {
 	Title  string
 	XLabel string // the parameter's name, or the parameters' names
@@ -35,6 +38,7 @@ type SweepPlot struct {
 // SweepBudget is one budget drawn on a sweep plot.
 type SweepBudget struct {
 	Panel string  // "ttft", "itl" or "throughput"
+	Stat  string  // the statistic judged: "p90", "p99", "mean", "max"; "" for throughput
 	Name  string  // the legend entry: "TTFT p99 ≤ 200 ms"
 	Limit float64 // ms, or output tokens/s
 }
@@ -51,6 +55,9 @@ type SweepPlotPoint struct {
 	TTFTP50, TTFTP99   float64
 	ITLP50, ITLP99     float64
 	OutputTokensPerSec float64
+	// Stats are the other statistics the budgets judge, by panel and
+	// stat ("ttft.p90"), in milliseconds.
+	Stats map[string]float64
 }
 
 var (
@@ -68,8 +75,8 @@ func (sp *SweepPlot) Render() (pngData, svgData []byte, err error) {
 	}
 	xs, ticks, logX := sp.axis()
 	panels := []*plot.Plot{
-		sp.panel("ttft", "TTFT (ms)", xs, ticks, logX, func(p *SweepPlotPoint) [2]float64 { return [2]float64{p.TTFTP50, p.TTFTP99} }),
-		sp.panel("itl", "ITL (ms)", xs, ticks, logX, func(p *SweepPlotPoint) [2]float64 { return [2]float64{p.ITLP50, p.ITLP99} }),
+		sp.panel("ttft", "TTFT (ms)", xs, ticks, logX),
+		sp.panel("itl", "ITL (ms)", xs, ticks, logX),
 		sp.throughput(xs, ticks, logX),
 	}
 	panels[0].Title.Text = sp.Title
@@ -126,6 +133,7 @@ func (sp *SweepPlot) newPanel(yLabel, xLabel string, ticks []plot.Tick, logX boo
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Legend.TextStyle.Font.Size = vg.Points(10)
+	p.Legend.Padding = legendPadding
 	p.Add(plotter.NewGrid())
 	// Margins so the first and last points are not on the frame.
 	lo, hi := ticks[0].Value, ticks[len(ticks)-1].Value
@@ -141,14 +149,27 @@ func (sp *SweepPlot) newPanel(yLabel, xLabel string, ticks []plot.Tick, logX boo
 	return p
 }
 
-// panel draws the p50 (solid) and p99 (dashed) of one latency.
-func (sp *SweepPlot) panel(name, yLabel string, xs []float64, ticks []plot.Tick, logX bool, f func(*SweepPlotPoint) [2]float64) *plot.Plot {
+// panel draws one latency: its p50 (solid) and each statistic a budget
+// judges, or the p99 (dashed) when no budget names another.
+func (sp *SweepPlot) panel(name, yLabel string, xs []float64, ticks []plot.Tick, logX bool) *plot.Plot {
 	p := sp.newPanel(yLabel, sp.XLabel, ticks, logX)
-	p50 := sp.segments(xs, func(pt *SweepPlotPoint) float64 { return f(pt)[0] })
-	p99 := sp.segments(xs, func(pt *SweepPlotPoint) float64 { return f(pt)[1] })
-	sweepLine(p, "p50", p50, sweepBlue, false)
-	sweepLine(p, "p99", p99, sweepOrange, true)
-	sweepHeadroom(p, append(append(p50, p99...), sp.budgetXYs(name, xs)...)...)
+	var all []plotter.XYs
+	other := 0
+	for _, stat := range sp.stats(name) {
+		segs := sp.segments(xs, func(pt *SweepPlotPoint) float64 { return pt.stat(name, stat) })
+		c, dashed := sweepOrange, true
+		switch stat {
+		case "p50":
+			c, dashed = sweepBlue, false
+		case "p99":
+		default:
+			c = budgetedColors[other%len(budgetedColors)]
+			other++
+		}
+		sweepLine(p, stat, segs, c, dashed)
+		all = append(all, segs...)
+	}
+	sweepHeadroom(p, append(all, sp.budgetXYs(name, xs)...)...)
 	sp.markBudgets(p, name, xs)
 	sp.markMissing(p, xs)
 	sp.markRecommended(p, xs)
@@ -165,6 +186,57 @@ func (sp *SweepPlot) throughput(xs []float64, ticks []plot.Tick, logX bool) *plo
 	sp.markMissing(p, xs)
 	sp.markRecommended(p, xs)
 	return p
+}
+
+// budgetedColors draw the budgeted statistics other than p50 and p99.
+var budgetedColors = []color.RGBA{{204, 121, 167, 255}, {86, 180, 233, 255}, {0, 0, 0, 255}}
+
+// stats are the statistics a latency panel draws: the p50, then those
+// its budgets judge in the order of the budgets' stats, or the p99 when
+// no budget names a statistic other than the p50.
+func (sp *SweepPlot) stats(panel string) []string {
+	out := []string{"p50"}
+	for _, l := range []string{"p90", "p95", "p99", "p99_9", "mean", "max"} {
+		for _, b := range sp.Budgets {
+			if b.Panel == panel && b.Stat == l && sp.has(panel, l) && !slices.Contains(out, l) {
+				out = append(out, l)
+			}
+		}
+	}
+	if len(out) == 1 {
+		out = append(out, "p99")
+	}
+	return out
+}
+
+// has reports whether every point with figures has the statistic.
+func (sp *SweepPlot) has(panel, stat string) bool {
+	for i := range sp.Points {
+		pt := &sp.Points[i]
+		if !pt.Missing && math.IsNaN(pt.stat(panel, stat)) {
+			return false
+		}
+	}
+	return true
+}
+
+// stat is one statistic of the point on a latency panel, NaN when the
+// point does not have it.
+func (pt *SweepPlotPoint) stat(panel, stat string) float64 {
+	switch {
+	case panel == "ttft" && stat == "p50":
+		return pt.TTFTP50
+	case panel == "ttft" && stat == "p99":
+		return pt.TTFTP99
+	case panel == "itl" && stat == "p50":
+		return pt.ITLP50
+	case panel == "itl" && stat == "p99":
+		return pt.ITLP99
+	}
+	if v, ok := pt.Stats[panel+"."+stat]; ok {
+		return v
+	}
+	return math.NaN()
 }
 
 // budgetXYs are the budget lines of a panel as points, so the y axis
@@ -240,7 +312,11 @@ func addVerdictMarks(p *plot.Plot, met, missed plotter.XYs) {
 		}
 		s.Shape, s.Color, s.Radius = set.shape, set.c, vg.Points(7)
 		p.Add(s)
-		p.Legend.Add(set.name, s)
+		// The legend's mark smaller than the plot's, so that it keeps
+		// within its entry's row.
+		thumb := *s
+		thumb.Radius = vg.Points(4.5)
+		p.Legend.Add(set.name, &thumb)
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/servebench/servebench/report"
 )
 
 // SweepHTMLName is the file name of a sweep's page.
@@ -76,6 +78,7 @@ func (lp *LoadPlot) panel(yLabel string, f func(LoadPoint) [2]float64) *plot.Plo
 	p.Y.Label.Text = yLabel
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.TextStyle.Font.Size = vg.Points(10)
+	p.Legend.Padding = legendPadding
 	p.Add(plotter.NewGrid())
 	var all []plotter.XYs
 	for si, s := range lp.Series {
@@ -115,6 +118,8 @@ func (lp *LoadPlot) panel(yLabel string, f func(LoadPoint) [2]float64) *plot.Plo
 type ParetoPlot struct {
 	Title  string
 	Series []LoadSeries
+
+	omitted int // labels the last Render left out (see LabelsNote)
 }
 
 // Frontier returns the indexes of pts that no other point beats on both
@@ -162,6 +167,42 @@ func cmpF(a, b float64) int {
 	return 0
 }
 
+// paretoFlat is the spread of total throughput within which the values
+// are taken to serve the same load: the Pareto plot then has no
+// trade-off to show.
+const paretoFlat = 0.02
+
+// Flat says, in a sentence, why the plot would show nothing: every value
+// served the same total output (within paretoFlat), so the points stand
+// in one column, their labels on one another, and there is no trade-off
+// between total and per-user speed. "" when there is something to see.
+func (pp *ParetoPlot) Flat() string {
+	lo, hi, n := math.Inf(1), math.Inf(-1), 0
+	for _, s := range pp.Series {
+		for _, pt := range s.Points {
+			if perUser(pt) > 0 {
+				lo, hi, n = min(lo, pt.OutputTokensPerSec), max(hi, pt.OutputTokensPerSec), n+1
+			}
+		}
+	}
+	if n < 2 || hi > lo*(1+paretoFlat) {
+		return ""
+	}
+	return fmt.Sprintf("No Pareto plot: every value served the same total output (%s–%s tok/s, within %.0f %%), so there is no trade-off "+
+		"between total and per-user speed to draw; the values table compares their per-user speed.",
+		report.FormatNumber(lo), report.FormatNumber(hi), 100*paretoFlat)
+}
+
+// LabelsNote says how many point labels the last Render left out because
+// they had no free place beside their point; "" when none.
+func (pp *ParetoPlot) LabelsNote() string {
+	if pp.omitted == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s left out where %s have overlapped another label or point; the values table names every value.",
+		report.FormatCount(pp.omitted, "label was", "labels were"), map[bool]string{true: "it would", false: "they would"}[pp.omitted == 1])
+}
+
 // Render draws the plot as PNG and SVG.
 func (pp *ParetoPlot) Render() (pngData, svgData []byte, err error) {
 	if countPoints(pp.Series) == 0 {
@@ -175,68 +216,88 @@ func (pp *ParetoPlot) Render() (pngData, svgData []byte, err error) {
 	p.Y.Label.Text = "output tokens/s per user (1000 / TPOT p50)"
 	p.Legend.Top, p.Legend.Left = true, false
 	p.Legend.TextStyle.Font.Size = vg.Points(10)
+	p.Legend.Padding = legendPadding
 	p.Add(plotter.NewGrid())
+	labels := &pointLabels{style: draw.TextStyle{Color: color.Black, Font: font.From(plotFont(), 8), Handler: p.TextHandler},
+		radius: vg.Points(3.5), omitted: &pp.omitted}
 	var all []plotter.XYs
 	var met, missed plotter.XYs
 	for si, s := range pp.Series {
-		c := seriesColors[si%len(seriesColors)]
-		var pts plotter.XYs
-		var labels []string
-		for _, pt := range s.Points {
-			if u := perUser(pt); u > 0 {
-				xy := plotter.XY{X: pt.OutputTokensPerSec, Y: u}
-				pts = append(pts, xy)
-				labels = append(labels, pt.Label)
-				if pt.Pass != nil && *pt.Pass {
-					met = append(met, xy)
-				} else if pt.Pass != nil {
-					missed = append(missed, xy)
-				}
-			}
-		}
+		pts, names, m, x := paretoPoints(s)
 		if len(pts) == 0 {
 			continue
 		}
+		met, missed = append(met, m...), append(missed, x...)
 		all = append(all, pts)
-		sc, err := plotter.NewScatter(pts)
-		if err != nil {
-			continue
-		}
-		sc.Color, sc.Shape, sc.Radius = c, draw.CircleGlyph{}, vg.Points(3.5)
-		p.Add(sc)
-		name := "values"
-		if s.Name != "" {
-			name = s.Name
-		}
-		p.Legend.Add(name, sc)
-		var front plotter.XYs
-		for _, i := range Frontier(s.Points) {
-			front = append(front, plotter.XY{X: s.Points[i].OutputTokensPerSec, Y: perUser(s.Points[i])})
-		}
-		if len(front) > 1 {
-			l, err := plotter.NewLine(front)
-			if err == nil {
-				l.Color, l.Width = c, vg.Points(1.6)
-				p.Add(l)
-				p.Legend.Add(name+": Pareto frontier", l)
-			}
-		}
-		lb, err := plotter.NewLabels(plotter.XYLabels{XYs: pts, Labels: labels})
-		if err == nil {
-			for i := range lb.TextStyle {
-				lb.TextStyle[i].Font = font.From(plotFont(), 8)
-				lb.TextStyle[i].XAlign = draw.XLeft
-			}
-			lb.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(2)}
-			p.Add(lb)
-		}
+		labels.legendRows += pp.addSeries(p, s, pts, seriesColors[si%len(seriesColors)])
+		labels.xys, labels.labels = append(labels.xys, pts...), append(labels.labels, names...)
 	}
 	addVerdictMarks(p, met, missed)
+	for _, set := range []plotter.XYs{met, missed} {
+		if len(set) > 0 {
+			labels.legendRows++
+		}
+	}
+	if len(met)+len(missed) > 0 {
+		labels.radius = vg.Points(7) // the verdict rings and crosses
+	}
+	labels.legend = draw.TextStyle{Font: p.Legend.TextStyle.Font, Handler: p.TextHandler}
+	p.Add(labels)
 	sweepHeadroom(p, all...)
 	p.X.Min, p.X.Max = padRange(all)
 	p.X.Min = max(p.X.Min, 0)
 	p.X.Tick.Marker = sweepTicks{}
 	return renderColumn([]*plot.Plot{p}, 10*vg.Inch, 6.5*vg.Inch, "pareto plot")
+}
+
+// paretoPoints are a series' points with a per-user speed, their labels,
+// and those that met and missed the budgets.
+func paretoPoints(s LoadSeries) (pts plotter.XYs, labels []string, met, missed plotter.XYs) {
+	for _, pt := range s.Points {
+		u := perUser(pt)
+		if u <= 0 {
+			continue
+		}
+		xy := plotter.XY{X: pt.OutputTokensPerSec, Y: u}
+		pts, labels = append(pts, xy), append(labels, pt.Label)
+		switch {
+		case pt.Pass == nil:
+		case *pt.Pass:
+			met = append(met, xy)
+		default:
+			missed = append(missed, xy)
+		}
+	}
+	return pts, labels, met, missed
+}
+
+// addSeries draws a series' points and its Pareto frontier, and returns
+// how many legend entries it added.
+func (pp *ParetoPlot) addSeries(p *plot.Plot, s LoadSeries, pts plotter.XYs, c color.Color) int {
+	sc, err := plotter.NewScatter(pts)
+	if err != nil {
+		return 0
+	}
+	sc.Color, sc.Shape, sc.Radius = c, draw.CircleGlyph{}, vg.Points(3.5)
+	p.Add(sc)
+	name := "values"
+	if s.Name != "" {
+		name = s.Name
+	}
+	p.Legend.Add(name, sc)
+	var front plotter.XYs
+	for _, i := range Frontier(s.Points) {
+		front = append(front, plotter.XY{X: s.Points[i].OutputTokensPerSec, Y: perUser(s.Points[i])})
+	}
+	if len(front) > 1 {
+		if l, err := plotter.NewLine(front); err == nil {
+			l.Color, l.Width = c, vg.Points(1.6)
+			p.Add(l)
+			p.Legend.Add(name+": Pareto frontier", l)
+			return 2
+		}
+	}
+	return 1
 }
 
 func countPoints(ss []LoadSeries) int {
@@ -351,6 +412,12 @@ func WriteSweepHTML(w io.Writer, p *SweepPage) error {
 		if !f.ok {
 			continue
 		}
+		if f.name == "pareto" {
+			if why := p.Pareto.Flat(); why != "" {
+				data.Omitted = append(data.Omitted, why)
+				continue
+			}
+		}
 		_, svg, err := f.r.Render()
 		if err != nil {
 			return fmt.Errorf("write sweep page: %w", err)
@@ -359,7 +426,13 @@ func WriteSweepHTML(w io.Writer, p *SweepPage) error {
 		if err != nil {
 			return fmt.Errorf("write sweep page: plot %s: %w", f.name, err)
 		}
-		data.Figures = append(data.Figures, htmlFigure{Name: f.name, Title: f.title, SVG: inline})
+		fig := htmlFigure{Name: f.name, Title: f.title, SVG: inline}
+		if f.name == "pareto" {
+			if note := p.Pareto.LabelsNote(); note != "" {
+				fig.Notes = append(fig.Notes, note)
+			}
+		}
+		data.Figures = append(data.Figures, fig)
 	}
 	var b bytes.Buffer
 	funcs := template.FuncMap{"deref": func(b *bool) bool { return b != nil && *b }}
@@ -375,6 +448,7 @@ func WriteSweepHTML(w io.Writer, p *SweepPage) error {
 type sweepHTMLData struct {
 	P       *SweepPage
 	Figures []htmlFigure
+	Omitted []string // plots left out, and why
 }
 
 const sweepHTMLSource = `<!DOCTYPE html>
@@ -434,8 +508,9 @@ svg.plot { width: 100%; height: auto; display: block; }
 <h2>Plots</h2>
 {{range .Figures}}<figure id="plot-{{.Name}}">
 {{.SVG}}
-<figcaption>{{.Title}}</figcaption>
+<figcaption>{{.Title}}{{range .Notes}} {{.}}{{end}}</figcaption>
 </figure>
+{{end}}{{range .Omitted}}<p class="note omitted">{{.}}</p>
 {{end}}
 {{if .P.Failures}}<h2>Failed runs</h2>
 <ul id="failures">{{range .P.Failures}}<li>{{.}}</li>{{end}}</ul>{{end}}
