@@ -56,7 +56,9 @@ func writeSample(t *testing.T) (string, string) {
 	if dir := os.Getenv("SWEEP_PLOT_DIR"); dir != "" { // to look at it
 		_ = os.WriteFile(filepath.Join(dir, SweepHTMLName), b.Bytes(), 0o644)
 		pg := samplePage()
-		for name, r := range map[string]interface{ Render() ([]byte, []byte, error) }{"sweep": pg.Sweep, "load": pg.Load, "pareto": pg.Pareto} {
+		for name, r := range map[string]interface {
+			Render() ([]byte, []byte, error)
+		}{"sweep": pg.Sweep, "load": pg.Load, "pareto": pg.Pareto} {
 			if png, _, err := r.Render(); err == nil {
 				_ = os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
 			}
