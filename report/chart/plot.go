@@ -294,11 +294,12 @@ func maxY(sets ...plotter.XYs) float64 {
 // nothing a line of text cannot.
 func timelineNotes(ws []correlate.Window) (kv, preempt bool, notes []string) {
 	scraped := false
-	anyPreempt := false
+	anyPreempt, anyKV := false, false
 	for i := range ws {
 		w := &ws[i]
 		if !math.IsNaN(w.KVUsagePerc) {
-			kv = true
+			anyKV = true
+			kv = kv || w.KVUsagePerc > 0
 		}
 		if !math.IsNaN(w.Running) || !math.IsNaN(w.Waiting) || !math.IsNaN(w.KVUsagePerc) || !math.IsNaN(w.Preemptions) {
 			scraped = true
@@ -313,8 +314,11 @@ func timelineNotes(ws []correlate.Window) (kv, preempt bool, notes []string) {
 	case !scraped:
 		notes = append(notes, "No /metrics page was scraped: no KV-cache, queue or preemption panel; the timeline holds the client's figures only.")
 	default:
-		if !kv {
+		switch {
+		case !anyKV:
 			notes = append(notes, "The server exports no KV-cache usage: no panel for it.")
+		case !kv:
+			notes = append(notes, "The server's KV-cache usage read 0 % in every scrape (no cache in use, or none reported): no panel for it.")
 		}
 		switch {
 		case !anyPreempt:
@@ -685,7 +689,7 @@ func newDecayScene(ws []correlate.Window, names map[int]string) *decayScene {
 		if w.InFlight <= 0 {
 			continue
 		}
-		hasKV = hasKV || !math.IsNaN(w.KVUsagePerc)
+		hasKV = hasKV || w.KVUsagePerc > 0 // NaN (not exported) and all-zero series get no panel
 		if w.Steady {
 			d.byStage[w.Stage] = append(d.byStage[w.Stage], w)
 			d.steady = append(d.steady, w)

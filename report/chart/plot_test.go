@@ -165,6 +165,9 @@ func TestTimelineNotes(t *testing.T) {
 		{"everything", []correlate.Window{win(40, 0, 3), win(60, 2, 4)}, true, true, nil},
 		{"no preemption", []correlate.Window{win(40, 0, 3), win(60, 0, 4)}, true, false,
 			[]string{"The server preempted no request: no panel for preemptions."}},
+		{"KV all zero", []correlate.Window{win(0, 0, 3), win(0, 0, 4)}, false, false, // a server run without its KV cache
+			[]string{"The server's KV-cache usage read 0 % in every scrape (no cache in use, or none reported): no panel for it.",
+				"The server preempted no request: no panel for preemptions."}},
 		{"no KV, no counter", []correlate.Window{win(nan, nan, 3)}, false, false,
 			[]string{"The server exports no KV-cache usage: no panel for it.", "The server exports no preemption counter: no panel for it."}},
 		{"no scrapes", []correlate.Window{win(nan, nan, nan)}, false, false,
@@ -177,6 +180,12 @@ func TestTimelineNotes(t *testing.T) {
 			kv, pre, notes := timelineNotes(tc.ws)
 			if kv != tc.kv || pre != tc.preempt || !slices.Equal(notes, tc.notes) {
 				t.Errorf("timelineNotes = %v, %v, %q; want %v, %v, %q", kv, pre, notes, tc.kv, tc.preempt, tc.notes)
+			}
+			for i := range tc.ws {
+				tc.ws[i].InFlight, tc.ws[i].ContextSum, tc.ws[i].OutputTokensPerSec = 3, 1000, 100
+			}
+			if d := newDecayScene(tc.ws, nil); (d.kv != nil) != tc.kv {
+				t.Errorf("the decay plot's KV-cache panel drawn: %v, want %v", d.kv != nil, tc.kv)
 			}
 		})
 	}

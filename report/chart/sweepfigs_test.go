@@ -104,3 +104,25 @@ func flatPage() *SweepPage {
 	pg.Load = nil
 	return pg
 }
+
+// widePage is sweep.html at its widest: three parameters in every label,
+// the eleven columns package sweep fills, and a search's notes.
+func widePage() *SweepPage {
+	pg := samplePage()
+	pg.Columns = []string{"runs", "ok", "failed", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "TPOT p50", "tok/s per user", "output tok/s", "req/s"}
+	pg.Rows = nil
+	yes, no := true, false
+	for i, v := range []string{"64", "128", "256", "512", "1024"} {
+		pass := &yes
+		if i > 2 {
+			pass = &no
+		}
+		pg.Rows = append(pg.Rows, SweepPageRow{
+			Label: "max_num_seqs=" + v + ",max_num_batched_tokens=16384,enable_chunked_prefill=true",
+			Cells: []string{"3", "1,234.5", "12.3", "12,345.6", "23,456.7", "123.4", "1,234.5", "123.4", "12.3", "12,345.6", "123.45"},
+			Pass:  pass, Marked: i == 2,
+			Note:  "majority 2 of 3 (2 of 3 runs passed); near the boundary: overall.ttft_ms.p99 from 150 samples (fewer than 200), overall.itl_ms.p99",
+		})
+	}
+	return pg
+}

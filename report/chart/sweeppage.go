@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -435,7 +436,7 @@ func WriteSweepHTML(w io.Writer, p *SweepPage) error {
 		data.Figures = append(data.Figures, fig)
 	}
 	var b bytes.Buffer
-	funcs := template.FuncMap{"deref": func(b *bool) bool { return b != nil && *b }}
+	funcs := template.FuncMap{"deref": func(b *bool) bool { return b != nil && *b }, "breakable": breakable}
 	if err := template.Must(template.New("sweep").Funcs(funcs).Parse(sweepHTMLSource)).Execute(&b, data); err != nil {
 		return fmt.Errorf("write sweep page: %w", err)
 	}
@@ -443,6 +444,16 @@ func WriteSweepHTML(w io.Writer, p *SweepPage) error {
 		return fmt.Errorf("write sweep page: %w", err)
 	}
 	return nil
+}
+
+// breakable escapes a value's label ("a=1,b=2") and lets it wrap after
+// each comma, so a label of several parameters fits its column.
+func breakable(label string) template.HTML {
+	parts := strings.Split(label, ",")
+	for i, p := range parts {
+		parts[i] = template.HTMLEscapeString(p)
+	}
+	return template.HTML(strings.Join(parts, ",<wbr>")) // escaped above
 }
 
 type sweepHTMLData struct {
@@ -465,15 +476,17 @@ h2 { font-size: 1.25rem; margin-top: 2.2rem; border-bottom: 1px solid #ddd; padd
 .answer { font-size: 1.1rem; background: #f3f8f5; border-left: 4px solid #00734d; padding: 0.6rem 0.9rem; }
 .answer.none { background: #fdecea; border-left-color: #b3261e; }
 table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin: 0.5rem 0; }
-th, td { padding: 0.25rem 0.6rem; border-bottom: 1px solid #e4e4e4; text-align: right; }
+th, td { padding: 0.25rem 0.45rem; border-bottom: 1px solid #e4e4e4; text-align: right; vertical-align: top; }
 td { white-space: nowrap; }
 th:first-child, td:first-child { text-align: left; }
-thead th { background: #f4f4f4; }
+thead th { background: #f4f4f4; vertical-align: bottom; }
 tr.marked td { font-weight: 600; background: #eef6f1; }
 td.pass { color: #00734d; }
 td.fail { color: #b3261e; font-weight: 600; }
-td.note, th.note { text-align: left; color: #555; white-space: normal; min-width: 10rem; }
-table { display: block; max-width: 100%; overflow-x: auto; }
+td.note, th.note { text-align: left; color: #555; white-space: normal; min-width: 9rem; font-size: 0.85rem; }
+td.value { white-space: normal; overflow-wrap: anywhere; min-width: 9rem; max-width: 16rem; }
+table { max-width: 100%; }
+#values { font-size: 0.92rem; }
 figure { margin: 1.5rem 0; }
 figcaption { color: #555; font-size: 0.95rem; }
 svg.plot { width: 100%; height: auto; display: block; }
@@ -490,7 +503,7 @@ svg.plot { width: 100%; height: auto; display: block; }
 <table id="searches">
 <thead><tr><th>search</th><th>capacity</th><th>bracket</th><th>confidence</th><th class="note">how it was decided</th></tr></thead>
 <tbody>
-{{range .P.Searches}}<tr><td>{{if .Label}}{{.Label}}{{else}}–{{end}}</td><td>{{.Answer}}</td><td>{{.Bracket}}</td><td>{{.Confidence}}</td><td class="note">{{.Reason}}</td></tr>
+{{range .P.Searches}}<tr><td class="value">{{if .Label}}{{breakable .Label}}{{else}}–{{end}}</td><td>{{.Answer}}</td><td>{{.Bracket}}</td><td>{{.Confidence}}</td><td class="note">{{.Reason}}</td></tr>
 {{end}}</tbody>
 </table>
 {{end}}
@@ -498,7 +511,7 @@ svg.plot { width: 100%; height: auto; display: block; }
 <table id="values">
 <thead><tr><th>value</th>{{range .P.Columns}}<th>{{.}}</th>{{end}}<th>budgets</th><th class="note"></th></tr></thead>
 <tbody>
-{{range .P.Rows}}<tr{{if .Marked}} class="marked"{{end}}><td>{{.Label}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}{{if .Pass}}{{if deref .Pass}}<td class="pass">met</td>{{else}}<td class="fail">missed</td>{{end}}{{else}}<td>–</td>{{end}}<td class="note">{{.Note}}</td></tr>
+{{range .P.Rows}}<tr{{if .Marked}} class="marked"{{end}}><td class="value">{{breakable .Label}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}{{if .Pass}}{{if deref .Pass}}<td class="pass">met</td>{{else}}<td class="fail">missed</td>{{end}}{{else}}<td>–</td>{{end}}<td class="note">{{.Note}}</td></tr>
 {{end}}</tbody>
 </table>
 <p class="note">Latencies in milliseconds, means over each value's runs; per user = 1000 / TPOT p50.</p>

@@ -75,7 +75,7 @@ func TestSweepHTMLContent(t *testing.T) {
 	_, s := writeSample(t)
 	for _, want := range []string{
 		`<p id="answer" class="answer">capacity 15 requests/s`, `<table id="searches">`, `[15, 20) requests/s`,
-		`<table id="values">`, `<tr class="marked"><td>rate=15</td>`, `<td class="fail">missed</td>`, `rate=20 &lt;b&gt;`,
+		`<table id="values">`, `<tr class="marked"><td class="value">rate=15</td>`, `<td class="fail">missed</td>`, `rate=20 &lt;b&gt;`,
 		`<ul id="budgets">`, `<ul id="failures">`,
 		`<figure id="plot-sweep">`, `<figure id="plot-load">`, `<figure id="plot-pareto">`,
 		"budget: TTFT p99 ≤ 200 ms", "budget: ITL p99 ≤ 12 ms", "budget: output tokens/s ≥ 800", "capacity: 15",
