@@ -121,7 +121,7 @@ func widePage() *SweepPage {
 			Label: "max_num_seqs=" + v + ",max_num_batched_tokens=16384,enable_chunked_prefill=true",
 			Cells: []string{"3", "1,234.5", "12.3", "12,345.6", "23,456.7", "123.4", "1,234.5", "123.4", "12.3", "12,345.6", "123.45"},
 			Pass:  pass, Marked: i == 2,
-			Note:  "majority 2 of 3 (2 of 3 runs passed); near the boundary: overall.ttft_ms.p99 from 150 samples (fewer than 200), overall.itl_ms.p99",
+			Note: "majority 2 of 3 (2 of 3 runs passed); near the boundary: overall.ttft_ms.p99 from 150 samples (fewer than 200), overall.itl_ms.p99",
 		})
 	}
 	return pg
