@@ -49,25 +49,7 @@ const TerminalFindings = 2
 // Write writes the summary of s.
 func (t Text) Write(w io.Writer, s *Summary) error {
 	var b strings.Builder
-	if title := s.Title(); title != s.Scenario {
-		fmt.Fprintf(&b, "servebench · %s\n", title)
-	} else {
-		fmt.Fprintf(&b, "servebench · scenario %q\n", s.Scenario)
-	}
-	about := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	for _, f := range s.About() {
-		for i, line := range f.Lines {
-			label := f.Label
-			if i > 0 {
-				label = ""
-			}
-			fmt.Fprintf(about, "  %s\t%s\n", label, line)
-		}
-	}
-	if err := about.Flush(); err != nil {
-		return err
-	}
-	b.WriteString("\n")
+	writeAbout(&b, s)
 	if h := s.Harness; h != nil && h.Limited {
 		// Said first: every figure below is in doubt.
 		fmt.Fprintf(&b, "LIMITED BY THE CLIENT: %s\n  %s\n", h.Reason, LimitedAdvice)
@@ -140,6 +122,28 @@ func (t Text) Write(w io.Writer, s *Summary) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeAbout writes the heading, the run's title, and the workload and
+// environment box.
+func writeAbout(b *strings.Builder, s *Summary) {
+	if title := s.Title(); title != s.Scenario {
+		fmt.Fprintf(b, "servebench · %s\n", title)
+	} else {
+		fmt.Fprintf(b, "servebench · scenario %q\n", s.Scenario)
+	}
+	about := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	for _, f := range s.About() {
+		for i, line := range f.Lines {
+			label := f.Label
+			if i > 0 {
+				label = ""
+			}
+			fmt.Fprintf(about, "  %s\t%s\n", label, line)
+		}
+	}
+	_ = about.Flush() // writes to a strings.Builder cannot fail
+	b.WriteString("\n")
 }
 
 // writeFindings writes the conclusion and the findings after it: all of

@@ -7,9 +7,10 @@
 // read from a server log) and produces PNG and SVG figures (timeline,
 // decay, latency, stages; startup and the log's decay) and report.html,
 // one page with the conclusion, the workload box, the summary, the budget
-// verdict, the findings, the plots inline (with an inline script that
-// reads the value under the pointer and zooms), the errors and the
-// resolved scenario, loading nothing from anywhere. Their size does not
+// verdict, the findings and the analyst's detail, the plots inline (with an inline script that
+// reads the nearest data point's value and zooms by redrawing a panel's
+// axes for the range shown: readout.js, from each figure's Panels), the
+// errors and the resolved scenario, loading nothing from anywhere. Their size does not
 // grow with the number of requests: the timeline marks each request's
 // latency up to 5,000 requests and draws per-bin quantile bands beyond. The output is a pure
 // function of the records and the verdict, so `bench plot` redraws exactly

@@ -379,7 +379,7 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 {{end}}{{end}}
 
 <h2>Plots</h2>
-<p class="note">Point at a plot to read the values under the pointer; click it to see it across the window, where the wheel zooms (a double click shows all of it again; Esc or a click closes it).</p>
+<p class="note">Point at a plot to read the value of the nearest point; click it to see it across the window, where the wheel zooms a panel about the pointer and redraws its axes for the range shown (a double click shows all of it again; Esc or a click closes it).</p>
 {{range .Figures}}<figure id="plot-{{.Name}}" data-panels="{{.Panels}}" title="Click to enlarge">
 <div class="readout" aria-live="polite"></div>
 {{.SVG}}
@@ -406,71 +406,4 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 <script>{{.Script}}</script>
 </body>
 </html>
-`
-
-// readoutScript is the page's only script, inline: over a plot it shows
-// the values under the pointer, from the figure's panels (data-panels:
-// each data area's rectangle in the SVG's coordinates and its axes'
-// ranges); a click shows the plot across the window, where the wheel
-// zooms about the pointer, and Esc or another click closes it. It loads
-// nothing.
-const readoutScript = `
-(function () {
-  function fmt(v) {
-    var a = Math.abs(v);
-    if (a >= 1000) return Math.round(v).toLocaleString("en-US");
-    if (a >= 100) return v.toFixed(0);
-    if (a >= 10) return v.toFixed(1);
-    return v.toPrecision(3);
-  }
-  function at(f, lo, hi, log) {
-    return log ? Math.exp(Math.log(lo) + f * (Math.log(hi) - Math.log(lo))) : lo + f * (hi - lo);
-  }
-  document.querySelectorAll("figure[data-panels]").forEach(function (fig) {
-    var panels = JSON.parse(fig.dataset.panels || "[]");
-    var svg = fig.querySelector("svg");
-    var tip = fig.querySelector(".readout");
-    if (!svg || !tip) return;
-    fig.readout = function (clientX, clientY) {
-      var pt = svg.createSVGPoint();
-      pt.x = clientX; pt.y = clientY;
-      var q = pt.matrixTransform(svg.getScreenCTM().inverse());
-      var p = panels.find(function (p) { return q.x >= p.l && q.x <= p.r && q.y >= p.t && q.y <= p.b; });
-      if (!p) { tip.style.display = "none"; return ""; }
-      var parts = [];
-      if (p.xn) parts.push(p.xn + " " + fmt(at((q.x - p.l) / (p.r - p.l), p.x0, p.x1, p.xl)));
-      if (p.yn) parts.push(p.yn + " " + fmt(at((p.b - q.y) / (p.b - p.t), p.y0, p.y1, p.yl)));
-      tip.textContent = parts.join(" · ");
-      var box = fig.getBoundingClientRect();
-      tip.style.left = (clientX - box.left + 14) + "px";
-      tip.style.top = (clientY - box.top + 14) + "px";
-      tip.style.display = "block";
-      return tip.textContent;
-    };
-    svg.addEventListener("mousemove", function (e) { fig.readout(e.clientX, e.clientY); });
-    svg.addEventListener("mouseleave", function () { tip.style.display = "none"; });
-    var full = svg.getAttribute("viewBox");
-    // Enlarged, the wheel zooms about the pointer; a double click or Esc
-    // goes back to the whole plot.
-    fig.zoom = function (clientX, clientY, factor) {
-      var vb = svg.viewBox.baseVal, pt = svg.createSVGPoint();
-      pt.x = clientX; pt.y = clientY;
-      var q = pt.matrixTransform(svg.getScreenCTM().inverse());
-      svg.setAttribute("viewBox", [q.x - (q.x - vb.x) * factor, q.y - (q.y - vb.y) * factor, vb.width * factor, vb.height * factor].join(" "));
-    };
-    svg.addEventListener("wheel", function (e) {
-      if (!fig.classList.contains("zoomed")) return;
-      e.preventDefault();
-      fig.zoom(e.clientX, e.clientY, e.deltaY < 0 ? 0.8 : 1.25);
-    }, {passive: false});
-    svg.addEventListener("dblclick", function () { svg.setAttribute("viewBox", full); });
-    fig.addEventListener("click", function () {
-      if (fig.classList.toggle("zoomed")) return;
-      svg.setAttribute("viewBox", full);
-    });
-  });
-  document.addEventListener("keydown", function (e) {
-    if (e.key === "Escape") document.querySelectorAll("figure.zoomed").forEach(function (f) { f.click(); });
-  });
-})();
 `

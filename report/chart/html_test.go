@@ -6,17 +6,14 @@ import (
 
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
-	"html"
 	"image"
 	"image/png"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -118,9 +115,10 @@ func TestHTMLContent(t *testing.T) {
 }
 
 // TestHTMLInChromium opens the report in headless Chromium: the page must
-// log nothing to the console, its DOM must hold the four plots, and a
-// screenshot must show them (pixels of the plots' line colours). It is
-// skipped when Chromium is not installed; CI installs it with
+// log nothing to the console, its DOM must hold the four plots, hovering
+// a point must read that point's value, zooming must rescale the axes,
+// and a screenshot must show the plots (pixels of their line colours). It
+// is skipped when Chromium is not installed; CI installs it with
 // `apt-get install -y chromium`.
 func TestHTMLInChromium(t *testing.T) {
 	t.Parallel()
@@ -150,75 +148,7 @@ func TestHTMLInChromium(t *testing.T) {
 		}
 	}
 
-	// Point at the middle of the timeline's first panel, from a script
-	// appended to a copy of the page: the readout must give the time and
-	// the tok/s there; a click must enlarge the plot.
-	page, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	probe := `<script>
-(function () {
-  var fig = document.getElementById("plot-timeline"), svg = fig.querySelector("svg");
-  var p = JSON.parse(fig.dataset.panels)[0], pt = svg.createSVGPoint();
-  pt.x = (p.l + p.r) / 2; pt.y = (p.t + p.b) / 2;
-  var s = pt.matrixTransform(svg.getScreenCTM());
-  var out = document.createElement("pre"); out.id = "probe"; out.textContent = fig.readout(s.x, s.y);
-  fig.click();
-  var before = svg.getAttribute("viewBox");
-  var c = svg.getBoundingClientRect();
-  fig.zoom(c.left + c.width / 2, c.top + c.height / 2, 0.5);
-  var z = document.createElement("pre"); z.id = "zoom";
-  z.textContent = "zoomed=" + fig.classList.contains("zoomed") + " viewBox " + before + " → " + svg.getAttribute("viewBox");
-  document.body.append(out, z);
-})();
-</script>
-</body>`
-	probePath := filepath.Join(dir, "probe.html")
-	if err := os.WriteFile(probePath, bytes.Replace(page, []byte("</body>"), []byte(probe), 1), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	probeDOM, probeLogs := runChromium(t, bin, probePath, "--dump-dom")
-	for _, line := range strings.Split(string(probeLogs), "\n") {
-		if strings.Contains(line, ":CONSOLE") {
-			t.Errorf("console message: %s", line)
-		}
-	}
-	m := regexp.MustCompile(`<pre id="probe">time since start \(s\) ([0-9.]+) · output tok/s ([0-9,]+)</pre>`).FindSubmatch(probeDOM)
-	if m == nil {
-		i := bytes.Index(probeDOM, []byte(`<pre id="probe">`))
-		t.Fatalf("no readout in the probed page: %q", probeDOM[max(i, 0):min(max(i, 0)+200, len(probeDOM))])
-	}
-	var panels []Panel
-	if err := json.Unmarshal([]byte(html.UnescapeString(regexp.MustCompile(`<figure id="plot-timeline" data-panels="([^"]*)"`).FindStringSubmatch(string(page))[1])), &panels); err != nil {
-		t.Fatal(err)
-	}
-	near := func(got string, want float64) bool {
-		v, err := strconv.ParseFloat(strings.ReplaceAll(got, ",", ""), 64)
-		return err == nil && math.Abs(v-want) <= 0.01*math.Abs(want)+0.01
-	}
-	p := panels[0]
-	if !near(string(m[1]), (p.XMin+p.XMax)/2) || !near(string(m[2]), (p.YMin+p.YMax)/2) {
-		t.Errorf("readout %q at the panel's middle, want time %.2f s and %.0f tok/s", m[0], (p.XMin+p.XMax)/2, (p.YMin+p.YMax)/2)
-	}
-	// Enlarged, zooming by half about the middle halves the viewBox about
-	// its centre.
-	z := regexp.MustCompile(`<pre id="zoom">zoomed=(\w+) viewBox 0 0 ([0-9.]+) ([0-9.]+) → ([-0-9.]+) ([-0-9.]+) ([0-9.]+) ([0-9.]+)</pre>`).FindSubmatch(probeDOM)
-	switch {
-	case z == nil:
-		t.Error("no zoom probe in the page")
-	case string(z[1]) != "true":
-		t.Error("a click does not enlarge the plot")
-	default:
-		f := make([]float64, 7)
-		for i := 2; i < len(z); i++ {
-			f[i-2], _ = strconv.ParseFloat(string(z[i]), 64)
-		}
-		w, h, x, y, nw, nh := f[0], f[1], f[2], f[3], f[4], f[5]
-		if math.Abs(nw-w/2) > 1 || math.Abs(nh-h/2) > 1 || math.Abs(x+nw/2-w/2) > w*0.02 || math.Abs(y+nh/2-h/2) > h*0.02 {
-			t.Errorf("zoom by half about the middle: viewBox %q", z[0])
-		}
-	}
+	probeReadoutAndZoom(t, bin, path)
 
 	shot := filepath.Join(dir, "shot.png")
 	if *screenshotFile != "" {
@@ -256,14 +186,18 @@ func chromiumBinary(t *testing.T) string {
 }
 
 // runChromium opens the page at path in headless Chromium with args
-// (--dump-dom, --screenshot=FILE) and returns what it printed.
+// (--dump-dom, --screenshot=FILE, --window-size=W,H; 1200 × 6000 by
+// default) and returns what it printed.
 func runChromium(t *testing.T, bin, path string, args ...string) (stdout, stderr []byte) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir=" + t.TempDir(), "--enable-logging=stderr", "--v=0", "--window-size=1200,6000"}
+		"--user-data-dir=" + t.TempDir(), "--enable-logging=stderr", "--v=0"}
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--window-size=") }) {
+		base = append(base, "--window-size=1200,6000")
+	}
 	cmd := exec.CommandContext(ctx, bin, append(append(base, args...), "file://"+path)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

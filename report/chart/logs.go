@@ -102,7 +102,7 @@ func RenderLogDecay(dp *vllmlog.LogDecayPlot) (pngData, svgData []byte, err erro
 				curve = append(curve, plotter.XY{X: x, Y: y})
 			}
 		}
-		addLine(p, fmt.Sprintf("fit: %s requests / (%s ms + %s ns × context), R² %.4f",
+		addLine(nil, p, fmt.Sprintf("fit: %s requests / (%s ms + %s ns × context), R² %.4f",
 			report.FormatDecimal(dp.Streams, 2), sig(f.InterceptMS), sig(f.SlopeNSPerToken), f.R2), curve, colour(1), true)
 		entries++
 	}

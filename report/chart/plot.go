@@ -42,36 +42,42 @@ type Figure struct {
 }
 
 // Panel is one data area of a figure: its rectangle in the SVG's
-// coordinates (points, origin at the top left, as the viewBox has them)
-// and its axes' ranges, names and scales. An axis with an empty name
-// (stage names, say) has no readout.
+// coordinates (points, origin at the top left, as the viewBox has them),
+// the left and bottom edges of the area its axes take, its axes' ranges,
+// names, titles and scales, and the series drawn on it. An axis with an
+// empty name (stage names, say) has no readout and does not zoom.
 type Panel struct {
-	Left   float64 `json:"l"`
-	Top    float64 `json:"t"`
-	Right  float64 `json:"r"`
-	Bottom float64 `json:"b"`
-	XMin   float64 `json:"x0"`
-	XMax   float64 `json:"x1"`
-	YMin   float64 `json:"y0"`
-	YMax   float64 `json:"y1"`
-	XLog   bool    `json:"xl,omitempty"`
-	YLog   bool    `json:"yl,omitempty"`
-	XName  string  `json:"xn,omitempty"`
-	YName  string  `json:"yn,omitempty"`
+	Left        float64  `json:"l"`
+	Top         float64  `json:"t"`
+	Right       float64  `json:"r"`
+	Bottom      float64  `json:"b"`
+	OuterLeft   float64  `json:"ol"`
+	OuterBottom float64  `json:"ob"`
+	XMin        float64  `json:"x0"`
+	XMax        float64  `json:"x1"`
+	YMin        float64  `json:"y0"`
+	YMax        float64  `json:"y1"`
+	XLog        bool     `json:"xl,omitempty"`
+	YLog        bool     `json:"yl,omitempty"`
+	XName       string   `json:"xn,omitempty"`
+	YName       string   `json:"yn,omitempty"`
+	XTitle      string   `json:"xt,omitempty"`
+	YTitle      string   `json:"yt,omitempty"`
+	XLabels     []string `json:"xc,omitempty"` // the categories of an axis of categories
+	Series      []Series `json:"s,omitempty"`
+	// Stages are the stages' spans on a time axis, drawn as boundaries;
+	// BandTop and BandBottom, on the last panel only, where the stages'
+	// names are written under the axis.
+	Stages     []Span  `json:"st,omitempty"`
+	BandTop    float64 `json:"bt,omitempty"`
+	BandBottom float64 `json:"bb,omitempty"`
 }
 
-// record appends p's data area on canvas c (the canvas p was drawn on, of
-// a figure h high) to rec, naming its axes xName and yName.
-func record(rec *[]Panel, h vg.Length, p *plot.Plot, c draw.Canvas, xName, yName string) {
-	if rec == nil {
-		return
-	}
-	dc := p.DataCanvas(c)
-	_, xlog := p.X.Scale.(plot.LogScale)
-	_, ylog := p.Y.Scale.(plot.LogScale)
-	pt := func(l vg.Length) float64 { return math.Round(l.Points()*100) / 100 }
-	*rec = append(*rec, Panel{Left: pt(dc.Min.X), Right: pt(dc.Max.X), Top: pt(h - dc.Max.Y), Bottom: pt(h - dc.Min.Y),
-		XMin: p.X.Min, XMax: p.X.Max, YMin: p.Y.Min, YMax: p.Y.Max, XLog: xlog, YLog: ylog, XName: xName, YName: yName})
+// Span is one stage's name and span on a time axis, in seconds.
+type Span struct {
+	Name string  `json:"n"`
+	From float64 `json:"a"`
+	To   float64 `json:"b"`
 }
 
 // PlotNames returns the names of the figures Figures renders, in order.
@@ -111,7 +117,7 @@ func Figures(a *report.Aggregate, s *report.Summary) ([]Figure, error) {
 	type render struct {
 		name, title string
 		w, h        vg.Length
-		draw        func(draw.Canvas, *[]Panel)
+		draw        func(draw.Canvas, *recorder)
 		notes       []string
 	}
 	var fit map[int]*decodelaw.Fit
@@ -139,20 +145,21 @@ func Figures(a *report.Aggregate, s *report.Summary) ([]Figure, error) {
 	}
 	renders := []render{
 		{"timeline", "Output tok/s, each request's TTFT and E2E by the time it was sent, running and waiting requests, KV-cache usage and preemptions over time",
-			10 * vg.Inch, 9.5 * vg.Inch, func(c draw.Canvas, rec *[]Panel) { drawTimeline(c, rec, ws, names, a.Scope(nil)) }, timelineNoteList(ws)},
+			10 * vg.Inch, 9.5 * vg.Inch, func(c draw.Canvas, rec *recorder) { drawTimeline(c, rec, ws, names, a.Scope(nil)) }, timelineNoteList(ws)},
 		{"decay", "Output tok/s against the context in flight, with the fitted decode law, and KV-cache usage on the same axis when it was scraped",
-			9 * vg.Inch, decayHeight, func(c draw.Canvas, rec *[]Panel) { drawDecay(c, rec, ws, names, fit, pooled) }, nil},
+			9 * vg.Inch, decayHeight, func(c draw.Canvas, rec *recorder) { drawDecay(c, rec, ws, names, fit, pooled) }, nil},
 		{"latency", "Distributions of TTFT and ITL, per stage",
-			10 * vg.Inch, 4.5 * vg.Inch, func(c draw.Canvas, rec *[]Panel) { drawLatency(c, rec, a, names) }, nil},
+			10 * vg.Inch, 4.5 * vg.Inch, func(c draw.Canvas, rec *recorder) { drawLatency(c, rec, a, names) }, nil},
 		{"stages", "p50 and p99 of TTFT and ITL per stage",
-			10 * vg.Inch, 4.5 * vg.Inch, func(c draw.Canvas, rec *[]Panel) { drawStages(c, rec, s.Stages) }, nil},
+			10 * vg.Inch, 4.5 * vg.Inch, func(c draw.Canvas, rec *recorder) { drawStages(c, rec, s.Stages) }, nil},
 	}
 	out := make([]Figure, 0, len(renders))
 	for _, r := range renders {
 		f := Figure{Name: r.name, Title: r.title, Notes: r.notes}
 		paint := func(c draw.Canvas) {
-			f.Panels = f.Panels[:0] // each format paints the same panels
-			r.draw(c, &f.Panels)
+			rec := newRecorder() // each format paints the same panels
+			r.draw(c, rec)
+			f.Panels = rec.panels
 		}
 		var err error
 		if f.PNG, f.SVG, err = encode(r.w, r.h, paint); err != nil {
@@ -249,11 +256,17 @@ func series(ws []correlate.Window, x, f func(*correlate.Window) float64) plotter
 	return out
 }
 
-// addLine adds a line (skipped when empty) and its legend entry.
-func addLine(p *plot.Plot, label string, pts plotter.XYs, c color.Color, dashed bool) {
+// addLine adds a line (skipped when empty) and its legend entry, and
+// notes it in rec (nil: nowhere) for the page's readout.
+func addLine(rec *recorder, p *plot.Plot, label string, pts plotter.XYs, c color.Color, dashed bool) {
 	if len(pts) == 0 {
 		return
 	}
+	style := "line"
+	if dashed {
+		style = "dash"
+	}
+	rec.add(p, label, pts, c, style)
 	l, err := plotter.NewLine(pts)
 	if err != nil {
 		return // cannot happen: series drops NaN and Inf
@@ -340,7 +353,7 @@ func timelineNoteList(ws []correlate.Window) []string {
 // running, waiting and in flight, and, when they hold data, KV-cache
 // usage and preemptions. The stages are named under the time axis and
 // the notes (panels left out) are written at the bottom.
-func drawTimeline(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[int]string, lat *report.Scope) {
+func drawTimeline(c draw.Canvas, rec *recorder, ws []correlate.Window, names map[int]string, lat *report.Scope) {
 	t := func(w *correlate.Window) float64 { return midS(w) }
 	var x0, x1 float64
 	if len(ws) > 0 {
@@ -351,21 +364,21 @@ func drawTimeline(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[
 	tok := newPlot("Timeline"+stageTitle(ws, names), "", "output tok/s")
 	client := series(ws, t, func(w *correlate.Window) float64 { return w.OutputTokensPerSec })
 	server := series(ws, t, func(w *correlate.Window) float64 { return w.ServerTokensPerSec })
-	addLine(tok, "client (chunks received)", client, colour(0), false)
-	addLine(tok, "server (generation counter)", server, colour(1), true)
+	addLine(rec, tok, "client (chunks received)", client, colour(0), false)
+	addLine(rec, tok, "server (generation counter)", server, colour(1), true)
 	headroom(tok, maxY(client, server), 2)
 	tok.Y.Tick.Marker = niceTicks{}
 
-	panels := []*plot.Plot{tok, latencyOverTime(lat)}
+	panels := []*plot.Plot{tok, latencyOverTime(rec, lat)}
 	panelNames := []string{"output tok/s", "latency (ms)"}
 
 	rq := newPlot("", "", "requests")
 	run := series(ws, t, func(w *correlate.Window) float64 { return w.Running })
 	wait := series(ws, t, func(w *correlate.Window) float64 { return w.Waiting })
 	fl := series(ws, t, func(w *correlate.Window) float64 { return w.InFlight })
-	addLine(rq, "running (server)", run, colour(0), false)
-	addLine(rq, "waiting (server)", wait, colour(1), false)
-	addLine(rq, "in flight (client)", fl, grey(), true)
+	addLine(rec, rq, "running (server)", run, colour(0), false)
+	addLine(rec, rq, "waiting (server)", wait, colour(1), false)
+	addLine(rec, rq, "in flight (client)", fl, grey(), true)
 	headroom(rq, maxY(run, wait, fl), 3)
 	rq.Y.Tick.Marker = niceTicks{integer: true}
 	panels = append(panels, rq)
@@ -374,7 +387,7 @@ func drawTimeline(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[
 	if hasKV {
 		kv := newPlot("", "", "KV cache (%)")
 		kvs := series(ws, t, func(w *correlate.Window) float64 { return w.KVUsagePerc })
-		addLine(kv, "", kvs, colour(2), false)
+		addLine(rec, kv, "", kvs, colour(2), false) // the panel names it
 		kv.Y.Min, kv.Y.Max = 0, max(100, maxY(kvs))
 		panels = append(panels, kv)
 		panelNames = append(panelNames, "KV cache (%)")
@@ -388,7 +401,7 @@ func drawTimeline(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[
 			}
 			steps = append(steps, plotter.XY{X: w.From.Seconds(), Y: w.Preemptions}, plotter.XY{X: w.To.Seconds(), Y: w.Preemptions})
 		}
-		addLine(pre, "", steps, colour(3), false)
+		addLine(rec, pre, "", steps, colour(3), false)
 		pre.Y.Min, pre.Y.Max = 0, max(1, maxY(steps)*1.15)
 		pre.Y.Tick.Marker = niceTicks{integer: true}
 		panels = append(panels, pre)
@@ -415,11 +428,12 @@ func drawTimeline(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[
 	canvases := plot.Align(rows, tiles, area)
 	for i, p := range panels {
 		p.Draw(canvases[i][0])
-		record(rec, c.Max.Y, p, canvases[i][0], "time since start (s)", panelNames[i])
+		rec.record(c.Max.Y, p, canvases[i][0], "time since start (s)", panelNames[i])
 	}
 	last := panels[len(panels)-1]
 	dc := last.DataCanvas(canvases[len(panels)-1][0])
 	drawStageBand(c, dc, last, ws, names, area.Min.Y-band)
+	rec.stages(len(panels), stageSpans(ws, names), c.Max.Y-area.Min.Y, c.Max.Y-(area.Min.Y-band)+vg.Points(3))
 	style := draw.TextStyle{Color: color.Black, Font: font.From(plotFont(), 9), Handler: last.TextHandler}
 	for i, n := range notes {
 		c.FillText(style, vg.Point{X: dc.Min.X, Y: area.Min.Y - band - vg.Points(12)*vg.Length(i+1)}, n)
@@ -438,7 +452,7 @@ const bandBins = 150
 // and E2E by the time it was sent: where overload begins, TTFT climbs.
 // With more than maxMarks requests a series is drawn as its median and
 // p10–p90 band per time bin instead of a mark per request.
-func latencyOverTime(lat *report.Scope) *plot.Plot {
+func latencyOverTime(rec *recorder, lat *report.Scope) *plot.Plot {
 	// No axis label: gonum centres it on the arithmetic middle of the
 	// range, far up a log axis, and pads the panel to fit it; the ticks
 	// carry their units instead.
@@ -458,7 +472,7 @@ func latencyOverTime(lat *report.Scope) *plot.Plot {
 			continue
 		}
 		if len(pts) > maxMarks {
-			addBands(p, pts, m.label, colour(k), lat.Sampled())
+			addBands(rec, p, pts, m.label, colour(k), lat.Sampled())
 			entries++
 			continue
 		}
@@ -471,6 +485,7 @@ func latencyOverTime(lat *report.Scope) *plot.Plot {
 		sc.GlyphStyle.Shape = draw.CircleGlyph{}
 		p.Add(sc)
 		p.Legend.Add(m.label+" (by the time the request was sent)", sc)
+		rec.add(p, m.label, pts, colour(k), "dots")
 		entries++
 	}
 	if entries == 0 {
@@ -492,7 +507,7 @@ func latencyOverTime(lat *report.Scope) *plot.Plot {
 // addBands draws pts (time, value) as the median of each of bandBins time
 // bins, a line, over the band between their 10th and 90th percentiles.
 // sampled, when not "", says the points are a sample of the requests.
-func addBands(p *plot.Plot, pts plotter.XYs, label string, c color.Color, sampled string) {
+func addBands(rec *recorder, p *plot.Plot, pts plotter.XYs, label string, c color.Color, sampled string) {
 	qs := binQuantiles(pts, bandBins, []float64{0.1, 0.5, 0.9})
 	if len(qs) == 0 {
 		return
@@ -523,6 +538,7 @@ func addBands(p *plot.Plot, pts plotter.XYs, label string, c color.Color, sample
 		what += " (a sample)"
 	}
 	p.Legend.Add(what, line, poly)
+	rec.add(p, label+" median", mid, c, "line")
 }
 
 // binQuantile is one time bin's quantiles.
@@ -589,6 +605,21 @@ func drawStageBand(c, dc draw.Canvas, p *plot.Plot, ws []correlate.Window, names
 		c.StrokeLine2(line, b-vg.Points(2), y+vg.Points(8), b-vg.Points(2), y+vg.Points(14))
 		c.FillText(style, vg.Point{X: (a + b) / 2, Y: y}, "stage "+name)
 	}
+}
+
+// stageSpans are the stages' names and spans, in seconds, for the page's
+// zoom.
+func stageSpans(ws []correlate.Window, names map[int]string) []Span {
+	spans := correlate.StageSpans(ws)
+	var out []Span
+	for _, i := range slices.Sorted(maps.Keys(spans)) {
+		name := names[i]
+		if name == "" {
+			name = fmt.Sprintf("stage-%d", i)
+		}
+		out = append(out, Span{Name: name, From: spans[i][0].Seconds(), To: spans[i][1].Seconds()})
+	}
+	return out
 }
 
 // stageTitle names the stages and their spans for the timeline's title, so
@@ -662,8 +693,9 @@ func decayAxes(steady, other []correlate.Window) (x0, x1, y1 float64) {
 // flight, steady windows coloured by stage, and draws each stage's fitted
 // law (scaled to its stream count) over the points. When KV-cache usage
 // was scraped, a second panel below shows it on the same context axis.
-func drawDecay(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[int]string, fits map[int]*decodelaw.Fit, pooled map[int]bool) {
+func drawDecay(c draw.Canvas, rec *recorder, ws []correlate.Window, names map[int]string, fits map[int]*decodelaw.Fit, pooled map[int]bool) {
 	d := newDecayScene(ws, names)
+	d.rec = rec
 	d.points()
 	d.curves(fits, pooled)
 	d.draw(c, rec)
@@ -679,6 +711,7 @@ type decayScene struct {
 	names         map[int]string
 	x0, x1, y1    float64
 	entries       int
+	rec           *recorder
 }
 
 func newDecayScene(ws []correlate.Window, names map[int]string) *decayScene {
@@ -728,8 +761,10 @@ func (d *decayScene) inside(pts plotter.XYs) (in plotter.XYs, off int) {
 	return in, off
 }
 
-// scatter adds dots to pl, and a legend entry when label is not empty.
-func (d *decayScene) scatter(pl *plot.Plot, pts plotter.XYs, col color.Color, r vg.Length, label string) {
+// scatter adds dots to pl, and a legend entry when label is not empty;
+// name names them for the readout.
+func (d *decayScene) scatter(pl *plot.Plot, pts plotter.XYs, col color.Color, r vg.Length, label, name string) {
+	d.rec.add(pl, name, pts, col, "dots")
 	shown := pts
 	if len(shown) == 0 {
 		// Every point is off the axes: the legend still says so.
@@ -762,10 +797,10 @@ func (d *decayScene) points() {
 		if off > 0 {
 			label += fmt.Sprintf(" (%d off the axes, not drawn)", off)
 		}
-		d.scatter(d.p, pts, grey(), vg.Points(1.5), label)
+		d.scatter(d.p, pts, grey(), vg.Points(1.5), label, "starting or ending")
 		if d.kv != nil {
 			k, _ := d.inside(series(d.other, ctx, kvOf))
-			d.scatter(d.kv, k, grey(), vg.Points(1.5), "")
+			d.scatter(d.kv, k, grey(), vg.Points(1.5), "", "starting or ending")
 		}
 	}
 	for k, st := range slices.Sorted(maps.Keys(d.byStage)) {
@@ -774,10 +809,10 @@ func (d *decayScene) points() {
 		if off > 0 {
 			label += fmt.Sprintf(" (%d off the axes, not drawn)", off)
 		}
-		d.scatter(d.p, pts, colour(k), vg.Points(2.2), label)
+		d.scatter(d.p, pts, colour(k), vg.Points(2.2), label, d.stageName(st))
 		if d.kv != nil {
 			k2, _ := d.inside(series(d.byStage[st], ctx, kvOf))
-			d.scatter(d.kv, k2, colour(k), vg.Points(2.2), "")
+			d.scatter(d.kv, k2, colour(k), vg.Points(2.2), "", d.stageName(st))
 		}
 	}
 }
@@ -809,14 +844,14 @@ func (d *decayScene) curves(fits map[int]*decodelaw.Fit, pooled map[int]bool) {
 		if pooled[st] {
 			how = "law fitted over all stages"
 		}
-		addLine(d.p, fmt.Sprintf("%s, %s: %s streams, each token %s ms + %s ms per 1,000 tokens of context (R² %.2f)",
+		addLine(d.rec, d.p, fmt.Sprintf("%s, %s: %s streams, each token %s ms + %s ms per 1,000 tokens of context (R² %.2f)",
 			d.stageName(st), how, sig(f.Streams), sig(f.InterceptMS), sig(f.SlopeNSPerToken/1000), f.R2), curve, colour(k), true)
 		d.entries++
 	}
 }
 
 // draw lays the panels out on c, one above the other, and records them.
-func (d *decayScene) draw(c draw.Canvas, rec *[]Panel) {
+func (d *decayScene) draw(c draw.Canvas, rec *recorder) {
 	panels := []*plot.Plot{d.p}
 	if d.kv != nil {
 		panels = append(panels, d.kv)
@@ -836,7 +871,7 @@ func (d *decayScene) draw(c draw.Canvas, rec *[]Panel) {
 	canvases := plot.Align(rows, tiles, c)
 	for i, pl := range panels {
 		pl.Draw(canvases[i][0])
-		record(rec, c.Max.Y, pl, canvases[i][0], "context in flight (tokens)", []string{"output tok/s", "KV cache (%)"}[i])
+		rec.record(c.Max.Y, pl, canvases[i][0], "context in flight (tokens)", []string{"output tok/s", "KV cache (%)"}[i])
 	}
 }
 
@@ -862,7 +897,7 @@ const gapFloorUS = 10
 // drawLatency draws the CDFs of TTFT and ITL side by side, one line per
 // stage with at least minCDFSamples samples (and overall with several
 // stages), on log-scaled latency axes that end at 100 %.
-func drawLatency(c draw.Canvas, rec *[]Panel, a *report.Aggregate, names map[int]string) {
+func drawLatency(c draw.Canvas, rec *recorder, a *report.Aggregate, names map[int]string) {
 	panels := []*plot.Plot{
 		newPlot("TTFT distribution", "time to first token (ms, log scale)", "requests ≤ x (%)"),
 		newPlot("ITL distribution", "inter-token latency (ms, log scale)", "tokens ≤ x (%)"),
@@ -898,7 +933,7 @@ func drawLatency(c draw.Canvas, rec *[]Panel, a *report.Aggregate, names map[int
 				return
 			}
 			lo, hi = min(lo, pts[0].X), max(hi, pts[len(pts)-1].X)
-			addLine(p, label, pts, col, dashed)
+			addLine(rec, p, label, pts, col, dashed)
 			lines++
 		}
 		for j, i := range idx {
@@ -936,7 +971,7 @@ func drawLatency(c draw.Canvas, rec *[]Panel, a *report.Aggregate, names map[int
 	canvases := plot.Align([][]*plot.Plot{panels}, tiles, drawNotes(c, notes))
 	for i, p := range panels {
 		p.Draw(canvases[0][i])
-		record(rec, c.Max.Y, p, canvases[0][i], []string{"TTFT (ms)", "ITL (ms)"}[i], "share ≤ x (%)")
+		rec.record(c.Max.Y, p, canvases[0][i], []string{"TTFT (ms)", "ITL (ms)"}[i], "share ≤ x (%)")
 	}
 }
 
@@ -1037,7 +1072,7 @@ func cdf(h, overall *hdrhistogram.Histogram, minUS int64) plotter.XYs {
 }
 
 // drawStages draws grouped bars of p50 and p99 per stage for TTFT and ITL.
-func drawStages(c draw.Canvas, rec *[]Panel, stages []report.Stage) {
+func drawStages(c draw.Canvas, rec *recorder, stages []report.Stage) {
 	panels := []*plot.Plot{
 		newPlot("TTFT per stage", "", "time to first token (ms)"),
 		newPlot("ITL per stage", "", "inter-token latency (ms)"),
@@ -1075,6 +1110,11 @@ func drawStages(c draw.Canvas, rec *[]Panel, stages []report.Stage) {
 			b.Offset = (vg.Length(j) - 0.5) * w
 			p.Add(b)
 			p.Legend.Add([]string{"p50", "p99"}[j], b)
+			var at plotter.XYs
+			for i, v := range vs {
+				at = append(at, plotter.XY{X: float64(i), Y: v})
+			}
+			rec.add(p, []string{"p50", "p99"}[j], at, colour(j), "bars")
 			few := addErrorBars(p, dists, []string{"p50", "p99"}[j], b.Offset)
 			// Each bar's value above it: a p99 twenty times the p50
 			// leaves the p50 bar a sliver a reader cannot measure.
@@ -1120,7 +1160,10 @@ func drawStages(c draw.Canvas, rec *[]Panel, stages []report.Stage) {
 	canvases := plot.Align([][]*plot.Plot{panels}, tiles, c)
 	for i, p := range panels {
 		p.Draw(canvases[0][i])
-		record(rec, c.Max.Y, p, canvases[0][i], "", []string{"TTFT (ms)", "ITL (ms)"}[i])
+		rec.record(c.Max.Y, p, canvases[0][i], "", []string{"TTFT (ms)", "ITL (ms)"}[i])
+		if rec != nil {
+			rec.panels[len(rec.panels)-1].XLabels = names
+		}
 	}
 }
 

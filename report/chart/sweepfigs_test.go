@@ -2,6 +2,11 @@ package chart
 
 import (
 	"bytes"
+	"fmt"
+	"html"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -125,4 +130,67 @@ func widePage() *SweepPage {
 		})
 	}
 	return pg
+}
+
+// layoutProbe is appended to a copy of sweep.html: it lists every two
+// texts of a plot whose boxes overlap, and the values table's widths.
+const layoutProbe = `<script>
+(function () {
+  var out = [];
+  document.querySelectorAll("svg").forEach(function (svg) {
+    var ts = Array.from(svg.querySelectorAll("text")).filter(function (t) { return t.textContent.trim() !== ""; });
+    var rs = ts.map(function (t) { return t.getBoundingClientRect(); });
+    for (var i = 0; i < ts.length; i++) for (var j = i + 1; j < ts.length; j++) {
+      var a = rs[i], b = rs[j];
+      var w = Math.min(a.right, b.right) - Math.max(a.left, b.left), h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+      if (w > 0.5 && h > 0.5) out.push("overlap " + svg.closest("figure").id + ": " + JSON.stringify(ts[i].textContent) + " on " + JSON.stringify(ts[j].textContent));
+    }
+  });
+  var tb = document.getElementById("values"), main = document.body.getBoundingClientRect();
+  out.push("table " + tb.scrollWidth + " " + tb.clientWidth + " " + Math.ceil(tb.getBoundingClientRect().right) + " " + Math.ceil(main.right) + " " + document.documentElement.scrollWidth);
+  var pre = document.createElement("pre"); pre.id = "layout"; pre.textContent = out.join("\n");
+  document.body.append(pre);
+})();
+</script>
+</body>`
+
+// TestSweepHTMLLayoutInChromium opens sweep.html at a 1,366 px wide
+// window in headless Chromium: no two texts of a plot overlap (tick
+// labels, legend entries, point labels), and the values table fits its
+// column, for the sample search, a sweep at one load (no Pareto plot)
+// and the widest table (three parameters per value, eleven columns, a
+// search's notes). Skipped without Chromium.
+func TestSweepHTMLLayoutInChromium(t *testing.T) {
+	t.Parallel()
+	bin := chromiumBinary(t)
+	for name, pg := range map[string]*SweepPage{"search": samplePage(), "one load": flatPage(), "wide": widePage()} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var b bytes.Buffer
+			if err := WriteSweepHTML(&b, pg); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), SweepHTMLName)
+			if err := os.WriteFile(path, bytes.Replace(b.Bytes(), []byte("</body>"), []byte(layoutProbe), 1), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			dom, _ := runChromium(t, bin, path, "--dump-dom", "--window-size=1366,3000")
+			m := regexp.MustCompile(`(?s)<pre id="layout">(.*?)</pre>`).FindSubmatch(dom)
+			if m == nil {
+				t.Fatal("no layout probe output in the page")
+			}
+			for _, line := range strings.Split(html.UnescapeString(string(m[1])), "\n") {
+				if strings.HasPrefix(line, "overlap ") {
+					t.Error(line)
+				}
+				var scroll, client, right, column, page int
+				if _, err := fmt.Sscanf(line, "table %d %d %d %d %d", &scroll, &client, &right, &column, &page); err == nil {
+					t.Logf("values table: %d px of content in %d px, right edge %d px, column's %d px, page %d px wide", scroll, client, right, column, page)
+					if scroll > client || right > column || page > 1366 {
+						t.Errorf("the values table does not fit 1,366 px: %d px of content in %d, right edge %d past the column's %d, page %d px", scroll, client, right, column, page)
+					}
+				}
+			}
+		})
+	}
 }
