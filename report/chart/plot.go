@@ -1115,6 +1115,7 @@ func drawStages(c draw.Canvas, rec *recorder, stages []report.Stage) {
 				at = append(at, plotter.XY{X: float64(i), Y: v})
 			}
 			rec.add(p, []string{"p50", "p99"}[j], at, colour(j), "bars")
+			rec.offset(p, b.Offset)
 			few := addErrorBars(p, dists, []string{"p50", "p99"}[j], b.Offset)
 			// Each bar's value above it: a p99 twenty times the p50
 			// leaves the p50 bar a sliver a reader cannot measure.

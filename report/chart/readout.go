@@ -34,6 +34,9 @@ type Series struct {
 	// category index x).
 	Style string    `json:"k"`
 	XY    []float64 `json:"p"`
+	// Offset shifts the series right by so many points: a bar beside
+	// another at the same category.
+	Offset float64 `json:"o,omitempty"`
 }
 
 // recorder collects, while a figure is painted, what its page needs for
@@ -58,6 +61,14 @@ func (r *recorder) add(p *plot.Plot, name string, pts plotter.XYs, c color.Color
 		}
 	}
 	r.series[p] = append(r.series[p], s)
+}
+
+// offset shifts the last series added to p by off (a bar chart's Offset).
+func (r *recorder) offset(p *plot.Plot, off vg.Length) {
+	if r == nil || len(r.series[p]) == 0 {
+		return
+	}
+	r.series[p][len(r.series[p])-1].Offset = math.Round(off.Points()*100) / 100
 }
 
 // record notes p's data area on canvas c (the canvas p was drawn on, of a

@@ -76,8 +76,13 @@
       pt.x = clientX; pt.y = clientY;
       return pt.matrixTransform(svg.getScreenCTM().inverse());
     }
+    // panelAt is the panel under q: its data area, and for categories
+    // (whose bars reach past it) a margin either side.
     function panelAt(q) {
-      return panels.find(function (p) { return q.x >= p.l && q.x <= p.r && q.y >= p.t && q.y <= p.b; });
+      return panels.find(function (p) {
+        var m = p.xc ? 12 + Math.max.apply(null, (p.s || []).map(function (s) { return Math.abs(s.o || 0); })) : 0;
+        return q.x >= p.l - m && q.x <= p.r + m && q.y >= p.t && q.y <= p.b;
+      });
     }
     function X(p, x) { return p.l + frac(x, p.v.x0, p.v.x1, p.xl) * (p.r - p.l); }
     function Y(p, y) { return p.b - frac(y, p.v.y0, p.v.y1, p.yl) * (p.b - p.t); }
@@ -91,7 +96,7 @@
         for (var i = 0; i + 1 < s.p.length; i += 2) {
           var x = s.p[i], y = s.p[i + 1];
           if (!shown(p, x, y)) continue;
-          var dx = X(p, x) - q.x, dy = Y(p, y) - q.y, d = dx * dx + dy * dy;
+          var dx = X(p, x) + (s.o || 0) - q.x, dy = Y(p, y) - q.y, d = dx * dx + dy * dy;
           if (d < bd) { bd = d; best = {s: s, x: x, y: y}; }
         }
       });
@@ -108,7 +113,7 @@
       else if (p.xn) parts.push(p.xn + " " + fmt(n.x));
       if (p.yn) parts.push(p.yn + " " + fmt(n.y));
       tip.textContent = parts.join(" · ");
-      hover = el("circle", {cx: X(p, n.x), cy: Y(p, n.y), r: 4, fill: "none", stroke: "#000", "stroke-width": 1.2, "class": "hover"}, svg);
+      hover = el("circle", {cx: X(p, n.x) + (n.s.o || 0), cy: Y(p, n.y), r: 4, fill: "none", stroke: "#000", "stroke-width": 1.2, "class": "hover"}, svg);
       var box = fig.getBoundingClientRect();
       tip.style.left = (clientX - box.left + 14) + "px";
       tip.style.top = (clientY - box.top + 14) + "px";

@@ -18,8 +18,9 @@ import (
 
 // readoutProbe is appended to a copy of report.html: it moves the mouse
 // to a few points beside a point of the timeline's first series, reads
-// the readout shown, then enlarges the plot, zooms its first panel by half about
-// the panel's middle and reads the ticks the zoomed panel draws.
+// the readout shown, then enlarges the plot, zooms its first panel by
+// half about the panel's middle and reads the ticks the zoomed panel
+// draws; last it reads the readout beside a bar of the stages plot.
 const readoutProbe = `<script>
 (function () {
   var fig = document.getElementById("plot-timeline"), svg = fig.querySelector("svg");
@@ -48,6 +49,13 @@ const readoutProbe = `<script>
   out.push("yticks " + Array.from(gs[0].querySelectorAll("text.tick-y")).map(function (t) { return t.textContent; }).join(" "));
   fig.unzoom();
   out.push("unzoomed " + svg.querySelectorAll("g.zoomed-panel").length);
+  var bf = document.getElementById("plot-stages"), bs = bf.querySelector("svg");
+  var bp = JSON.parse(bf.dataset.panels)[0], b = bp.s[1];
+  var bq = bs.createSVGPoint();
+  bq.x = bp.l + (b.p[2] - bp.x0) / (bp.x1 - bp.x0) * (bp.r - bp.l) + b.o + 3;
+  bq.y = bp.b - (b.p[3] - bp.y0) / (bp.y1 - bp.y0) * (bp.b - bp.t) + 5;
+  var bsc = bq.matrixTransform(bs.getScreenCTM());
+  out.push("bar " + bf.readout(bsc.x, bsc.y));
   var pre = document.createElement("pre"); pre.id = "probe"; pre.textContent = out.join("\n");
   document.body.append(pre);
 })();
@@ -108,6 +116,17 @@ func probeReadoutAndZoom(t *testing.T, bin, path string) {
 	}
 	if lines["ring"] != "1" {
 		t.Errorf("%s rings on the point read, want 1", lines["ring"])
+	}
+
+	// A bar of the stages plot: its statistic, stage and value.
+	var stages []Panel
+	attr = regexp.MustCompile(`<figure id="plot-stages" data-panels="([^"]*)"`).FindSubmatch(page)
+	if err := json.Unmarshal([]byte(html.UnescapeString(string(attr[1]))), &stages); err != nil {
+		t.Fatal(err)
+	}
+	bar := stages[0].Series[1]
+	if want := bar.Name + " · " + stages[0].XLabels[1] + " · " + stages[0].YName + " " + jsFmt(bar.XY[3]); lines["bar"] != want {
+		t.Errorf("readout %q beside a bar, want %q", lines["bar"], want)
 	}
 
 	// The zoom: the same viewBox, the time axis redrawn on every panel.
