@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -73,11 +74,11 @@ func (sp *SweepPlot) Render() (pngData, svgData []byte, err error) {
 	if len(sp.Points) == 0 {
 		return nil, nil, fmt.Errorf("sweep plot: no points")
 	}
-	xs, ticks, logX := sp.axis()
+	ax := sp.axis()
 	panels := []*plot.Plot{
-		sp.panel("ttft", "TTFT (ms)", xs, ticks, logX),
-		sp.panel("itl", "ITL (ms)", xs, ticks, logX),
-		sp.throughput(xs, ticks, logX),
+		sp.panel("ttft", "TTFT (ms)", ax),
+		sp.panel("itl", "ITL (ms)", ax),
+		sp.throughput(ax),
 	}
 	panels[0].Title.Text = sp.Title
 	panels[0].Title.TextStyle.Font.Size = vg.Points(13)
@@ -103,28 +104,90 @@ func (sp *SweepPlot) Render() (pngData, svgData []byte, err error) {
 	return pngData, svgData, nil
 }
 
-// axis returns each point's x position, the tick marks (one per value) and
-// whether the axis is logarithmic.
-func (sp *SweepPlot) axis() ([]float64, []plot.Tick, bool) {
-	xs := make([]float64, len(sp.Points))
-	ticks := make([]plot.Tick, len(sp.Points))
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for i, p := range sp.Points {
-		xs[i] = float64(i)
-		if sp.Numeric {
-			xs[i] = p.X
-			lo, hi = min(lo, p.X), max(hi, p.X)
-		}
-		ticks[i] = plot.Tick{Value: xs[i], Label: p.Label}
-	}
-	logX := sp.Numeric && lo > 0 && hi/lo >= 8
-	return xs, ticks, logX
+// sweepAxis is the x axis of a sweep plot: each point's position, the
+// tick marks (one per value), whether it is logarithmic, and its title.
+type sweepAxis struct {
+	xs    []float64
+	ticks []plot.Tick
+	log   bool
+	title string
 }
 
-func (sp *SweepPlot) newPanel(yLabel, xLabel string, ticks []plot.Tick, logX bool) *plot.Plot {
+// axis places the points: at their values when Numeric, else evenly, each
+// tick naming its value in compactTicks' short form.
+func (sp *SweepPlot) axis() sweepAxis {
+	ax := sweepAxis{xs: make([]float64, len(sp.Points)), ticks: make([]plot.Tick, len(sp.Points)), title: sp.XLabel}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i, p := range sp.Points {
+		ax.xs[i] = float64(i)
+		if sp.Numeric {
+			ax.xs[i] = p.X
+			lo, hi = min(lo, p.X), max(hi, p.X)
+		}
+		ax.ticks[i] = plot.Tick{Value: ax.xs[i], Label: p.Label}
+	}
+	ax.log = sp.Numeric && lo > 0 && hi/lo >= 8
+	if !sp.Numeric {
+		ax.ticks, ax.title = compactTicks(ax.ticks, ax.title)
+	}
+	return ax
+}
+
+// compactTicks shortens labels of the form "a=1,b=2" that all name the
+// same parameters in the same order, so that evenly spaced values do not
+// print over one another: each label keeps the values of the parameters
+// that vary, one per line, and the title names them in that order and
+// states the parameters every value shares. Other labels are kept.
+func compactTicks(ticks []plot.Tick, title string) ([]plot.Tick, string) {
+	var keys []string
+	vals := make([][]string, len(ticks))
+	for i, t := range ticks {
+		var ks []string
+		for _, part := range strings.Split(t.Label, ",") {
+			k, v, ok := strings.Cut(part, "=")
+			if !ok {
+				return ticks, title
+			}
+			ks, vals[i] = append(ks, k), append(vals[i], v)
+		}
+		if i > 0 && !slices.Equal(ks, keys) {
+			return ticks, title
+		}
+		keys = ks
+	}
+	var varying, same []string
+	var idx []int
+	for j, k := range keys {
+		all := true
+		for i := range vals {
+			all = all && vals[i][j] == vals[0][j]
+		}
+		if all && len(ticks) > 1 {
+			same = append(same, k+"="+vals[0][j])
+			continue
+		}
+		varying, idx = append(varying, k), append(idx, j)
+	}
+	out := slices.Clone(ticks)
+	for i := range out {
+		var lines []string
+		for _, j := range idx {
+			lines = append(lines, vals[i][j])
+		}
+		out[i].Label = strings.Join(lines, "\n")
+	}
+	title = strings.Join(varying, " / ")
+	if len(same) > 0 {
+		title += " (every value with " + strings.Join(same, ", ") + ")"
+	}
+	return out, title
+}
+
+func (sp *SweepPlot) newPanel(yLabel string, ax sweepAxis) *plot.Plot {
+	ticks, logX := ax.ticks, ax.log
 	p := plot.New()
 	unifyFont(p)
-	p.X.Label.Text = xLabel
+	p.X.Label.Text = ax.title
 	p.Y.Label.Text = yLabel
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	if logX {
@@ -151,8 +214,9 @@ func (sp *SweepPlot) newPanel(yLabel, xLabel string, ticks []plot.Tick, logX boo
 
 // panel draws one latency: its p50 (solid) and each statistic a budget
 // judges, or the p99 (dashed) when no budget names another.
-func (sp *SweepPlot) panel(name, yLabel string, xs []float64, ticks []plot.Tick, logX bool) *plot.Plot {
-	p := sp.newPanel(yLabel, sp.XLabel, ticks, logX)
+func (sp *SweepPlot) panel(name, yLabel string, ax sweepAxis) *plot.Plot {
+	p := sp.newPanel(yLabel, ax)
+	xs := ax.xs
 	var all []plotter.XYs
 	other := 0
 	for _, stat := range sp.stats(name) {
@@ -176,8 +240,9 @@ func (sp *SweepPlot) panel(name, yLabel string, xs []float64, ticks []plot.Tick,
 	return p
 }
 
-func (sp *SweepPlot) throughput(xs []float64, ticks []plot.Tick, logX bool) *plot.Plot {
-	p := sp.newPanel("output tokens/s", sp.XLabel, ticks, logX)
+func (sp *SweepPlot) throughput(ax sweepAxis) *plot.Plot {
+	p := sp.newPanel("output tokens/s", ax)
+	xs := ax.xs
 	segs := sp.segments(xs, func(pt *SweepPlotPoint) float64 { return pt.OutputTokensPerSec })
 	sweepLine(p, "output tokens/s", segs, sweepGreen, false)
 	sweepHeadroom(p, append(segs, sp.budgetXYs("throughput", xs)...)...)

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot"
 )
 
 // TestSweepPlotBudgetedPercentile: a TTFT budget on the p90 draws the
@@ -117,7 +119,9 @@ func widePage() *SweepPage {
 	pg.Columns = []string{"runs", "ok", "failed", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "TPOT p50", "tok/s per user", "output tok/s", "req/s"}
 	pg.Rows = nil
 	yes, no := true, false
+	pg.Sweep.Numeric = false // labels of three parameters, evenly spaced
 	for i, v := range []string{"64", "128", "256", "512", "1024"} {
+		pg.Sweep.Points[i].Label = "max_num_seqs=" + v + ",max_num_batched_tokens=16384,enable_chunked_prefill=true"
 		pass := &yes
 		if i > 2 {
 			pass = &no
@@ -192,5 +196,23 @@ func TestSweepHTMLLayoutInChromium(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCompactTicks: evenly spaced values named "a=1,b=2" keep only what
+// varies, one parameter a line, and the axis title says the rest.
+func TestCompactTicks(t *testing.T) {
+	t.Parallel()
+	var ticks []plot.Tick
+	for i, l := range []string{"seqs=64,mnbt=2048,cp=true", "seqs=64,mnbt=8192,cp=true", "seqs=128,mnbt=2048,cp=true"} {
+		ticks = append(ticks, plot.Tick{Value: float64(i), Label: l})
+	}
+	got, title := compactTicks(ticks, "seqs, mnbt, cp")
+	if title != "seqs / mnbt (every value with cp=true)" || got[1].Label != "64\n8192" || got[2].Label != "128\n2048" {
+		t.Errorf("compactTicks = %q, %q", title, []string{got[0].Label, got[1].Label, got[2].Label})
+	}
+	mixed := []plot.Tick{{Label: "seqs=64"}, {Label: "tp=2"}}
+	if got, title := compactTicks(mixed, "seqs, tp"); got[0].Label != "seqs=64" || title != "seqs, tp" {
+		t.Errorf("labels of different parameters changed: %q, %q", got[0].Label, title)
 	}
 }
