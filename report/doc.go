@@ -17,6 +17,14 @@
 // (results.Metrics) says which figures exist, their units and direction;
 // Stage.Dist and Stage.Figure read them from a summary.
 //
+// The correlation's sentences come in two lists: Findings, the conclusion
+// and what a user acts on (dropped arrivals, a stage that never steadied,
+// client and server that disagree, preemptions, the other stages'
+// verdicts), and Details, the analyst's material (throughput changes and
+// by KV-cache usage, the decode law, Pearson r, the agreeing
+// cross-checks). The terminal summary (Text) gives the conclusion and the
+// first two findings; Text.Verbose and report.html give both lists.
+//
 // The aggregate's memory does not grow with the number of requests:
 // histograms, time bins that coarsen with the run's length, and the
 // per-request figures (goodput, rank tests, latency over time) of at most
