@@ -43,11 +43,11 @@ func newKind(sc *scenario.Scenario, i int, t *template) Kind {
 	case whole.Trace != nil:
 		return &TraceReplay{arrivals: arrivals{base: b}}
 	case whole.Open():
-		return &OpenLoop{arrivals: arrivals{base: b}}
+		return withShapes(&OpenLoop{arrivals: arrivals{base: b}}, t, whole.Warmup.Shapes)
 	case sc.Prompts.Conversation != nil:
 		return &Conversation{workers: workers{base: b}, think: sc.Prompts.Conversation.ThinkTime.D()}
 	}
-	return &ClosedLoop{workers: workers{base: b}}
+	return withShapes(&ClosedLoop{workers: workers{base: b}}, t, whole.Warmup.Shapes)
 }
 
 // base is what every stage kind holds.

@@ -23,6 +23,7 @@ type Request struct {
 	built Content // what Content returned, for the stage's next turn
 	reply bool
 	user  *user // a conversation's user
+	shape bool  // a warmup shape (shapesFirst), not the stage's own
 }
 
 // Content builds what the request carries. The driver calls it once per

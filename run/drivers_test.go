@@ -222,3 +222,39 @@ func TestOverflowQueue(t *testing.T) {
 		}
 	}
 }
+
+// TestWarmupShapes: warmup.shapes sends, before the stage, one request of
+// every prompt-length shape (the shortest and longest lengths and every
+// power of two between), one at a time, as warmup, not counted in the
+// stage's requests; under both drivers alike.
+func TestWarmupShapes(t *testing.T) {
+	t.Parallel()
+	const doc = "target: {url: \"sim://tiny?seed=7\"}\nscrape: {enabled: false}\n" +
+		"prompts: {seed: 11, input_tokens: {dist: uniform, min: 100, max: 700}, output_tokens: 16}\n" +
+		"load: {stages: [{name: c, concurrency: 2, requests: 10, warmup: {shapes: true}}]}\n"
+	var keys [2][]recKey
+	for i, virtual := range []bool{false, true} {
+		recs := driverRecords(t, doc, virtual)
+		var shapes []int
+		measured := 0
+		for _, r := range recs {
+			keys[i] = append(keys[i], recordKey(&r))
+			if r.Warmup {
+				shapes = append(shapes, r.InputTokens)
+				continue
+			}
+			measured++
+		}
+		if want := []int{100, 128, 256, 512, 700}; !slices.Equal(shapes, want) || measured != 10 {
+			t.Errorf("virtual %v: warmup shapes %v and %d measured, want %v then 10", virtual, shapes, measured, want)
+		}
+		for j := 1; j < len(shapes); j++ {
+			if recs[j].Sent < recs[j-1].End {
+				t.Errorf("virtual %v: shape %d sent before shape %d ended: want one at a time", virtual, j, j-1)
+			}
+		}
+	}
+	if !slices.Equal(keys[0], keys[1]) {
+		t.Errorf("the drivers disagree:\nreal    %v\nvirtual %v", keys[0], keys[1])
+	}
+}

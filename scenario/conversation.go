@@ -63,6 +63,9 @@ func (v *validator) conversation(sc *Scenario) {
 		v.add("prompts.shared_prefix_tokens", "would start every turn's new message again: a conversation's turns share their history, and request.system is a prefix every session shares")
 	}
 	for i, st := range sc.Load.Stages {
+		if st.Warmup.Shapes {
+			v.add(fmt.Sprintf("load.stages[%d].warmup.shapes", i), "does not apply to a conversation: its turns' lengths grow with their history")
+		}
 		field := "rate"
 		if st.Trace != nil {
 			field = "trace"

@@ -455,3 +455,51 @@ func (d *Dist) String() string {
 	}
 	return strconv.Itoa(d.Value)
 }
+
+// Shapes returns a prompt of every length shape of the synthetic prompts:
+// the shortest and longest prompt lengths the distribution draws and every
+// power of two between them, each with the longest output length, each
+// text its own (not the measured requests' texts, so that no prefix they
+// share is cached by it). Nil for a dataset's prompts.
+func (p *Prompts) Shapes() []Prompt {
+	if p.entries != nil || p.in == nil {
+		return nil
+	}
+	lo, hi := p.in.bounds()
+	lengths := []int{lo}
+	for n := 1; n < hi; n *= 2 {
+		if n > lo {
+			lengths = append(lengths, n)
+		}
+	}
+	if hi > lo {
+		lengths = append(lengths, hi)
+	}
+	out := 0
+	if p.out != nil {
+		_, out = p.out.bounds()
+	}
+	shapes := make([]Prompt, 0, len(lengths))
+	for i, n := range lengths {
+		// Start positions from the end of the corpus's walk: the measured
+		// requests' first 65,536 start elsewhere.
+		pos := (p.stride*((p.starts-1-uint64(i))%p.starts) + p.shift) % p.starts
+		n = max(n, p.prefixTokens+1)
+		text := p.corpus[p.offs[pos]:p.offs[pos+uint64(n-p.prefixTokens)]]
+		if p.prefixTokens > 0 {
+			text = p.prefix + text
+		}
+		shapes = append(shapes, Prompt{Text: text, InputTokens: n, OutputTokens: out})
+	}
+	return shapes
+}
+
+// bounds are the shortest and longest values d draws.
+func (d *Dist) bounds() (lo, hi int) {
+	switch d.Dist {
+	case DistUniform, DistNormal:
+		return max(d.Min, 1), max(d.Max, 1)
+	}
+	v := max(d.Value, 1)
+	return v, v
+}

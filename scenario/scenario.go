@@ -417,6 +417,12 @@ func (s *Stage) Open() bool { return s.RatePerSec > 0 || s.Trace != nil }
 type Warmup struct {
 	Requests int      `yaml:"requests" json:"requests,omitempty"`
 	Duration Duration `yaml:"duration" json:"duration,omitzero"`
+	// Shapes, before the stage, sends one request of every prompt-length
+	// shape the stage will send (Prompts.Shapes), one at a time, left out
+	// of the figures and not counted in the stage's requests: the engine
+	// meets each size once (compilation, graph capture, allocations)
+	// before the measurement. Synthetic prompts only.
+	Shapes bool `yaml:"shapes" json:"shapes,omitempty"`
 }
 
 // Arrival process names.

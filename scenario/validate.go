@@ -313,6 +313,11 @@ func (v *validator) prompts(sc *Scenario) {
 }
 
 func (v *validator) dataset(sc *Scenario) {
+	for i, st := range sc.Load.Stages {
+		if st.Warmup.Shapes {
+			v.add(fmt.Sprintf("load.stages[%d].warmup.shapes", i), "applies to synthetic prompts: a dataset's prompts have their own lengths (warm up with warmup.requests)")
+		}
+	}
 	d := &sc.Prompts.Dataset
 	if d.Format != FormatShareGPT && d.Format != FormatJSONL && d.Format != FormatMessages {
 		v.add("prompts.dataset.format", "want %s, %s or %s, got %q", FormatShareGPT, FormatJSONL, FormatMessages, d.Format)
@@ -566,6 +571,9 @@ func (v *validator) bounds(f string, st *Stage) {
 	}
 	if st.Until != nil {
 		v.until(f+".until", st.Until)
+	}
+	if st.Warmup.Shapes && st.Trace != nil {
+		v.add(f+".warmup.shapes", "applies to synthetic prompts: a trace's requests have their own lengths")
 	}
 	if st.Requests < 0 {
 		v.add(f+".requests", "must be ≥ 0, got %d", st.Requests)
