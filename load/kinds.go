@@ -15,7 +15,7 @@ import (
 // flight.
 type Kind interface {
 	// Name says what kind of stage it is: "closed loop", "open loop",
-	// "trace replay" or "conversation".
+	// "trace replay", "conversation" or "sessions".
 	Name() string
 	// Describe says, in one line, what the stage sends (this shard's share).
 	Describe() string
@@ -40,6 +40,8 @@ func newKind(sc *scenario.Scenario, i int, t *template) Kind {
 		b.prec = newPrecision(i, whole.Until)
 	}
 	switch {
+	case whole.Session != nil:
+		return &Sessions{base: b, spec: whole.Session, open: whole.Open()}
 	case whole.Trace != nil:
 		return &TraceReplay{arrivals: arrivals{base: b}}
 	case whole.Open():

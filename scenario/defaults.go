@@ -108,6 +108,7 @@ func (sc *Scenario) Defaults() {
 		if st.Until != nil && st.Until.Confidence == 0 {
 			st.Until.Confidence = DefaultUntilConfidence
 		}
+		st.Session.defaults()
 		if !st.Open() {
 			continue
 		}

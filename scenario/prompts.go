@@ -183,6 +183,9 @@ func newPrompts(sc *Scenario, sh Shard, tok *tokenizer.Tokenizer, words *tokeniz
 	// A trace's prompts are runs of up to half a block of corpus words.
 	run := p.in.highest() - spec.SharedPrefixTokens
 	for i := range sc.Load.Stages {
+		if sc.Load.Stages[i].Session != nil {
+			run = max(run, TraceBlockTokens/2) // Text's blocks
+		}
 		if path := sc.TracePath(i); path != "" {
 			recs, err := readTrace(path)
 			if err != nil {

@@ -293,7 +293,7 @@ type CircuitBreaker struct {
 
 // Stage is one closed-loop (Concurrency > 0), open-loop (RatePerSec > 0)
 // or trace-replay (Trace) phase of a run, bounded by Requests and/or
-// Duration (a trace by its end too).
+// Duration (a trace by its end too; a session stage by its sessions).
 type Stage struct {
 	Name string `yaml:"name" json:"name"` // default "stage-<index>"
 
@@ -339,6 +339,12 @@ type Stage struct {
 	// sets neither Concurrency nor RatePerSec; Requests and Duration, when
 	// set, cut the trace short.
 	Trace *TraceSpec `yaml:"trace" json:"trace,omitempty"`
+
+	// Session, when set, makes the stage's load agent-like sessions (see
+	// SessionSpec): Concurrency is then the number of sessions held open
+	// at once, RatePerSec the sessions started per second and
+	// MaxConcurrency the sessions in flight at most.
+	Session *SessionSpec `yaml:"session" json:"session,omitempty"`
 }
 
 // Overflow policies of an open loop (Stage.Overflow).
@@ -483,7 +489,18 @@ func (sc *Scenario) MaxConcurrency() int {
 	n := 0
 	for i := range sc.Load.Stages {
 		st := &sc.Load.Stages[i]
-		n = max(n, st.Concurrency, st.MaxConcurrency)
+		n = max(n, st.inFlight(st.Concurrency, st.MaxConcurrency))
+	}
+	return n
+}
+
+// inFlight is the most requests a stage of conc workers (or sessions)
+// and an open-loop cap of open can have in flight: a session's fan-out
+// sends one request per sub-agent at once.
+func (st *Stage) inFlight(conc, open int) int {
+	n := max(conc, open)
+	if s := st.Session; s != nil && s.Subagents != nil && s.Subagents.Count != nil {
+		n *= 1 + s.Subagents.Count.highest()
 	}
 	return n
 }

@@ -489,10 +489,16 @@ func (v *validator) load(sc *Scenario) {
 			v.add(f+".name", "%q is also the name of stage %d", st.Name, j)
 		}
 		names[st.Name] = i
-		if st.Trace != nil {
+		if st.Trace != nil && st.Session == nil {
 			v.traceStage(sc, i)
 			v.bounds(f, st)
 			continue
+		}
+		if st.Session != nil {
+			v.sessionStage(sc, i)
+			if st.Trace != nil {
+				continue
+			}
 		}
 		v.stage(f, st)
 	}
@@ -539,7 +545,7 @@ func (v *validator) stage(f string, st *Stage) {
 			v.add(f+".overflow", "applies to open-loop stages (rate or trace) only: a closed loop never has more than concurrency requests")
 		}
 	}
-	if st.Requests == 0 && st.Duration == 0 {
+	if st.Requests == 0 && st.Duration == 0 && st.Session == nil {
 		v.add(f, "needs a bound: requests, duration or both")
 	}
 	v.bounds(f, st)

@@ -1,0 +1,227 @@
+package run
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/servebench/servebench/internal/tokenizer"
+	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scenario"
+	"github.com/servebench/servebench/sim"
+)
+
+// sessionOracle replays a session stage's programs from the spec alone,
+// one request at a time, and looks each request it expects up among
+// those a recording proxy saw: the replies it feeds back are the ones
+// the proxy saw stream back for the request it expected before. It is
+// written as plain sequential code, apart from package load's
+// event-driven one, so that the two agree only if both follow the spec.
+type sessionOracle struct {
+	t       *testing.T
+	p       *scenario.Prompts
+	tok     *tokenizer.Tokenizer
+	spec    *scenario.SessionSpec
+	system  message
+	seen    map[string]exchange
+	used    map[string]bool
+	counted struct{ compactions, fanOuts, subRequests, parallel, requests int }
+}
+
+// ask returns the reply to the request of msgs, which the proxy must have
+// seen with max_tokens maxTokens.
+func (o *sessionOracle) ask(msgs []message, maxTokens int, what string) string {
+	o.t.Helper()
+	all := append([]message{o.system}, msgs...)
+	k := key(all)
+	e, ok := o.seen[k]
+	if !ok {
+		o.t.Fatalf("%s: no request carried the history the spec implies (%d messages, the last %+v)", what, len(all), all[len(all)-1])
+	}
+	if o.used[k] {
+		o.t.Fatalf("%s: the same history twice", what)
+	}
+	if e.maxTokens != maxTokens {
+		o.t.Errorf("%s: max_tokens %d, the spec says %d", what, e.maxTokens, maxTokens)
+	}
+	o.used[k] = true
+	o.counted.requests++
+	return e.reply
+}
+
+// calls is an assistant message with the reply's text calling n tools.
+func calls(reply string, session uint64, agent, req, n int, name string) message {
+	m := message{Role: "assistant", Content: reply}
+	for i := range n {
+		c := toolCall{ID: fmt.Sprintf("call_%d_%d_%d_%d", session+1, agent, req, i), Type: "function"}
+		c.Function.Name, c.Function.Arguments = name, "{}"
+		m.ToolCalls = append(m.ToolCalls, c)
+	}
+	return m
+}
+
+// agent runs agent id of session key from history hist (tokens long),
+// for turns user turns, and returns its last reply. next numbers the
+// session's sub-agents.
+func (o *sessionOracle) agent(key uint64, id, turns int, hist []message, tokens int, next *int) string {
+	s := o.spec
+	req, last := 0, ""
+	for turn := range turns {
+		what := fmt.Sprintf("session %d agent %d turn %d", key+1, id, turn+1)
+		if c := s.Compaction; c != nil && id == 0 && turn > 0 && tokens >= c.ThresholdTokens {
+			ask := message{Role: "user", Content: o.p.Text(scenario.TextID(scenario.TextCompaction), scenario.CompactionTokens)}
+			sum := o.ask(append(slices.Clip(hist), ask), c.SummaryTokens, what+" compaction")
+			req++
+			hist = []message{ask, {Role: "assistant", Content: sum}}
+			tokens = scenario.CompactionTokens + o.tok.Count(sum)
+			o.counted.compactions++
+		}
+		plan := o.p.SessionTurn(s, key, id, turn)
+		hist = append(hist, message{Role: "user", Content: o.p.Text(scenario.TextID(scenario.TextUser, key, uint64(id), uint64(turn)), plan.UserTokens)})
+		tokens += plan.UserTokens
+		for r, n := range plan.Rounds {
+			reply := o.ask(hist, plan.CallTokens[r], fmt.Sprintf("%s round %d", what, r+1))
+			req++
+			if n > 1 {
+				o.counted.parallel++
+			}
+			m := calls(reply, key, id, req, n, "tool")
+			hist = append(hist, m)
+			tokens += o.tok.Count(reply) + n*o.tok.Count("{}")
+			for i, c := range m.ToolCalls {
+				text := o.p.Text(scenario.TextID(scenario.TextResult, key, uint64(id), uint64(req), uint64(i)), plan.ResultTokens[r][i])
+				hist = append(hist, message{Role: "tool", Content: text, ToolCallID: c.ID})
+				tokens += plan.ResultTokens[r][i]
+			}
+		}
+		if plan.Subagents > 0 {
+			reply := o.ask(hist, plan.CallTokens[len(plan.Rounds)], what+" fan-out")
+			req++
+			m := calls(reply, key, id, req, plan.Subagents, "task")
+			hist = append(hist, m)
+			tokens += o.tok.Count(reply) + plan.Subagents*o.tok.Count("{}")
+			o.counted.fanOuts++
+			before := o.counted.requests
+			answers := make([]string, plan.Subagents)
+			ids := make([]int, plan.Subagents)
+			for j := range answers {
+				*next++
+				ids[j] = *next
+			}
+			for j := range answers {
+				// The sub-agent starts from the parent's history,
+				// its calling message included.
+				answers[j] = o.agent(key, ids[j], plan.SubagentTurns[j], slices.Clip(hist), tokens, nil)
+			}
+			o.counted.subRequests += o.counted.requests - before
+			for j, c := range m.ToolCalls {
+				hist = append(hist, message{Role: "tool", Content: answers[j], ToolCallID: c.ID})
+				tokens += o.tok.Count(answers[j])
+			}
+		}
+		last = o.ask(hist, plan.ReplyTokens, what+" reply")
+		req++
+		hist = append(hist, message{Role: "assistant", Content: last})
+		tokens += o.tok.Count(last)
+	}
+	return last
+}
+
+// TestSessionHistory is issue 24's proof that a session stage sends what
+// its spec implies: scenarios/agentic.yaml (tool loops with parallel
+// calls, sub-agent fan-outs, compaction) runs against the simulator
+// through a recording proxy, and an independent replay of every
+// session's program from the spec finds each request it expects, with
+// exactly its history (the shared system message, the replies that
+// streamed back, the tool calls and results, a sub-agent's parent
+// prefix, the compacted summary) and its max_tokens, and no other.
+func TestSessionHistory(t *testing.T) {
+	t.Parallel()
+	sc, err := scenario.Load("../scenarios/agentic.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := sim.ConfigFromURL(sc.Target.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := sim.Listen(t.Context(), "127.0.0.1:0", cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	proxy := newRecordingProxy(t, srv.URL())
+	if err := sc.Override("target.url="+proxy.URL+"/v1", "scrape.enabled=false"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := Run(t.Context(), sc, Options{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	recs := readResults(t, dir)
+
+	proxy.mu.Lock()
+	seen := map[string]exchange{}
+	for _, e := range proxy.seen {
+		if len(e.messages) > 0 {
+			seen[key(e.messages)] = e
+		}
+	}
+	proxy.mu.Unlock()
+	p, err := scenario.NewPrompts(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := sc.Load.Stages[0].Session
+	o := &sessionOracle{t: t, p: p, tok: p.Tokenizer(), spec: spec, seen: seen, used: map[string]bool{},
+		system: message{Role: "system", Content: p.Text(scenario.TextID(scenario.TextSystem), spec.SystemTokens)}}
+	for key := range uint64(spec.Sessions) {
+		next := 0
+		o.agent(key, 0, p.SessionTurns(spec, key), nil, 0, &next)
+	}
+	if len(o.used) != len(seen) || o.counted.requests != len(recs) {
+		t.Errorf("the spec implies %d requests; the proxy saw %d distinct ones and the run recorded %d", o.counted.requests, len(seen), len(recs))
+	}
+	c := o.counted
+	if c.compactions == 0 || c.fanOuts == 0 || c.subRequests == 0 || c.parallel == 0 {
+		t.Errorf("the scenario should exercise every part of a program: %+v", c)
+	}
+	t.Logf("%d requests: %d compactions, %d fan-outs (%d sub-agent requests), %d parallel tool rounds", c.requests, c.compactions, c.fanOuts, c.subRequests, c.parallel)
+	ends := 0
+	for _, r := range recs {
+		if r.Outcome != results.OK {
+			t.Errorf("seq %d: %s %s", r.Seq, r.Outcome, r.Error)
+		}
+		if r.PromptTokens != r.InputTokens {
+			t.Errorf("session %d agent %d turn %d: the server counted %d prompt tokens, the load model %d", r.Session, r.Agent, r.Turn, r.PromptTokens, r.InputTokens)
+		}
+		if r.SessionEnd {
+			ends++
+		}
+	}
+	if ends != spec.Sessions {
+		t.Errorf("%d records end a session, want %d", ends, spec.Sessions)
+	}
+}
+
+// readResults returns the request records of the results file in dir.
+func readResults(t *testing.T, dir string) []results.Result {
+	t.Helper()
+	r, err := results.Open(filepath.Join(dir, FileResults))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var recs []results.Result
+	for r.Scan() {
+		if res := r.Record().Result; res != nil {
+			recs = append(recs, *res)
+		}
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
