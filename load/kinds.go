@@ -40,6 +40,8 @@ func newKind(sc *scenario.Scenario, i int, t *template) Kind {
 		b.prec = newPrecision(i, whole.Until)
 	}
 	switch {
+	case whole.Prime:
+		return &Prime{base: b}
 	case whole.Session != nil:
 		return &Sessions{base: b, spec: whole.Session, open: whole.Open()}
 	case whole.Trace != nil:

@@ -45,6 +45,8 @@ const scheduleLagWarnMS = 10
 type Aggregate struct {
 	latency  []results.Metric // the latency metrics, in table order: stageAgg.hist is indexed alike
 	stages   map[int]*stageAgg
+	// cacheSamples are the scrapes' prefix-cache and KV figures (cache.go).
+	cacheSamples []cacheSample
 	log      requestLog
 	corr     *correlate.Correlator
 	names    map[int]string
@@ -187,7 +189,11 @@ func (a *Aggregate) Add(r *results.Result) {
 }
 
 // AddSample accumulates one scrape sample.
-func (a *Aggregate) AddSample(s results.Sample) { a.corr.AddSample(s); a.log.sample(&s) }
+func (a *Aggregate) AddSample(s results.Sample) {
+	a.corr.AddSample(s)
+	a.log.sample(&s)
+	a.addCacheSample(&s)
+}
 
 // stageAgg accumulates the counts and latency histograms of one stage.
 type stageAgg struct {
@@ -208,6 +214,7 @@ type stageAgg struct {
 	recvOutput, recvPrompt float64
 	warmEnds               []time.Duration // ends of the warmup requests that completed ok
 	warmInputs             []int32         // and the texts each embedded (embeddings), alike
+	ended                  map[int64]int64 // prompt tokens of the ok requests by cacheBin of their end, warmup included (cache.go)
 
 	turns map[int]*turnAgg // conversation turns' TTFT by turn row (turns.go); nil without
 
@@ -250,6 +257,7 @@ func (s *stageAgg) keepMessage(class, msg string) {
 }
 
 func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.Duration, ignoreEOS bool) []time.Duration {
+	s.addEnded(r)
 	if r.Warmup {
 		s.req.Warmup++
 		if r.Outcome == results.OK {
@@ -332,6 +340,12 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 
 // merge adds o into s.
 func (s *stageAgg) merge(o *stageAgg) {
+	for bin, n := range o.ended {
+		if s.ended == nil {
+			s.ended = map[int64]int64{}
+		}
+		s.ended[bin] += n
+	}
 	s.req.Scheduled += o.req.Scheduled
 	s.req.OK += o.req.OK
 	s.req.Failed += o.req.Failed
@@ -418,6 +432,7 @@ func (a *Aggregate) Summary() *Summary {
 	}
 	out.Workload = workload(a.spec)
 	out.Correlation = a.corr.Correlation(a.names)
+	out.PrefixCache = a.prefixCache()
 	out.Warnings = append([]string(nil), a.warnings...)
 	for _, why := range slices.Sorted(maps.Keys(a.skipped)) {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d request records were skipped: they have %s (a damaged or foreign results file?)", a.skipped[why], why))

@@ -59,6 +59,13 @@ type Summary struct {
 	// scenario has none.
 	Verdict *Verdict `json:"verdict,omitempty"`
 
+	// PrefixCache holds the share of prompt tokens the server served from
+	// its prefix cache, from its counters and from usage, for each stage
+	// measured against a target hit rate (prompts.prefix_cache), with the
+	// verdict, and for each session or conversation stage; absent when
+	// there is none.
+	PrefixCache []PrefixCache `json:"prefix_cache,omitempty"`
+
 	// Correlation joins the requests with the server's scraped metrics on
 	// one timeline; nil when no request was sent.
 	Correlation *correlate.Correlation `json:"correlation,omitempty"`

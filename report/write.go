@@ -111,6 +111,12 @@ func WriteText(w io.Writer, s *Summary) error {
 			}
 		}
 	}
+	if len(s.PrefixCache) > 0 {
+		b.WriteString("prefix cache:\n")
+		for _, pc := range s.PrefixCache {
+			fmt.Fprintf(&b, "  stage %s: %s\n", pc.Name, pc.Statement)
+		}
+	}
 	if c := s.Correlation; c != nil && len(c.Findings) > 0 {
 		b.WriteString("findings:\n")
 		for _, f := range c.Findings {

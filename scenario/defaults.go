@@ -83,6 +83,7 @@ func (sc *Scenario) Defaults() {
 	if c := p.Conversation; c != nil {
 		c.Turns.defaults()
 	}
+	p.PrefixCache.defaults()
 
 	s := &sc.Scrape
 	s.Enabled = orTrue(s.Enabled)

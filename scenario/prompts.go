@@ -52,6 +52,7 @@ type Prompts struct {
 	in       *Dist // nil for a dataset
 	out      *Dist // nil: the dataset's output lengths
 	turns    *Dist // a synthetic conversation's turns per session; nil: no conversation
+	cache    *PrefixCache // shared prefixes at a target hit rate; nil: none
 
 	// Synthetic prompts.
 	prefix       string
@@ -182,6 +183,10 @@ func newPrompts(sc *Scenario, sh Shard, tok *tokenizer.Tokenizer, words *tokeniz
 	}
 	// A trace's prompts are runs of up to half a block of corpus words.
 	run := p.in.highest() - spec.SharedPrefixTokens
+	if spec.PrefixCache != nil {
+		p.cache = spec.PrefixCache
+		run = max(run, TraceBlockTokens/2) // Text's blocks
+	}
 	for i := range sc.Load.Stages {
 		if sc.Load.Stages[i].Session != nil {
 			run = max(run, TraceBlockTokens/2) // Text's blocks
@@ -270,6 +275,11 @@ func (p *Prompts) At(seq uint64) Prompt {
 	out := 0 // embeddings: no output
 	if p.out != nil {
 		out = p.out.draw(r)
+	}
+	if p.cache != nil {
+		shared := p.cache.PrefixTokens(n, p.overhead)
+		text := p.Text(TextID(TextPrefix, seq%uint64(p.cache.Prefixes)), shared) + p.corpus[p.offs[pos]:p.offs[pos+uint64(n-shared)]]
+		return Prompt{Text: text, InputTokens: n, OutputTokens: out}
 	}
 	text := p.corpus[p.offs[pos]:p.offs[pos+uint64(n-p.prefixTokens)]]
 	if p.prefixTokens > 0 {

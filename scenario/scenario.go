@@ -193,6 +193,9 @@ type PromptSpec struct {
 	// Conversation, when set, makes the requests the turns of multi-turn
 	// sessions (chat, closed-loop stages).
 	Conversation *Conversation `yaml:"conversation" json:"conversation,omitempty"`
+	// PrefixCache, when set, makes synthetic prompts hit a server's prefix
+	// cache at a target rate (see PrefixCache).
+	PrefixCache *PrefixCache `yaml:"prefix_cache" json:"prefix_cache,omitempty"`
 }
 
 // Dataset names a prompt dataset file.
@@ -345,6 +348,12 @@ type Stage struct {
 	// at once, RatePerSec the sessions started per second and
 	// MaxConcurrency the sessions in flight at most.
 	Session *SessionSpec `yaml:"session" json:"session,omitempty"`
+
+	// Prime makes the stage send each shared prefix of
+	// prompts.prefix_cache once (Concurrency at a time, all as warmup,
+	// one output token each), so that the stages after it find them
+	// cached. It is bounded by the prefixes alone.
+	Prime bool `yaml:"prime" json:"prime,omitempty"`
 }
 
 // Overflow policies of an open loop (Stage.Overflow).

@@ -56,6 +56,7 @@ func (sc *Scenario) Validate() error {
 	v.request(sc)
 	v.prompts(sc)
 	v.conversation(sc)
+	v.prefixCache(sc)
 	v.scrape(&sc.Scrape, sc.Target.AllowRemote)
 	v.load(sc)
 	v.budgets(sc)
@@ -545,7 +546,7 @@ func (v *validator) stage(f string, st *Stage) {
 			v.add(f+".overflow", "applies to open-loop stages (rate or trace) only: a closed loop never has more than concurrency requests")
 		}
 	}
-	if st.Requests == 0 && st.Duration == 0 && st.Session == nil {
+	if st.Requests == 0 && st.Duration == 0 && st.Session == nil && !st.Prime {
 		v.add(f, "needs a bound: requests, duration or both")
 	}
 	v.bounds(f, st)
