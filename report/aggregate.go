@@ -43,21 +43,21 @@ const scheduleLagWarnMS = 10
 // depend on the order of records, so files from several machines merge.
 // An Aggregate is not safe for concurrent use.
 type Aggregate struct {
-	latency  []results.Metric // the latency metrics, in table order: stageAgg.hist is indexed alike
-	stages   map[int]*stageAgg
+	latency []results.Metric // the latency metrics, in table order: stageAgg.hist is indexed alike
+	stages  map[int]*stageAgg
 	// cacheSamples are the scrapes' prefix-cache and KV figures (cache.go).
 	cacheSamples []cacheSample
-	log      requestLog
-	corr     *correlate.Correlator
-	names    map[int]string
-	meta     Summary
-	spec     *results.Spec
-	files    int
-	ending   int           // headers that promise an End record
-	ends     []results.End // End records read
-	warnings []string
-	skipped  map[string]int // records not aggregated, by reason
-	buf      []time.Duration
+	log          requestLog
+	corr         *correlate.Correlator
+	names        map[int]string
+	meta         Summary
+	spec         *results.Spec
+	files        int
+	ending       int           // headers that promise an End record
+	ends         []results.End // End records read
+	warnings     []string
+	skipped      map[string]int // records not aggregated, by reason
+	buf          []time.Duration
 
 	hosts, versions map[string]bool // distinct hosts and server versions of the headers
 

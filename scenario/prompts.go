@@ -49,9 +49,9 @@ type Prompts struct {
 	words    *tokenizer.Words     // synthetic prompts' single-token words
 	overhead int
 	seed     uint64
-	in       *Dist // nil for a dataset
-	out      *Dist // nil: the dataset's output lengths
-	turns    *Dist // a synthetic conversation's turns per session; nil: no conversation
+	in       *Dist        // nil for a dataset
+	out      *Dist        // nil: the dataset's output lengths
+	turns    *Dist        // a synthetic conversation's turns per session; nil: no conversation
 	cache    *PrefixCache // shared prefixes at a target hit rate; nil: none
 
 	// Synthetic prompts.
