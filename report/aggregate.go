@@ -184,6 +184,9 @@ func (a *Aggregate) Add(r *results.Result) {
 		a.stages[r.Stage] = st
 	}
 	a.buf = st.add(r, a.latency, a.buf, a.log.ignoreEOS)
+	if !r.Warmup && a.sessionStage(r.Stage) {
+		st.addSession(r)
+	}
 	a.buf = a.log.add(r, a.buf)
 	a.corr.AddResult(r)
 }
@@ -215,6 +218,7 @@ type stageAgg struct {
 	warmEnds               []time.Duration // ends of the warmup requests that completed ok
 	warmInputs             []int32         // and the texts each embedded (embeddings), alike
 	ended                  map[int64]int64 // prompt tokens of the ok requests by cacheBin of their end, warmup included (cache.go)
+	sessions               map[uint64]*sessionAgg // a session stage's measured sessions (sessions.go)
 
 	turns map[int]*turnAgg // conversation turns' TTFT by turn row (turns.go); nil without
 
@@ -365,6 +369,7 @@ func (s *stageAgg) merge(o *stageAgg) {
 	}
 	s.req.Truncated += o.req.Truncated
 	s.mergeTurns(o)
+	s.mergeSessions(o)
 	for i, h := range o.hist {
 		s.hist[i].Merge(h)
 	}
@@ -591,6 +596,13 @@ func (a *Aggregate) stageSummary(s *stageAgg, index int, name string) Stage {
 		*st.Dist(m.Name) = dist(s.hist[i])
 	}
 	st.TTFTByTurn = s.turnRows()
+	if s.sessions != nil {
+		var slo *results.SLO
+		if a.spec != nil {
+			slo = a.spec.SLO
+		}
+		st.Sessions = s.sessionSummary(st.Duration, slo)
+	}
 	if st.Duration > 0 {
 		warmOut, warmPrompt := a.corr.WarmupReceived(index, s.first, s.last)
 		completed, inputs := s.req.OK, s.req.Inputs

@@ -124,7 +124,7 @@ func (a *Aggregate) prefixCache() []PrefixCache {
 		}
 		pc := PrefixCache{Stage: i, Name: a.stageName(i), Target: target}
 		if s.tokens.Cached > 0 && s.tokens.Prompt > 0 {
-			u := float64(s.tokens.Cached) / float64(s.tokens.Prompt)
+			u := round(float64(s.tokens.Cached)/float64(s.tokens.Prompt), 4)
 			pc.Usage = &u
 		}
 		if s.haveRange {

@@ -105,8 +105,12 @@ type Stage struct {
 	TotalTokensPerSec  float64 `json:"total_tokens_per_s"`
 	RequestsPerSec     float64 `json:"requests_per_s"`
 	// TTFTByTurn is the TTFT of a conversation scenario's turns by turn
-	// index (absent otherwise).
+	// index, or of a session stage's requests by their index in the
+	// session (its sub-agents' left out); absent otherwise.
 	TTFTByTurn []TurnTTFT `json:"ttft_by_turn_ms,omitempty"`
+	// Sessions is what a session stage's sessions did; absent for other
+	// stages.
+	Sessions *Sessions `json:"sessions,omitempty"`
 	// InputsPerSec is the embeddings throughput: the texts embedded by the
 	// requests completed ok in the window, per second (absent for
 	// generation).

@@ -3,11 +3,13 @@ package run
 import (
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/servebench/servebench/internal/tokenizer"
+	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/scenario"
 	"github.com/servebench/servebench/sim"
@@ -157,10 +159,12 @@ func TestSessionHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if _, err := Run(t.Context(), sc, Options{Dir: dir}); err != nil {
+	sum, err := Run(t.Context(), sc, Options{Dir: dir})
+	if err != nil {
 		t.Fatal(err)
 	}
 	recs := readResults(t, dir)
+	checkSessionFigures(t, sum.Stages[0].Sessions, recs, sc.SLO.TTFTMs)
 
 	proxy.mu.Lock()
 	seen := map[string]exchange{}
@@ -224,4 +228,58 @@ func readResults(t *testing.T, dir string) []results.Result {
 		t.Fatal(err)
 	}
 	return recs
+}
+
+// checkSessionFigures checks a session stage's figures against its
+// records: every session started and completed, the requests and the
+// largest prompt of each, and the sessions every request of which met a
+// TTFT objective of ttftMS.
+func checkSessionFigures(t *testing.T, ss *report.Sessions, recs []results.Result, ttftMS float64) {
+	t.Helper()
+	if ss == nil {
+		t.Fatal("the summary has no session figures")
+	}
+	type agg struct {
+		n, context int
+		good       bool
+	}
+	by := map[uint64]*agg{}
+	for _, r := range recs {
+		a := by[r.Session]
+		if a == nil {
+			a = &agg{good: true}
+			by[r.Session] = a
+		}
+		a.n++
+		a.context = max(a.context, r.PromptTokens)
+		if d, _ := r.TTFT(); float64(d)/1e6 > ttftMS {
+			a.good = false
+		}
+	}
+	var good int64
+	maxContext, requests := 0, 0
+	for _, a := range by {
+		requests += a.n
+		maxContext = max(maxContext, a.context)
+		if a.good {
+			good++
+		}
+	}
+	n := int64(len(by))
+	if ss.Started != n || ss.Completed != n || ss.Failed != 0 {
+		t.Errorf("sessions %+v: want %d started and completed", ss, n)
+	}
+	if ss.Requests == nil || ss.Requests.Count != n || math.Abs(ss.Requests.Mean-float64(requests)/float64(n)) > 0.001 {
+		t.Errorf("requests per session %+v: want %d sessions, mean %.3f", ss.Requests, n, float64(requests)/float64(n))
+	}
+	if ss.Context == nil || ss.Context.Max != int64(maxContext) {
+		t.Errorf("context reached %+v: want the largest prompt, %d", ss.Context, maxContext)
+	}
+	if ss.Good == nil || *ss.Good != good || ss.GoodPerSec == nil || *ss.GoodPerSec > ss.CompletedPerSec {
+		t.Errorf("good sessions %v (%v/s): want %d, at most the %g completed per second", ss.Good, ss.GoodPerSec, good, ss.CompletedPerSec)
+	}
+	if ss.Duration.Count != n || ss.Duration.P50 <= 0 || ss.CompletedPerSec <= 0 {
+		t.Errorf("durations %+v, %g sessions/s", ss.Duration, ss.CompletedPerSec)
+	}
+	t.Logf("%d sessions, %d good; %.3g/s; duration p50 %.0f ms; context max %d", n, good, ss.CompletedPerSec, ss.Duration.P50, maxContext)
 }
