@@ -215,9 +215,9 @@ type stageAgg struct {
 	// window (from the correlator's bins) and warmEnds, they give the
 	// window's rates.
 	recvOutput, recvPrompt float64
-	warmEnds               []time.Duration // ends of the warmup requests that completed ok
-	warmInputs             []int32         // and the texts each embedded (embeddings), alike
-	ended                  map[int64]int64 // prompt tokens of the ok requests by cacheBin of their end, warmup included (cache.go)
+	warmEnds               []time.Duration        // ends of the warmup requests that completed ok
+	warmInputs             []int32                // and the texts each embedded (embeddings), alike
+	ended                  map[int64]int64        // prompt tokens of the ok requests by cacheBin of their end, warmup included (cache.go)
 	sessions               map[uint64]*sessionAgg // a session stage's measured sessions (sessions.go)
 
 	turns map[int]*turnAgg // conversation turns' TTFT by turn row (turns.go); nil without
