@@ -57,7 +57,7 @@ type Plan struct {
 	Policy loopback.Policy
 	// Budgets are the scenario's budgets (nil without).
 	Budgets *results.Budgets
-	unit string // the searched parameter's unit (scenario.SearchUnit)
+	unit    string // the searched parameter's unit (scenario.SearchUnit)
 	// Search, when not nil, makes Execute search each combination's
 	// capacity instead of running Jobs: Jobs then holds one job per
 	// combination, whose scenario every probe derives from.
