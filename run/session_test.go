@@ -6,6 +6,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/servebench/servebench/internal/tokenizer"
@@ -282,4 +283,36 @@ func checkSessionFigures(t *testing.T, ss *report.Sessions, recs []results.Resul
 		t.Errorf("durations %+v, %g sessions/s", ss.Duration, ss.CompletedPerSec)
 	}
 	t.Logf("%d sessions, %d good; %.3g/s; duration p50 %.0f ms; context max %d", n, good, ss.CompletedPerSec, ss.Duration.P50, maxContext)
+}
+
+// TestSessionContextLimit: a session whose history outgrows the server's
+// max_model_len is refused as vLLM refuses it (HTTP 400, "This model's
+// maximum context length is …"), under both drivers; the session ends
+// there (none of its requests follows the refused one), and the summary
+// counts it failed beside the sessions that completed.
+func TestSessionContextLimit(t *testing.T) {
+	t.Parallel()
+	const doc = "name: limit\ntarget: {url: \"sim://tiny?seed=3\"}\nscrape: {enabled: false}\nprompts: {seed: 2}\n" +
+		"load: {stages: [{name: s, concurrency: 2, session: {sessions: 6, turns: {dist: uniform, min: 1, max: 8}, user_tokens: 300, reply_tokens: 16}}]}\n"
+	for _, virtual := range []bool{false, true} {
+		sum, recs := runSimWith(t, doc, Options{Virtual: virtual})
+		refused := map[uint64]int{} // session → the refused request's turn
+		for _, r := range recs {
+			if r.Outcome == results.Failed {
+				if r.Status != 400 || !strings.Contains(r.Error, "maximum context length is 2048 tokens") {
+					t.Errorf("virtual %v: session %d turn %d failed with %d %q", virtual, r.Session, r.Turn, r.Status, r.Error)
+				}
+				refused[r.Session] = r.Turn
+			}
+		}
+		for _, r := range recs {
+			if k, ok := refused[r.Session]; ok && r.Turn > k {
+				t.Errorf("virtual %v: session %d sent turn %d after turn %d was refused", virtual, r.Session, r.Turn, k)
+			}
+		}
+		ss := sum.Stages[0].Sessions
+		if len(refused) == 0 || ss == nil || ss.Failed != int64(len(refused)) || ss.Completed != 6-ss.Failed {
+			t.Errorf("virtual %v: %d sessions refused; figures %+v", virtual, len(refused), ss)
+		}
+	}
 }
