@@ -42,6 +42,8 @@ func newKind(sc *scenario.Scenario, i int, t *template) Kind {
 	switch {
 	case whole.Prime:
 		return &Prime{base: b}
+	case whole.Session != nil && whole.Session.Trace != nil:
+		return &SessionReplay{base: b}
 	case whole.Session != nil:
 		return &Sessions{base: b, spec: whole.Session, open: whole.Open()}
 	case whole.Trace != nil:

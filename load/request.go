@@ -24,11 +24,12 @@ type Request struct {
 	// SessionEnd flags a session's last request (a session stage's).
 	SessionEnd bool
 
-	build func() Content
-	built Content // what Content returned, for the stage's next turn
-	reply bool
-	user  *user  // a conversation's user
-	agent *agent // a session stage's agent
+	build  func() Content
+	built  Content // what Content returned, for the stage's next turn
+	reply  bool
+	user   *user       // a conversation's user
+	agent  *agent      // a session stage's agent
+	replay *replayTurn // a sessions trace's turn
 }
 
 // Content builds what the request carries. The driver calls it once per

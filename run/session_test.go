@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/servebench/servebench/internal/tokenizer"
 	"github.com/servebench/servebench/report"
@@ -313,6 +314,69 @@ func TestSessionContextLimit(t *testing.T) {
 		ss := sum.Stages[0].Sessions
 		if len(refused) == 0 || ss == nil || ss.Failed != int64(len(refused)) || ss.Completed != 6-ss.Failed {
 			t.Errorf("virtual %v: %d sessions refused; figures %+v", virtual, len(refused), ss)
+		}
+	}
+}
+
+// TestSessionTraceShards replays scenarios/sessions-replay.yaml's trace
+// as two shards against the simulator: each shard replays whole sessions
+// (session n on shard (n−1) mod 2), the two together replay every
+// session's every turn once, and every turn waits for its recorded
+// offset (divided by the speed-up) and for the reply to the turn before.
+func TestSessionTraceShards(t *testing.T) {
+	t.Parallel()
+	sc, err := scenario.Load("../scenarios/sessions-replay.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Override("load.stages[0].session.trace.speedup=8", "scrape.enabled=false"); err != nil {
+		t.Fatal(err)
+	}
+	p, err := scenario.NewPrompts(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trace := p.SessionTrace(0)
+	seen := map[[2]int]int{} // session, turn → shard
+	for i := range 2 {
+		dir := t.TempDir()
+		if _, err := Run(t.Context(), sc, Options{Dir: dir, Shard: scenario.Shard{Index: i, Count: 2}}); err != nil {
+			t.Fatal(err)
+		}
+		recs := readResults(t, dir)
+		slices.SortFunc(recs, func(a, b results.Result) int { return int(a.Seq) - int(b.Seq) })
+		start := recs[0].Scheduled - trace[int(recs[0].Session)-1].Start()/8
+		ends := map[uint64]time.Duration{}
+		for _, r := range recs {
+			n := int(r.Session) - 1
+			if r.Outcome != results.OK || (n%2) != i {
+				t.Errorf("shard %d: session %d turn %d: %s", i, r.Session, r.Turn, r.Outcome)
+				continue
+			}
+			seen[[2]int{n, r.Turn}]++
+			rec := trace[n].Turns[r.Turn-1]
+			if due := start + rec.At/8; r.Sent < due-time.Millisecond {
+				t.Errorf("session %d turn %d sent %v before its recorded offset %v", r.Session, r.Turn, r.Sent-start, due-start)
+			}
+			if r.Turn > 1 && r.Sent < ends[r.Session] {
+				t.Errorf("session %d turn %d sent before the reply to turn %d ended", r.Session, r.Turn, r.Turn-1)
+			}
+			if r.InputTokens != rec.InputTokens || r.MaxTokens != rec.OutputTokens || r.SessionEnd != (r.Turn == len(trace[n].Turns)) {
+				t.Errorf("session %d turn %d: %d tokens asking %d (end %v); the trace says %d and %d", r.Session, r.Turn, r.InputTokens, r.MaxTokens, r.SessionEnd, rec.InputTokens, rec.OutputTokens)
+			}
+			ends[r.Session] = r.End
+		}
+	}
+	want := 0
+	for _, s := range trace {
+		want += len(s.Turns)
+	}
+	if len(seen) != want {
+		t.Errorf("the shards replayed %d distinct turns, the trace has %d", len(seen), want)
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("session %d turn %d replayed %d times", k[0]+1, k[1], n)
 		}
 	}
 }

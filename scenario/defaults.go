@@ -116,10 +116,10 @@ func (sc *Scenario) Defaults() {
 		if st.Overflow == "" {
 			st.Overflow = OverflowDrop
 		}
-		if tr := st.Trace; tr != nil {
-			if tr.Speedup == 0 {
-				tr.Speedup = 1
-			}
+		if tr := st.Trace; tr != nil && tr.Speedup == 0 {
+			tr.Speedup = 1
+		}
+		if st.Replay() {
 			if st.MaxConcurrency == 0 {
 				st.MaxConcurrency = DefaultMaxConcurrency
 			}
@@ -242,8 +242,10 @@ func (v *validator) zeros(sc *Scenario) {
 		}
 		z(f+".max_concurrency", st.MaxConcurrency == 0,
 			fmt.Sprintf("0 would leave no room for a request: write a cap on requests in flight from 1 to %d", maxConcurrency)+orDefault(DefaultMaxConcurrency))
-		if res.Trace != nil {
+		if res.Replay() {
 			z(f+".trace.speedup", st.Trace != nil && st.Trace.Speedup == 0, "0 would never replay the trace: write a factor like 1 (as recorded) or 2 (twice as fast)"+orDefault(1))
+			z(f+".session.trace.speedup", st.Session != nil && st.Session.Trace != nil && st.Session.Trace.Speedup == 0,
+				"0 would never replay the trace: write a factor like 1 (as recorded) or 2 (twice as fast)"+orDefault(1))
 			continue
 		}
 		z(f+".arrival", st.Arrival == "", "is empty: write "+ArrivalConstant+", "+ArrivalPoisson+" or "+ArrivalGamma+orDefault(ArrivalPoisson))

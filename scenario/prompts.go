@@ -65,6 +65,7 @@ type Prompts struct {
 	// Trace stages: each one's records by stage index, and a second
 	// permutation of the start positions for their blocks' second halves.
 	traces          map[int][]TraceRecord
+	sessionTraces   map[int][]TraceSession // session stages replaying a sessions trace
 	stride2, shift2 uint64
 
 	// Dataset prompts.
@@ -190,6 +191,16 @@ func newPrompts(sc *Scenario, sh Shard, tok *tokenizer.Tokenizer, words *tokeniz
 	for i := range sc.Load.Stages {
 		if sc.Load.Stages[i].Session != nil {
 			run = max(run, TraceBlockTokens/2) // Text's blocks
+		}
+		if path := sc.SessionTracePath(i); path != "" {
+			ss, err := readSessionTrace(path)
+			if err != nil {
+				return nil, err
+			}
+			if p.sessionTraces == nil {
+				p.sessionTraces = map[int][]TraceSession{}
+			}
+			p.sessionTraces[i] = ss
 		}
 		if path := sc.TracePath(i); path != "" {
 			recs, err := readTrace(path)

@@ -400,7 +400,11 @@ func (f *Fraction) UnmarshalYAML(n *yaml.Node) error {
 
 // Open reports whether the stage is open loop: at a rate, or replaying a
 // trace.
-func (s *Stage) Open() bool { return s.RatePerSec > 0 || s.Trace != nil }
+func (s *Stage) Open() bool { return s.RatePerSec > 0 || s.Replay() }
+
+// Replay reports whether the stage replays a trace: of requests (Trace)
+// or of sessions (Session.Trace). Its arrivals are the trace's.
+func (s *Stage) Replay() bool { return s.Trace != nil || (s.Session != nil && s.Session.Trace != nil) }
 
 // Warmup selects a stage's first requests as warmup: the first Requests
 // requests, or those scheduled within Duration of the stage's start, or

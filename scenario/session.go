@@ -50,6 +50,13 @@ type SessionSpec struct {
 	Subagents *Subagents `yaml:"subagents" json:"subagents,omitempty"`
 	// Compaction, when set, replaces a long history with a summary.
 	Compaction *Compaction `yaml:"compaction" json:"compaction,omitempty"`
+	// Trace, when set, replays a sessions trace (see TraceSession for its
+	// format) instead of drawing sessions: each session starts at its
+	// first turn's timestamp divided by the speed-up, and each later turn
+	// at its own, or once the reply to the turn before it ended if that is
+	// later. The fields above do not apply; the stage is an open loop
+	// whose max_concurrency caps the sessions in flight.
+	Trace *TraceSpec `yaml:"trace" json:"trace,omitempty"`
 }
 
 // SessionTools are the tool calls of a session's turns. A tool round is a
@@ -129,6 +136,9 @@ func (s *SessionSpec) defaults() {
 		t.CallTokens.defaults()
 		t.ResultTokens.defaults()
 	}
+	if tr := s.Trace; tr != nil && tr.Speedup == 0 {
+		tr.Speedup = 1
+	}
 	if a := s.Subagents; a != nil {
 		if a.Turns == nil {
 			a.Turns = &Dist{Dist: DistFixed, Value: 1}
@@ -170,6 +180,10 @@ func (v *validator) sessionStage(sc *Scenario, i int) {
 	}
 	if s.Sessions < 0 || s.Sessions > maxSessions {
 		v.add(f+".session.sessions", "want 0 to %d sessions, got %d", int(maxSessions), s.Sessions)
+	}
+	if s.Trace != nil {
+		v.sessionTrace(sc, i)
+		return
 	}
 	if s.Sessions == 0 && st.Duration == 0 {
 		v.add(f, "needs a bound: session.sessions, duration or both")

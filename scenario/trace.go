@@ -210,6 +210,11 @@ func (sc *Scenario) checkTraces() error {
 				errs = append(errs, err)
 			}
 		}
+		if p := sc.SessionTracePath(i); p != "" {
+			if _, err := readSessionTrace(p); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

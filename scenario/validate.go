@@ -497,7 +497,8 @@ func (v *validator) load(sc *Scenario) {
 		}
 		if st.Session != nil {
 			v.sessionStage(sc, i)
-			if st.Trace != nil {
+			if st.Trace != nil || st.Session.Trace != nil {
+				v.bounds(f, st)
 				continue
 			}
 		}
