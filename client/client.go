@@ -23,7 +23,9 @@ import (
 
 	"github.com/servebench/servebench/internal/loopback"
 	"github.com/servebench/servebench/internal/redact"
+	"github.com/servebench/servebench/internal/suggest"
 	"github.com/servebench/servebench/internal/tokenizer"
+	"github.com/servebench/servebench/results"
 )
 
 // Default timeouts, used when the Config field is zero. A negative Config
@@ -116,8 +118,11 @@ type Client struct {
 	chunks      atomic.Int64 // token-bearing chunks received, all requests
 	firsts      firstTokens  // first tokens received, all requests
 	requests    atomic.Uint64
-	headers     map[string]string
-	redact      *redact.Redactor // the key and header values, out of every message
+	// tokenizeDialect is the /tokenize body the server understood
+	// (tokenize.go); 0 until one has.
+	tokenizeDialect atomic.Int32
+	headers         map[string]string
+	redact          *redact.Redactor // the key and header values, out of every message
 }
 
 // requestKey returns a key unique to one request of this client, for the
@@ -188,7 +193,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.transport = &http.Transport{
 		Proxy:               nil, // never route load through a proxy from the environment
-		DialContext:         dialer.DialContext,
+		DialContext:         resetDialer(dialer.DialContext),
 		MaxIdleConns:        maxConns,
 		MaxIdleConnsPerHost: maxConns,
 		IdleConnTimeout:     idleConnExpiry,
@@ -245,49 +250,92 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// Warm opens n connections to the server and leaves them in the idle pool
-// (n is capped at the pool size, Config.MaxConns), so that the first n
-// concurrent requests of a run do not pay for a dial, and a burst of dials
-// does not inflate the first TTFTs. It holds n GET /v1/models requests open
-// at once, so each has its own connection; any HTTP status will do. It
-// returns the number of connections opened and the first error met.
+// Warm is WarmUp that returns the number of connections opened.
 func (c *Client) Warm(ctx context.Context, n int) (int, error) {
+	w, err := c.WarmUp(ctx, n)
+	return w.Opened, err
+}
+
+// Warm-up bounds: WarmUp gives up on the connections not yet answered
+// once none has answered for warmIdle (or five times the time the last
+// one took, if longer), and at warmDeadline in any case.
+const (
+	warmIdle     = 300 * time.Millisecond
+	warmDeadline = 3 * time.Second
+)
+
+// WarmUp opens up to n connections to the server, at once, and leaves them
+// in the idle pool (n is capped at the pool size, Config.MaxConns), so
+// that the first n concurrent requests of a run do not pay for a dial, and
+// a burst of dials does not inflate the first TTFTs. It holds n GET
+// /v1/models requests open at once, so each has its own connection; any
+// HTTP status will do.
+//
+// It cannot stall a run: a server that serves only so many connections at
+// once (llama.cpp's llama-server, one per HTTP thread, holding an idle
+// kept-alive one for seconds) leaves the others unanswered, and WarmUp
+// stops waiting for them once answers stop coming (warmIdle, at most
+// warmDeadline), cancels them, and keeps what it opened: the load opens
+// more as it needs them. It reports what it did, with its duration; its
+// error is the first one met when no connection could be opened.
+func (c *Client) WarmUp(ctx context.Context, n int) (results.WarmUp, error) {
 	n = min(n, c.transport.MaxIdleConnsPerHost)
+	w := results.WarmUp{Wanted: max(n, 0)}
 	if n <= 0 {
-		return 0, nil
+		return w, nil
 	}
-	ready := make(chan *http.Response, n)
-	errs := make(chan error, n)
-	var wg sync.WaitGroup
+	began := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, warmDeadline)
+	defer cancel()
+	type answer struct {
+		resp *http.Response
+		err  error
+	}
+	answers := make(chan answer, n)
 	for range n {
-		wg.Go(func() {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.root+"/v1/models", nil)
+		go func() {
+			req, err := http.NewRequestWithContext(wctx, http.MethodGet, c.root+"/v1/models", nil)
 			if err != nil {
-				errs <- err
+				answers <- answer{err: err}
 				return
 			}
 			c.setHeaders(req)
 			resp, err := c.http.Do(req)
-			if err != nil {
-				errs <- err
-				return
-			}
-			ready <- resp
-		})
+			answers <- answer{resp, err}
+		}()
 	}
-	wg.Wait() // every request holds its connection until all have answered
-	close(ready)
-	close(errs)
-	opened := 0
-	for resp := range ready {
+	var held []*http.Response
+	var firstErr error
+	idle := time.NewTimer(warmDeadline)
+	defer idle.Stop()
+	for got := 0; got < n; {
+		select {
+		case a := <-answers:
+			got++
+			switch {
+			case a.err == nil && wctx.Err() == nil:
+				held = append(held, a.resp)
+				idle.Reset(max(warmIdle, 5*time.Since(began)))
+			case a.err == nil:
+				a.resp.Body.Close() // answered after the warm-up gave up
+			case firstErr == nil && wctx.Err() == nil:
+				firstErr = a.err
+			}
+		case <-idle.C:
+			cancel() // the rest answer at once, canceled
+		}
+	}
+	// Every answered request held its connection until now: they are
+	// distinct, and go back to the pool drained.
+	for _, resp := range held {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
-		opened++
 	}
-	if err := <-errs; err != nil {
-		return opened, fmt.Errorf("warm %d connections to %s: %w", n, c.root, err)
+	w.Opened, w.Duration = len(held), time.Since(began)
+	if len(held) == 0 && firstErr != nil {
+		return w, fmt.Errorf("warm %d connections to %s: %w", n, c.root, firstErr)
 	}
-	return opened, nil
+	return w, nil
 }
 
 // since returns the offset of now from the epoch, never zero (zero means
@@ -394,4 +442,103 @@ func (c *Client) ServerVersion(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("server version from %s/version: %q is not a version", c.root, s[:min(len(s), 100)])
 	}
 	return s, nil
+}
+
+// ModelError is a model the server does not serve: the run is refused
+// before any load is sent, naming what the server serves.
+type ModelError struct {
+	Model  string
+	Root   string   // the server's root URL
+	Served []string // what GET /v1/models lists
+}
+
+func (e *ModelError) Error() string {
+	q := make([]string, len(e.Served))
+	for i, m := range e.Served {
+		q[i] = strconv.Quote(m)
+	}
+	s := fmt.Sprintf("model %q is not served by %s", e.Model, e.Root)
+	if len(q) == 0 {
+		return s + ": its /v1/models lists no model"
+	}
+	if len(q) > 10 {
+		q = append(q[:10], fmt.Sprintf("and %d more", len(e.Served)-10))
+	}
+	s += ": it serves " + strings.Join(q, ", ")
+	if m, ok := closestModel(e.Model, e.Served); ok {
+		s += fmt.Sprintf(" (did you mean %q?)", m)
+	}
+	return s + "; set target.model to one of them, or leave it empty to take the first"
+}
+
+// closestModel is the served model nearest to name: within two edits
+// (case aside), or the one whose name contains it or ends with its last
+// path element ("Qwen2.5-0.5B" for "Qwen/Qwen2.5-0.5B-Instruct").
+func closestModel(name string, served []string) (string, bool) {
+	if m, ok := suggest.Closest(name, served); ok {
+		return m, true
+	}
+	lower := strings.ToLower(name)
+	base := lower[strings.LastIndex(lower, "/")+1:]
+	for _, m := range served {
+		lm := strings.ToLower(m)
+		mb := lm[strings.LastIndex(lm, "/")+1:]
+		if len(base) >= 4 && strings.Contains(lm, base) || len(mb) >= 4 && strings.Contains(base, mb) {
+			return m, true
+		}
+	}
+	return "", false
+}
+
+// CheckModel asks the server's GET /v1/models whether it serves model,
+// before a run sends load. It returns a *ModelError when the listing
+// names other models only, and nil otherwise: when model is listed, or
+// the listing could not be had (no route, no server: the connection
+// warm-up and the requests themselves will tell).
+func (c *Client) CheckModel(ctx context.Context, model string) error {
+	served, err := c.Models(ctx)
+	switch {
+	case err != nil || len(served) == 0:
+		return nil
+	case slices.Contains(served, model):
+		return nil
+	}
+	return &ModelError{Model: model, Root: c.root, Served: served}
+}
+
+// ServerSlots asks the server how many requests it runs at once, where it
+// says: llama.cpp's GET /props (total_slots), else its GET /slots (one
+// entry per slot). It returns 0 and "" when the server does not say
+// (vLLM, SGLang: their batch limit is in their log), within a few
+// seconds.
+func (c *Client) ServerSlots(ctx context.Context) (slots int, source string) {
+	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
+	defer cancel()
+	get := func(path string, out any) bool {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.root+path, nil)
+		if err != nil {
+			return false
+		}
+		c.setHeaders(req)
+		resp, err := c.http.Do(req)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return err == nil && resp.StatusCode == http.StatusOK && json.Unmarshal(body, out) == nil
+	}
+	var props struct {
+		TotalSlots int `json:"total_slots"`
+	}
+	if get("/props", &props) && props.TotalSlots > 0 {
+		return props.TotalSlots, "GET /props total_slots"
+	}
+	var list []struct {
+		ID *int `json:"id"`
+	}
+	if get("/slots", &list) && len(list) > 0 && list[0].ID != nil {
+		return len(list), "GET /slots"
+	}
+	return 0, ""
 }

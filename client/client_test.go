@@ -5,6 +5,7 @@ import (
 
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/internal/golden"
+	"github.com/servebench/servebench/internal/slotserver"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -577,5 +579,72 @@ func TestServerVersion(t *testing.T) {
 				t.Errorf("ServerVersion = %q, %v; want %q", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestCheckModel: the model a scenario names is checked against the
+// server's GET /v1/models before the load, and a mistyped one is answered
+// with what is served and the nearest name.
+func TestCheckModel(t *testing.T) {
+	t.Parallel()
+	srv := slotserver.Start(t, slotserver.Config{Model: "Qwen/Qwen2.5-0.5B-Instruct"})
+	c, err := New(Config{BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	tests := []struct{ model, want string }{
+		{"Qwen/Qwen2.5-0.5B-Instruct", ""},
+		{"Qwen/Qwen2.5-0.5B-Instuct", `did you mean "Qwen/Qwen2.5-0.5B-Instruct"?`},
+		{"Qwen2.5-0.5B-Instruct", `did you mean "Qwen/Qwen2.5-0.5B-Instruct"?`},
+		{"llama", `model "llama" is not served by ` + srv.URL + `: it serves "Qwen/Qwen2.5-0.5B-Instruct"; set target.model`},
+	}
+	for _, tc := range tests {
+		err := c.CheckModel(context.Background(), tc.model)
+		var me *ModelError
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.model, err)
+		case tc.want != "" && (!errors.As(err, &me) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: err = %v, want one with %q", tc.model, err, tc.want)
+		}
+	}
+	if srv.Received("/v1/chat/completions") != 0 {
+		t.Error("checking the model sent a request")
+	}
+	// A server without the listing cannot be asked: the requests will tell.
+	none := httptest.NewServer(http.NotFoundHandler())
+	defer none.Close()
+	c2, _ := New(Config{BaseURL: none.URL})
+	defer c2.Close()
+	if err := c2.CheckModel(context.Background(), "x"); err != nil {
+		t.Errorf("no listing: %v", err)
+	}
+}
+
+// TestWarmUpBounded: a server that serves 4 connections at once leaves the
+// others of a warm-up unanswered; WarmUp keeps the 4, gives up on the rest
+// once answers stop, and says so, instead of waiting for the server's
+// keep-alive timeout to free its threads.
+func TestWarmUpBounded(t *testing.T) {
+	t.Parallel()
+	small := slotserver.Start(t, slotserver.Config{Connections: 4, KeepAlive: 5 * time.Second})
+	c, err := New(Config{BaseURL: small.URL, MaxConns: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w, err := c.WarmUp(context.Background(), 16)
+	if err != nil || w.Wanted != 16 || w.Opened != 4 {
+		t.Fatalf("warm-up = %+v, %v; want 4 of 16 opened", w, err)
+	}
+	if !raceEnabled && w.Duration > 2*time.Second {
+		t.Errorf("warm-up took %v: it waited for the server's keep-alive timeout", w.Duration)
+	}
+	big := slotserver.Start(t, slotserver.Config{})
+	c2, _ := New(Config{BaseURL: big.URL, MaxConns: 16})
+	defer c2.Close()
+	if w, err := c2.WarmUp(context.Background(), 16); err != nil || w.Opened != 16 {
+		t.Errorf("unlimited server: %+v, %v", w, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"net/http/httptrace"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -119,17 +121,26 @@ func (c *Client) do(ctx context.Context, r *Request, keep bool) (res results.Res
 
 	// A server that closes a kept-alive connection right after a response
 	// (llama.cpp's, among others) leaves a dead connection in the pool, and
-	// the next request sent on it fails before any response byte. Such a
-	// request was never processed: the transport may send it again on a
-	// fresh connection when the request is marked idempotent, which the
-	// Idempotency-Key header does (net/http replays only such requests, and
-	// only when the failure came before the response). The trace counts the
-	// connections the request took, so the retry is recorded.
+	// the next request sent on it fails before any response byte. The
+	// transport sends it again on a fresh connection when the request is
+	// marked idempotent, which the Idempotency-Key header does (net/http
+	// replays only such requests, only on a reused connection, and only
+	// when the failure came before the response). A send that was not
+	// written whole, or whose connection was reset (the server closed it
+	// with the request unread), was not processed; one written whole on a
+	// connection the server closed in order may have been (a server that
+	// closes a connection while it works on its request). The trace counts
+	// those (sends) as well as the connections the request took, and the
+	// record says both.
 	var conns atomic.Int32
 	var written atomic.Int64 // when the request was written, ns from the epoch
+	var sends sends
 	trace := &httptrace.ClientTrace{
-		GotConn:      func(httptrace.GotConnInfo) { conns.Add(1) },
-		WroteRequest: func(httptrace.WroteRequestInfo) { written.Store(int64(c.since(time.Now()))) },
+		GotConn: func(info httptrace.GotConnInfo) { conns.Add(1); sends.attempt(info.Conn) },
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			written.Store(int64(c.since(time.Now())))
+			sends.wrote(info.Err == nil)
+		},
 	}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(rctx, trace), http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
@@ -138,6 +149,7 @@ func (c *Client) do(ctx context.Context, r *Request, keep bool) (res results.Res
 	}
 	defer func() {
 		res.Retries = max(int(conns.Load())-1, 0)
+		res.ResentWritten = sends.wholeBefore()
 		res.Written = time.Duration(written.Load())
 	}()
 	req.Header.Set("Idempotency-Key", c.requestKey())
@@ -591,4 +603,87 @@ func (s *stream) pump(wd *watchdog, since func(time.Time) time.Duration) (end ti
 			return now, nil, err
 		}
 	}
+}
+
+// sends counts a request's attempts whose request was written whole, on
+// a connection that was not reset, before the transport abandoned them
+// for another connection: the server may have processed those. The
+// transport calls it from its goroutines, one attempt after the other.
+type sends struct {
+	mu    sync.Mutex
+	n     int      // attempts begun
+	whole int      // earlier attempts written whole
+	cur   bool     // the current attempt was written whole
+	conn  net.Conn // the current attempt's
+}
+
+// attempt begins an attempt on conn.
+func (s *sends) attempt(conn net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n > 0 && s.cur && !wasReset(s.conn) {
+		s.whole++
+	}
+	s.n++
+	s.cur, s.conn = false, conn
+}
+
+// wrote records the current attempt's write: whole or not.
+func (s *sends) wrote(whole bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cur = whole
+}
+
+// wholeBefore is the number of attempts before the last that were written
+// whole.
+func (s *sends) wholeBefore() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.whole
+}
+
+// resetConn is a connection that remembers whether the peer reset it: a
+// server resets a connection it closes with data unread, so a request
+// written on a reset connection was not read whole.
+type resetConn struct {
+	net.Conn
+	reset atomic.Bool
+}
+
+func (c *resetConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil && errors.Is(err, syscall.ECONNRESET) {
+		c.reset.Store(true)
+	}
+	return n, err
+}
+
+func (c *resetConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if err != nil && errors.Is(err, syscall.ECONNRESET) {
+		c.reset.Store(true)
+	}
+	return n, err
+}
+
+// resetDialer wraps dial's connections in resetConns.
+func resetDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(context.Context, string, string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &resetConn{Conn: c}, nil
+	}
+}
+
+// wasReset reports whether conn (or the connection under a TLS one) was
+// reset by its peer.
+func wasReset(conn net.Conn) bool {
+	if tc, ok := conn.(*tls.Conn); ok {
+		conn = tc.NetConn()
+	}
+	rc, ok := conn.(*resetConn)
+	return ok && rc.reset.Load()
 }

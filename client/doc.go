@@ -26,9 +26,12 @@
 // One Client serves a run. Its transport keeps an idle pool of
 // Config.MaxConns connections to the one host (HTTP/1.1, one stream per
 // connection, no compression, no proxy, no redirects, loopback addresses
-// only). Client.Warm opens that many connections before the load starts, so
-// that the first requests neither pay for a dial nor queue behind a burst of
-// them. A stream that ended with [DONE] is read to its end (at most
+// only). Client.WarmUp opens that many connections before the load starts,
+// so that the first requests neither pay for a dial nor queue behind a
+// burst of them; it keeps those the server answers and stops waiting once
+// answers stop (a server with few HTTP threads serves only so many at
+// once), so it never holds a run back for long, and it reports what it
+// opened and how long it took (results.WarmUp). A stream that ended with [DONE] is read to its end (at most
 // 200 ms more) so that its connection returns to the pool.
 //
 // # Tokens and chunks

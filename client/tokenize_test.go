@@ -3,11 +3,14 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/servebench/servebench/internal/slotserver"
 )
 
 // TestCountTokens checks the /tokenize client against servers that answer
@@ -80,5 +83,47 @@ func TestCountTokens(t *testing.T) {
 				t.Errorf("error %v, want one naming %s and saying %q", err, srv.URL, tc.err)
 			}
 		})
+	}
+}
+
+// TestIssue20Tokenize is issue 20's llama.cpp /tokenize: it reads
+// "content" and answers {"tokens": []} to the {"prompt": …} body vLLM
+// reads, so every text counted 0 tokens. The client falls back on the
+// body llama.cpp reads, keeps it for the next questions, counts the chat
+// form through /apply-template, and says so when a server understands
+// neither body.
+func TestIssue20Tokenize(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := slotserver.Start(t, slotserver.Config{Tokenize: "content"})
+	c := newTestClient(t, srv.URL, Config{})
+	if n, err := c.CountTokens(ctx, Tokenize{Model: "m", Prompt: "one two three"}); n != 3 || err != nil {
+		t.Fatalf("llama.cpp body: %d, %v; want 3", n, err)
+	}
+	if n, err := c.CountTokens(ctx, Tokenize{Model: "m", Prompt: "one two three", Specials: true}); n != 4 || err != nil {
+		t.Errorf("with add_special: %d, %v; want 4", n, err)
+	}
+	if got := srv.Received("/tokenize"); got != 3 {
+		t.Errorf("%d requests to /tokenize, want 3: the dialect found is kept", got)
+	}
+	// "<|user|> one two three <|end|> <|assistant|>" and BOS.
+	if n, err := c.CountTokens(ctx, Tokenize{Model: "m", Prompt: "one two three", Chat: true}); n != 7 || err != nil {
+		t.Errorf("chat form: %d, %v; want 7", n, err)
+	}
+
+	vllm := slotserver.Start(t, slotserver.Config{Tokenize: "prompt"})
+	cv := newTestClient(t, vllm.URL, Config{})
+	if n, err := cv.CountTokens(ctx, Tokenize{Model: "m", Prompt: "one two three", Specials: true}); n != 4 || err != nil {
+		t.Errorf("vLLM body: %d, %v; want 4", n, err)
+	}
+
+	deaf := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"tokens":[]}`)
+	}))
+	defer deaf.Close()
+	cd := newTestClient(t, deaf.URL, Config{})
+	_, err := cd.CountTokens(ctx, Tokenize{Model: "m", Prompt: "one two three"})
+	if !errors.Is(err, ErrTokenizeNotUnderstood) || !strings.Contains(err.Error(), "this server's /tokenize did not understand the request") {
+		t.Errorf("err = %v, want ErrTokenizeNotUnderstood", err)
 	}
 }

@@ -224,12 +224,21 @@ func Serve(ctx context.Context, addr string, g prometheus.Gatherer) (listening s
 	return ln.Addr().String(), func() { cancel(); shut() }, nil
 }
 
+// CheckAddr is Listen's check of addr, without listening (for a dry run):
+// a loopback address unless allowRemote.
+func CheckAddr(addr string, allowRemote bool) error {
+	if !allowRemote && !loopback.Addr(addr) {
+		return fmt.Errorf("metrics address %s: want a loopback address such as 127.0.0.1:9464 (another host may scrape it only with target.allow_remote)", addr)
+	}
+	return nil
+}
+
 // Listen opens addr for the metrics page: a loopback address unless
 // allowRemote (the run's target.allow_remote), so a run's figures are not
 // served to the network by accident. Port 0 picks a free one.
 func Listen(addr string, allowRemote bool) (net.Listener, error) {
-	if !allowRemote && !loopback.Addr(addr) {
-		return nil, fmt.Errorf("metrics address %s: want a loopback address such as 127.0.0.1:9464 (another host may scrape it only with target.allow_remote)", addr)
+	if err := CheckAddr(addr, allowRemote); err != nil {
+		return nil, err
 	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -38,7 +38,7 @@ load: {stages: [{concurrency: 2, requests: 6}]}
 	seen := map[string]uint64{}
 	for i := range 2 {
 		sh := scenario.Shard{Index: i, Count: 2}
-		p, err := scenario.NewShardPrompts(sc, sh)
+		p, err := scenario.NewShardPrompts(t.Context(), sc, sh, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -57,6 +57,7 @@ type Aggregate struct {
 	ends         []results.End // End records read
 	warnings     []string
 	skipped      map[string]int // records not aggregated, by reason
+	writeErr     string         // why the run's results file stopped being written (WriteFailed)
 	buf          []time.Duration
 
 	hosts, versions map[string]bool // distinct hosts and server versions of the headers
@@ -102,6 +103,10 @@ func (a *Aggregate) AddHeader(h *results.Header) {
 	}
 	if h.Ends {
 		a.ending++
+	}
+	if a.meta.WarmUp == nil && h.WarmUp != nil {
+		w := *h.WarmUp
+		a.meta.WarmUp = &w
 	}
 	if a.files == 1 {
 		a.meta.Tool, a.meta.Version, a.meta.Target, a.meta.Model = h.Tool, h.Version, h.Target, h.Model
@@ -163,13 +168,27 @@ func (a *Aggregate) check(r *results.Result) string {
 	if n := len(r.ChunkTimes); n > 0 && (r.ChunkTimes[0] < 0 || r.ChunkTimes[n-1] > maxOffset) {
 		return "a chunk time outside the run"
 	}
+	if r.PromptTokens < 0 || r.OutputTokens < 0 || r.ReasoningTokens < 0 || r.CachedTokens < 0 || r.InputTokens < 0 || r.MaxTokens < 0 {
+		return "a negative token count"
+	}
 	return ""
+}
+
+// WriteFailed tells a run's aggregate that its results file could not be
+// written (a full disk): the run stops, the aggregate gets no more records
+// (it sums what the file holds) and its summary says why it is
+// incomplete, rather than guessing at a kill from the missing end record.
+func (a *Aggregate) WriteFailed(err error) {
+	if err != nil && a.writeErr == "" {
+		a.writeErr = err.Error()
+	}
 }
 
 // Add accumulates one request record; r is not retained. Warmup records
 // are counted as such, and count on the timeline, but in no statistic. A
 // record that cannot be (an unknown outcome, a stage the scenario lacks, a
-// time outside the run) is skipped and counted in a warning.
+// time outside the run, a negative token count) is skipped and counted in
+// a warning.
 func (a *Aggregate) Add(r *results.Result) {
 	if why := a.check(r); why != "" {
 		if a.skipped == nil {
@@ -272,6 +291,7 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 	}
 	s.req.Scheduled++
 	s.req.Retried += int64(r.Retries)
+	s.req.ResentWritten += int64(r.ResentWritten)
 	switch r.Outcome {
 	case results.OK:
 		s.req.OK++
@@ -358,6 +378,7 @@ func (s *stageAgg) merge(o *stageAgg) {
 	s.req.Dropped += o.req.Dropped
 	s.req.Warmup += o.req.Warmup
 	s.req.Retried += o.req.Retried
+	s.req.ResentWritten += o.req.ResentWritten
 	s.req.Inputs += o.req.Inputs
 	for k, v := range o.errors {
 		s.errors[k] += v
@@ -442,11 +463,15 @@ func (a *Aggregate) Summary() *Summary {
 	for _, why := range slices.Sorted(maps.Keys(a.skipped)) {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d request records were skipped: they have %s (a damaged or foreign results file?)", a.skipped[why], why))
 	}
+	if w := out.WarmUp; w != nil && w.Opened < w.Wanted {
+		out.Warnings = append(out.Warnings, w.String())
+	}
 	out.Harness = a.harness()
 	if h := out.Harness; h != nil && h.Limited {
 		out.Warnings = append(out.Warnings, "LIMITED BY THE CLIENT: "+h.Reason+"; "+LimitedAdvice)
 	}
-	explain(out.Correlation, out.Harness, out.Stages)
+	explain(out.Correlation, out.Harness, out.Stages, out.Workload)
+	out.Comparability = comparability(&out)
 	out.Incomplete = a.incomplete()
 	for _, e := range a.ends {
 		out.Until = append(out.Until, e.Until...)
@@ -478,10 +503,16 @@ func (a *Aggregate) Summary() *Summary {
 				"the server stopped them at its context limit; their latencies and throughput describe shorter responses than asked for",
 			n, overall.req.OK))
 	}
-	if n := overall.req.Retried; n > 0 {
+	if n, w := overall.req.Retried, overall.req.ResentWritten; n > 0 && w == 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf(
 			"%d requests were sent again on a fresh connection: the server closed kept-alive connections after a response "+
-				"(as llama.cpp's server does); none had been processed, and their TTFT includes the new connection", n))
+				"(as llama.cpp's server does) before the first send was written whole, so none was processed twice; "+
+				"their TTFT includes the new connection", n))
+	} else if n > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf(
+			"%d requests were sent again on a fresh connection after the server closed a kept-alive one before any response byte; "+
+				"%d of the earlier sends had been written whole, so the server may have processed them too: up to %d requests' "+
+				"work that no record counts (duplicate load; a server that closes connections while it works on a request)", n, w, w))
 	}
 	if n := overall.tokens.EstimatedRequests; n > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf(
@@ -557,8 +588,11 @@ func (a *Aggregate) incomplete() string {
 			why = append(why, e.Reason)
 		}
 	}
-	if len(a.ends) < a.ending {
-		why = append(why, "a results file has no end record: the run was killed before it finished")
+	switch {
+	case a.writeErr != "":
+		why = append(why, "the results file could not be written ("+a.writeErr+"): the records after it are in neither the file nor the figures")
+	case len(a.ends) < a.ending:
+		why = append(why, "a results file has no end record: the run was killed, or its disk filled, before it finished")
 	}
 	return strings.Join(why, "; ")
 }
@@ -750,4 +784,69 @@ func joinSet(set map[string]bool) string {
 func round(x float64, digits int) float64 {
 	p := math.Pow(10, float64(digits))
 	return math.Round(x*p) / p
+}
+
+// quantileBounds are the one-sided distribution-free bounds of the
+// q-quantile of h at (1+conf)/2 each (together a conf interval), in
+// milliseconds; either may be missing with too few samples.
+func quantileBounds(h *hdrhistogram.Histogram, q, conf float64) (lo, hi float64, loOK, hiOK bool) {
+	n := h.TotalCount()
+	if n == 0 {
+		return 0, 0, false, false
+	}
+	tail := (1 + conf) / 2
+	at := func(rank int) float64 { return round(quantile(h, 100*float64(rank)/float64(n))/1000, 4) }
+	if r, ok := stats.QuantileBound(int(n), q, tail, false); ok {
+		lo, loOK = at(r), true
+	}
+	if r, ok := stats.QuantileBound(int(n), q, tail, true); ok {
+		hi, hiOK = at(r), true
+	}
+	return lo, hi, loOK, hiOK
+}
+
+// StatInterval is the conf interval of a latency statistic ("p50" …
+// "p99_9", "mean") of stage i (−1: the whole run), in milliseconds: the
+// distribution-free interval of a percentile from the histogram, the
+// Student-t interval of the mean. ok is false with too few samples, or for
+// the max.
+func (a *Aggregate) StatInterval(i int, metric, stat string, conf float64) (lo, hi float64, ok bool) {
+	h := a.Histogram(i, metric)
+	if h == nil || h.TotalCount() < 2 {
+		return 0, 0, false
+	}
+	if q, isQ := results.Quantile(stat); isQ {
+		lo, hi, loOK, hiOK := quantileBounds(h, q, conf)
+		return lo, hi, loOK && hiOK
+	}
+	if stat != "mean" {
+		return 0, 0, false
+	}
+	n := float64(h.TotalCount())
+	mean, sd := h.Mean()/1000, h.StdDev()/1000*math.Sqrt(n/(n-1))
+	half := stats.TQuantile(1-(1-conf)/2, n-1) * sd / math.Sqrt(n)
+	return mean - half, mean + half, true
+}
+
+// RateInterval is the conf interval of a stage's output tokens per second
+// by batch means: the stage's full scrape windows as batches, a Student-t
+// interval over their rates, scaled to the stage's own figure (the windows
+// cover the load, not the stage's whole span). None with fewer than five
+// windows.
+func (a *Aggregate) RateInterval(st *Stage, conf float64) (lo, hi float64, ok bool) {
+	var rates []float64
+	for _, w := range a.Windows() {
+		if w.Full && (st.Index < 0 || w.Stage == st.Index) && w.To > w.From {
+			rates = append(rates, w.OutputTokensPerSec)
+		}
+	}
+	if len(rates) < 5 {
+		return 0, 0, false
+	}
+	iv := stats.Mean(rates, conf)
+	if !iv.OK || iv.Estimate <= 0 {
+		return 0, 0, false
+	}
+	scale := st.OutputTokensPerSec / iv.Estimate
+	return iv.Lo * scale, iv.Hi * scale, true
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"math"
 	"math/rand/v2"
@@ -362,5 +363,63 @@ func TestPeaks(t *testing.T) {
 	}
 	if s.DurationS != 12.001 {
 		t.Errorf("duration %v s, want 12.001 (1 s to the last end at 13.001 s)", s.DurationS)
+	}
+}
+
+// TestIssue22ResentWarning (issue 22, item 5): resends are said as they
+// are: none processed twice when no earlier send was written whole, and
+// otherwise how many the server may have processed too.
+func TestIssue22ResentWarning(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name          string
+		retries, sent int
+		want          string
+	}{
+		{"never written whole", 3, 0, "3 requests were sent again on a fresh connection: the server closed kept-alive connections after a response (as llama.cpp's server does) before the first send was written whole, so none was processed twice"},
+		{"written whole", 3, 2, "3 requests were sent again on a fresh connection after the server closed a kept-alive one before any response byte; 2 of the earlier sends had been written whole, so the server may have processed them too: up to 2 requests' work that no record counts"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a := New()
+			for i := range 3 {
+				r := okResult(uint64(i), 0, time.Second, 100*msec, 10*msec, 5)
+				r.Retries = 1
+				r.ResentWritten = min(max(tc.sent-i, 0), 1)
+				a.Add(&r)
+			}
+			s := a.Summary()
+			if s.Overall.Requests.Retried != int64(tc.retries) || s.Overall.Requests.ResentWritten != int64(tc.sent) {
+				t.Errorf("retried %d, resent_written %d; want %d, %d", s.Overall.Requests.Retried, s.Overall.Requests.ResentWritten, tc.retries, tc.sent)
+			}
+			if w := strings.Join(s.Warnings, "\n"); !strings.Contains(w, tc.want) {
+				t.Errorf("warnings:\n%s\nwant %q", w, tc.want)
+			}
+		})
+	}
+}
+
+// TestIssue22WriteFailed (issue 22, item 9): on a full disk the summary
+// blamed a kill for the missing end record. A run whose results file could
+// not be written says so; a file read back without its end record names
+// both causes.
+func TestIssue22WriteFailed(t *testing.T) {
+	t.Parallel()
+	hdr := &results.Header{Schema: results.Schema, Ends: true, Scenario: json.RawMessage(`{"name":"m","load":{"stages":[{"name":"only"}]}}`)}
+	a := New()
+	a.AddHeader(hdr)
+	r := okResult(0, 0, time.Second, 100*msec, 10*msec, 5)
+	a.Add(&r)
+	a.WriteFailed(errors.New("write record 57: no space left on device"))
+	s := a.Summary()
+	if !strings.Contains(s.Incomplete, "the results file could not be written (write record 57: no space left on device)") ||
+		strings.Contains(s.Incomplete, "killed") {
+		t.Errorf("incomplete: %q", s.Incomplete)
+	}
+	b := New()
+	b.AddHeader(hdr)
+	b.Add(&r)
+	if got := b.Summary().Incomplete; !strings.Contains(got, "killed, or its disk filled") {
+		t.Errorf("a file without its end record: %q", got)
 	}
 }

@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/servebench/servebench/report/correlate"
@@ -17,78 +16,123 @@ const kvFullPerc = 90
 
 // conclusion answers, in one sentence, whether the server saturated and
 // what limited it: the client itself when the harness says so; else the
-// stages' saturation verdicts (correlate.StageCorrelation.Verdict), with
-// what the scrapes say about the cause (KV-cache usage and preemptions,
-// or requests running at a cap while the cache had room). It also returns
-// the index of the stage it states the verdict of (−1 for none), whose
-// own verdict sentence the findings then leave out. It returns "" when
-// there is nothing to judge (no request was sent).
-func conclusion(c *correlate.Correlation, h *results.Harness) (string, int) {
+// stages' saturation verdicts (judgeStage), the most telling stage's with its
+// reasons and what the scrapes say about the cause (KV-cache usage and
+// preemptions, or requests running at a cap while the cache had room).
+// Each stage's reasons stay its own: a sentence never merges the figures
+// of two stages. It also returns the stages whose verdict it states, which
+// the findings then leave out. It returns "" when there is nothing to
+// judge (no request was sent).
+func conclusion(c *correlate.Correlation, h *results.Harness) (string, map[int]bool) {
+	stated := map[int]bool{}
 	if c == nil || len(c.Stages) == 0 {
-		return "", -1
+		return "", stated
 	}
 	if h != nil && h.Limited {
 		return fmt.Sprintf("The client, not the server, limited this run (%s): the figures describe this machine's "+
-			"limits more than the server's.", h.Reason), -1
+			"limits more than the server's.", h.Reason), stated
 	}
 	byVerdict := map[string][]*correlate.StageCorrelation{}
 	for i := range c.Stages {
 		st := &c.Stages[i]
 		byVerdict[st.Verdict] = append(byVerdict[st.Verdict], st)
 	}
-	names := func(sts []*correlate.StageCorrelation) string {
-		q := make([]string, len(sts))
-		for i, st := range sts {
-			q[i] = fmt.Sprintf("%q", st.Name)
-		}
-		return joinWords(q)
-	}
-	others := func(skip []*correlate.StageCorrelation) string {
-		var rest []*correlate.StageCorrelation
-		for i := range c.Stages {
-			if !slices.Contains(skip, &c.Stages[i]) {
-				rest = append(rest, &c.Stages[i])
-			}
-		}
-		if len(rest) == 0 {
+	also := func(sts []*correlate.StageCorrelation) string {
+		if len(sts) < 2 {
 			return ""
 		}
-		return " (not in " + names(rest) + ")"
+		q := make([]string, 0, len(sts)-1)
+		for _, st := range sts[1:] {
+			q = append(q, fmt.Sprintf("%q", st.Name))
+		}
+		return fmt.Sprintf(" (and in %s %s, below)", noun(len(q), "stage", "stages"), joinWords(q))
 	}
 	switch {
 	case len(byVerdict[correlate.VerdictSaturated]) > 0:
 		sat := byVerdict[correlate.VerdictSaturated]
-		st := sat[0]
-		return fmt.Sprintf("Saturated in %s %s%s: requests queued for admission (waiting %s → %s) while output stayed near %s tok/s; %s",
-			noun(len(sat), "stage", "stages"), names(sat), others(sat), num(deref(st.WaitingStart)), num(deref(st.WaitingEnd)),
-			num(stageTokens(st)), limit(st)), st.Index
+		st := mostLoaded(sat)
+		stated[st.Index] = true
+		return fmt.Sprintf("Saturated in stage %q%s: %s; %s", st.Name, also(reorder(sat, st)), st.VerdictReason, limit(st)), stated
 	case len(byVerdict[correlate.VerdictQueueing]) > 0:
 		q := byVerdict[correlate.VerdictQueueing]
-		st := q[0]
-		return fmt.Sprintf("Near capacity but not saturated in %s %s: %s; %s", noun(len(q), "stage", "stages"), names(q),
-			st.VerdictReason, limit(st)), st.Index
+		st := mostLoaded(q)
+		stated[st.Index] = true
+		return fmt.Sprintf("Near capacity but not shown saturated in stage %q%s: %s; %s", st.Name, also(reorder(q, st)), st.VerdictReason, limit(st)), stated
 	case len(byVerdict[correlate.VerdictNotSaturated]) > 0:
-		s := "Not saturated: in no stage did requests queue for long"
-		if unknown := byVerdict[correlate.VerdictUnknown]; len(unknown) > 0 {
-			s = fmt.Sprintf("Not saturated where it could be judged: in no stage did requests queue for long (%s %s had no "+
-				"waiting-requests count scraped)", noun(len(unknown), "stage", "stages"), names(unknown))
+		return notSaturated(c, byVerdict, stated), stated
+	case len(byVerdict[correlate.VerdictInsufficient]) > 0 && len(byVerdict[correlate.VerdictUnknown]) == 0:
+		var why []string
+		for _, st := range byVerdict[correlate.VerdictInsufficient] {
+			stated[st.Index] = true
+			why = append(why, fmt.Sprintf("stage %q: %s", st.Name, st.VerdictReason))
 		}
-		var peakKV float64
-		known := false
-		for _, st := range c.Stages {
-			if st.KVUsageMax != nil {
-				peakKV, known = max(peakKV, *st.KVUsageMax), true
-			}
-		}
-		if known {
-			s += fmt.Sprintf(" and KV-cache usage stayed at or below %.0f %%", peakKV)
-		}
-		return s + ": the server had capacity to spare at this load; raise the load to find its limit.", -1
+		return "No verdict: no stage had enough successful requests to judge whether the server saturated (" + strings.Join(why, "; ") + ").", stated
+	}
+	for _, st := range byVerdict[correlate.VerdictUnknown] {
+		stated[st.Index] = true // the sentence below says why for every one
 	}
 	if !c.Aligned {
-		return cannotTell + "no /metrics page was scraped, so the timeline holds the client's figures only.", -1
+		return cannotTell + "no /metrics page was scraped, so the timeline holds the client's figures only.", stated
 	}
-	return cannotTell + "the server exports no waiting-requests count, so only the client's figures speak.", -1
+	return cannotTell + "the server exports no waiting-requests count, so only the client's figures speak.", stated
+}
+
+// notSaturated states the stages that were judged not saturated, each
+// with its own reason, and the peak KV-cache usage.
+func notSaturated(c *correlate.Correlation, byVerdict map[string][]*correlate.StageCorrelation, stated map[int]bool) string {
+	var parts []string
+	for _, st := range byVerdict[correlate.VerdictNotSaturated] {
+		stated[st.Index] = true
+		parts = append(parts, fmt.Sprintf("in stage %q %s", st.Name, st.VerdictReason))
+	}
+	s := "Not saturated: " + joinWords(parts)
+	var rest []string
+	for _, v := range []string{correlate.VerdictUnknown, correlate.VerdictInsufficient} {
+		for _, st := range byVerdict[v] {
+			rest = append(rest, fmt.Sprintf("%q", st.Name))
+		}
+	}
+	if len(rest) > 0 {
+		s += fmt.Sprintf(" (%s %s could not be judged: see below)", noun(len(rest), "stage", "stages"), joinWords(rest))
+	}
+	var peakKV float64
+	known := false
+	for _, st := range c.Stages {
+		if st.KVUsageMax != nil {
+			peakKV, known = max(peakKV, *st.KVUsageMax), true
+		}
+	}
+	if known {
+		s += fmt.Sprintf("; KV-cache usage stayed at or below %.0f %%", peakKV)
+	}
+	return s + ": the server had capacity to spare at this load; raise the load to find its limit."
+}
+
+// mostLoaded returns the stage with the most requests offered per second
+// (open loop) or in flight, the last on a tie.
+func mostLoaded(sts []*correlate.StageCorrelation) *correlate.StageCorrelation {
+	best, bestLoad := sts[0], -1.0
+	for _, st := range sts {
+		load := 0.0
+		if l := st.Load; l != nil {
+			load = l.InFlightMean
+		}
+		if load >= bestLoad {
+			best, bestLoad = st, load
+		}
+	}
+	return best
+}
+
+// reorder puts first at the head of sts.
+func reorder(sts []*correlate.StageCorrelation, first *correlate.StageCorrelation) []*correlate.StageCorrelation {
+	out := []*correlate.StageCorrelation{first}
+	for _, st := range sts {
+		if st != first {
+			out = append(out, st)
+		}
+	}
+	return out
 }
 
 // cannotTell opens the conclusion of a run whose saturation the scrapes
@@ -126,22 +170,6 @@ func stageTokens(st *correlate.StageCorrelation) float64 {
 		return st.Start.TokensPerSec
 	}
 	return 0
-}
-
-// dropped says how many open-loop arrivals were dropped at the cap, per
-// stage, or "".
-func dropped(stages []Stage) string {
-	var parts []string
-	for _, st := range stages {
-		if st.Requests.Dropped > 0 {
-			parts = append(parts, fmt.Sprintf("%s of %s arrivals in stage %q", num(float64(st.Requests.Dropped)),
-				num(float64(st.Requests.Scheduled)), st.Name))
-		}
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return joinWords(parts) + " were dropped at the open loop's max_concurrency cap, never sent: the load offered more than was served."
 }
 
 // noun returns one when n is 1, else many.

@@ -187,7 +187,7 @@ func (l lawRun) records() ([]results.Result, []results.Sample) {
 		}
 		ss = append(ss, results.Sample{Index: uint64(len(ss)), Target: "http://127.0.0.1:1/metrics",
 			Start: at, At: at, OK: true, Reading: results.Reading{Profile: "vllm", Snapshot: results.Snapshot{Values: results.Values{
-				results.KVUsage: math.Min(1, float64(j)/float64(len(ticks)+1)), results.Running: float64(l.streams),
+				results.KVUsage: 0.8 * float64(j) / float64(len(ticks)+1), // below the 90 % that reads as a full cache results.Running: float64(l.streams),
 				results.Waiting: w, results.Preemptions: 0, results.GenerationTokens: gen * l.serverScale,
 			}}}})
 	}
@@ -209,7 +209,7 @@ func correlateRecords(rs []results.Result, ss []results.Sample) *correlate.Corre
 
 func TestCorrelationLaw(t *testing.T) {
 	t.Parallel()
-	base := lawRun{streams: 4, prompt: 1000, output: 3000, a: 0.010, b: 500e-9, serverScale: 1}
+	base := lawRun{streams: 12, prompt: 1000, output: 3000, a: 0.010, b: 500e-9, serverScale: 1}
 	tests := []struct {
 		name      string
 		run       lawRun
@@ -289,7 +289,7 @@ func TestCorrelationLaw(t *testing.T) {
 // client-side timeline on fixed windows, and no server figure.
 func TestCorrelationWithoutScrapes(t *testing.T) {
 	t.Parallel()
-	rs, _ := lawRun{streams: 2, prompt: 100, output: 2000, a: 0.005, b: 1e-6, serverScale: 1}.records()
+	rs, _ := lawRun{streams: 12, prompt: 100, output: 2000, a: 0.005, b: 1e-6, serverScale: 1}.records()
 	c := correlateRecords(rs, nil)
 	if c.Aligned || c.CrossCheck != nil || c.RKVUsage != nil || c.Preemptions != nil {
 		t.Errorf("server figures without scrapes: %+v", c)

@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -18,7 +19,7 @@ var CSVColumns = []string{
 	"scheduled_s", "sent_s", "sent_utc",
 	"ttft_ms", "ttfc_ms", "tpot_ms", "itl_mean_ms", "itl_max_ms", "e2e_ms", "schedule_lag_ms",
 	"input_tokens_asked", "max_tokens", "prompt_tokens", "output_tokens", "reasoning_tokens", "cached_tokens",
-	"tokens_estimated", "finish_reason", "chunks", "retries", "error",
+	"tokens_estimated", "finish_reason", "chunks", "retries", "error", "resent_written",
 }
 
 // WriteCSV writes one CSV row per request record of the results files
@@ -29,11 +30,24 @@ var CSVColumns = []string{
 // where undefined (a failed request has no TTFT). It streams: a record
 // is written as it is read and not kept. A sharded run's shards may be
 // given in any order; each row names its host. The readers' warnings (a
-// cut-off last line) are returned, for stderr: never in the CSV.
-func WriteCSV(w io.Writer, paths ...string) (warnings []error, err error) {
+// cut-off last line, records no run writes) are returned, for stderr:
+// never in the CSV. Files of different scenarios are refused unless
+// rd.Mixed, as by FromFiles.
+func (rd Reader) WriteCSV(w io.Writer, paths ...string) (warnings []error, err error) {
 	files, err := results.OpenFiles(paths...)
 	if err != nil {
 		return nil, fmt.Errorf("write CSV: %w", err)
+	}
+	if err := results.SameScenario(files.Paths(), files.Headers()); err != nil && !rd.Mixed {
+		return nil, fmt.Errorf("write CSV: %w", err)
+	}
+	check := newRecordCheck(files.Paths(), files.Headers())
+	warn := func() []error {
+		out := append([]error(nil), files.Warnings()...)
+		for _, w := range check.warnings() {
+			out = append(out, errors.New(w))
+		}
+		return out
 	}
 	cw := csv.NewWriter(w)
 	if err := cw.Write(CSVColumns); err != nil {
@@ -47,8 +61,9 @@ func WriteCSV(w io.Writer, paths ...string) (warnings []error, err error) {
 	var buf []time.Duration
 	for rec, err := range files.All() {
 		if err != nil {
-			return files.Warnings(), fmt.Errorf("write CSV: %w", err)
+			return warn(), fmt.Errorf("write CSV: %w", err)
 		}
+		check.add(rec)
 		r := rec.Result
 		if r == nil {
 			continue
@@ -56,14 +71,14 @@ func WriteCSV(w io.Writer, paths ...string) (warnings []error, err error) {
 		h := files.Headers()[rec.File]
 		buf = csvRow(row, r, h.Host, specs[rec.File].StageName(r.Stage), files.Epoch(), buf)
 		if err := cw.Write(row); err != nil {
-			return files.Warnings(), fmt.Errorf("write CSV: %w", err)
+			return warn(), fmt.Errorf("write CSV: %w", err)
 		}
 	}
 	cw.Flush()
 	if err := cw.Error(); err != nil {
-		return files.Warnings(), fmt.Errorf("write CSV: %w", err)
+		return warn(), fmt.Errorf("write CSV: %w", err)
 	}
-	return files.Warnings(), nil
+	return warn(), nil
 }
 
 // csvRow fills row with r's columns; buf is scratch space, returned for
@@ -113,6 +128,7 @@ func csvRow(row []string, r *results.Result, host, stage string, epoch time.Time
 		count(r.InputTokens), count(r.MaxTokens), strconv.Itoa(r.PromptTokens), strconv.Itoa(r.OutputTokens),
 		count(r.ReasoningTokens), count(r.CachedTokens),
 		strconv.FormatBool(r.Estimated), r.FinishReason, strconv.Itoa(len(r.ChunkTimes)), count(r.Retries), r.Error,
+		count(r.ResentWritten),
 	}
 	copy(row, vals)
 	return buf

@@ -15,7 +15,7 @@ import (
 func TestWriteCSVGolden(t *testing.T) {
 	t.Parallel()
 	var b bytes.Buffer
-	if warns, err := WriteCSV(&b, preemptFixture); err != nil || len(warns) > 0 {
+	if warns, err := (Reader{}).WriteCSV(&b, preemptFixture); err != nil || len(warns) > 0 {
 		t.Fatal(err, warns)
 	}
 	goldenFile(t, "requests.csv", b.Bytes())

@@ -10,13 +10,13 @@ import (
 )
 
 // findings states the correlation in sentences, most telling first,
-// leaving out the verdict sentence of stage skip (the conclusion states
-// it).
-func findings(c *correlate.Correlation, skip int) []string {
+// leaving out the verdict sentences of the stages the conclusion states.
+func findings(c *correlate.Correlation, stated map[int]bool) []string {
 	var out []string
 	if !c.Aligned && !strings.HasPrefix(c.Conclusion, cannotTell) {
 		out = append(out, "No server metrics were scraped: the timeline holds client-side figures only.")
 	}
+	out = append(out, steadiness(c)...)
 	for _, st := range c.Stages {
 		if st.Start == nil || st.End == nil || st.Drop == nil || st.SteadyWindows < 2 {
 			continue
@@ -76,43 +76,57 @@ func findings(c *correlate.Correlation, skip int) []string {
 		out = append(out, fmt.Sprintf("%s of time to first token was spent while the server had requests waiting for admission.",
 			pct(*c.TTFTWaitingShare)))
 	}
-	if c.Preemptions != nil && *c.Preemptions > 0 {
-		s := fmt.Sprintf("The server preempted %s times", num(*c.Preemptions))
-		var per []string
-		for _, st := range c.Stages {
-			if st.Preemptions != nil && *st.Preemptions > 0 {
-				per = append(per, fmt.Sprintf("%s in %q", num(*st.Preemptions), st.Name))
-			}
-		}
-		if len(per) > 0 {
-			s += " (" + strings.Join(per, ", ") + ")"
-		}
-		s += fmt.Sprintf("; %d requests had their worst inter-token gaps in a window with a preemption", c.PreemptedRequests)
-		var seqs []string
-		for _, st := range c.Stages {
-			for _, q := range st.AffectedSeqs {
-				if len(seqs) < 10 {
-					seqs = append(seqs, fmt.Sprint(q))
-				}
-			}
-		}
-		if len(seqs) > 0 {
-			s += ": seq " + strings.Join(seqs, ", ")
-			if c.PreemptedRequests > len(seqs) {
-				s += ", …"
-			}
-		}
-		out = append(out, s+".")
+	if p := preemptionFinding(c); p != "" {
+		out = append(out, p)
 	}
 	for _, st := range c.Stages {
+		if stated[st.Index] {
+			continue
+		}
 		switch st.Verdict {
-		case "saturated", "queueing":
-			if st.Index != skip {
-				out = append(out, fmt.Sprintf("Stage %q is %s: %s.", st.Name, st.Verdict, st.VerdictReason))
-			}
+		case correlate.VerdictInsufficient:
+			out = append(out, fmt.Sprintf("Stage %q: %s.", st.Name, st.VerdictReason))
+		case correlate.VerdictUnknown:
+			out = append(out, fmt.Sprintf("Stage %q cannot be judged: %s.", st.Name, st.VerdictReason))
+		default:
+			out = append(out, fmt.Sprintf("Stage %q is %s: %s.", st.Name, st.Verdict, st.VerdictReason))
 		}
 	}
 	return out
+}
+
+// preemptionFinding states the server's preemptions, per stage, and the
+// requests whose worst gaps fell in a window with one; "" without any.
+func preemptionFinding(c *correlate.Correlation) string {
+	if c.Preemptions == nil || *c.Preemptions <= 0 {
+		return ""
+	}
+	s := fmt.Sprintf("The server preempted %s times", num(*c.Preemptions))
+	var per []string
+	for _, st := range c.Stages {
+		if st.Preemptions != nil && *st.Preemptions > 0 {
+			per = append(per, fmt.Sprintf("%s in %q", num(*st.Preemptions), st.Name))
+		}
+	}
+	if len(per) > 0 {
+		s += " (" + strings.Join(per, ", ") + ")"
+	}
+	s += fmt.Sprintf("; %d requests had their worst inter-token gaps in a window with a preemption", c.PreemptedRequests)
+	var seqs []string
+	for _, st := range c.Stages {
+		for _, q := range st.AffectedSeqs {
+			if len(seqs) < 10 {
+				seqs = append(seqs, fmt.Sprint(q))
+			}
+		}
+	}
+	if len(seqs) > 0 {
+		s += ": seq " + strings.Join(seqs, ", ")
+		if c.PreemptedRequests > len(seqs) {
+			s += ", …"
+		}
+	}
+	return s + "."
 }
 
 // correlations states the Pearson r of output tok/s with KV-cache usage
@@ -189,37 +203,6 @@ func signedPct(f float64) string {
 	return pct(f)
 }
 
-// verdictReason states why a stage got its saturation verdict, with the
-// numbers. noTokens is true for a run whose responses carry no output
-// tokens (embeddings): its windows have no throughput to compare.
-func verdictReason(sc *correlate.StageCorrelation, noTokens bool) string {
-	start, end, peak := deref(sc.WaitingStart), deref(sc.WaitingEnd), deref(sc.WaitingMax)
-	change := sc.ThroughputChange
-	switch sc.Verdict {
-	case correlate.VerdictUnknown:
-		return "the server exports no waiting-requests metric"
-	case correlate.VerdictNotSaturated:
-		if peak == 0 {
-			return "no request waited for admission"
-		}
-		return fmt.Sprintf("requests waited only briefly (in %d of %d windows, at most %s)", sc.QueuedWindows, sc.WaitingWindows, num(peak))
-	case correlate.VerdictSaturated:
-		return fmt.Sprintf("waiting grew from %s to %s requests while output tok/s changed %s across the windows with requests waiting",
-			num(start), num(end), signedPct(change))
-	}
-	if end-start >= 1 && noTokens && math.IsNaN(change) {
-		return fmt.Sprintf("waiting grew from %s to %s requests; embeddings return no tokens as they go, so whether throughput stayed flat cannot be told window by window (inputs/s is the stage's figure)", num(start), num(end))
-	}
-	if end-start >= 1 {
-		s := fmt.Sprintf("waiting grew from %s to %s requests, but output tok/s was not flat", num(start), num(end))
-		if !math.IsNaN(change) {
-			s += " (" + signedPct(change) + ")"
-		}
-		return s
-	}
-	return fmt.Sprintf("up to %s requests waited, but the queue did not grow (%s at the start, %s at the end)", num(peak), num(start), num(end))
-}
-
 func deref(p *float64) float64 {
 	if p == nil {
 		return 0
@@ -228,27 +211,55 @@ func deref(p *float64) float64 {
 }
 
 // explain writes the sentences of a correlation: each stage's verdict
-// reason, the conclusion (is the server saturated, and what limits it),
-// then the findings, the conclusion first and the arrivals dropped next.
-func explain(c *correlate.Correlation, h *results.Harness, stages []Stage) {
+// and its reasons (judgeStage), the conclusion (is the server saturated, and
+// what limits it), then the findings, the conclusion first and the
+// arrivals dropped next. A run in which no request succeeded gets no
+// sentence beyond saying so: its figures describe nothing.
+func explain(c *correlate.Correlation, h *results.Harness, stages []Stage, w *Workload) {
 	if c == nil {
 		return
 	}
 	noTokens := false
-	for _, st := range stages {
-		noTokens = noTokens || st.Requests.Inputs > 0
+	byIndex := map[int]*Stage{}
+	for i := range stages {
+		noTokens = noTokens || stages[i].Requests.Inputs > 0
+		byIndex[stages[i].Index] = &stages[i]
 	}
 	for i := range c.Stages {
-		c.Stages[i].VerdictReason = verdictReason(&c.Stages[i], noTokens)
+		judgeStage(&c.Stages[i], byIndex[c.Stages[i].Index], noTokens)
 	}
-	var skip int
-	c.Conclusion, skip = conclusion(c, h)
 	c.Findings = nil
+	var stated map[int]bool
+	c.Conclusion, stated = conclusion(c, h)
 	if c.Conclusion != "" {
 		c.Findings = append(c.Findings, c.Conclusion)
 	}
-	if d := dropped(stages); d != "" {
-		c.Findings = append(c.Findings, d)
+	ok := int64(0)
+	for _, st := range stages {
+		ok += st.Requests.OK
 	}
-	c.Findings = append(c.Findings, findings(c, skip)...)
+	if ok == 0 {
+		return
+	}
+	c.Findings = append(c.Findings, dropsExplained(c, stages, w)...)
+	c.Findings = append(c.Findings, findings(c, stated)...)
+}
+
+// steadiness says of each stage that never reached a steady state, or
+// reached it late, what its figures then describe.
+func steadiness(c *correlate.Correlation) []string {
+	var out []string
+	for _, st := range c.Stages {
+		span := st.ToS - st.FromS
+		switch {
+		case st.Windows < 3 || span <= 0:
+		case st.SteadyWindows == 0:
+			out = append(out, fmt.Sprintf("Stage %q never reached a steady state: in none of its %d windows did the number of decoding streams hold within 10 %% of its median, "+
+				"so its figures mix ramp-up, drain and a load that kept changing; run it longer to measure a steady server.", st.Name, st.Windows))
+		case st.SteadyAfterS != nil && *st.SteadyAfterS > 0.25*span:
+			out = append(out, fmt.Sprintf("Stage %q reached a steady state only after %s of its %s (%d of %d windows steady): its figures include the ramp-up before it; a warmup of that length would leave it out.",
+				st.Name, FormatSeconds(*st.SteadyAfterS), FormatSeconds(span), st.SteadyWindows, st.Windows))
+		}
+	}
+	return out
 }

@@ -18,6 +18,10 @@ type Reader struct {
 	// (results.ErrIncompleteShards): the summary then names the shards
 	// merged and the missing ones, and gets no verdict.
 	Partial bool
+	// Mixed accepts files of different scenarios (results.SameScenario
+	// refuses them otherwise): the summary then names them all and warns
+	// that its figures mix their workloads.
+	Mixed bool
 }
 
 // FromFiles reads one or more results files (or run directories) into a
@@ -31,10 +35,19 @@ type Reader struct {
 // scraped one server, the lowest-numbered shard's scrapes of it are kept
 // and the others' left out, so the server's series is not counted twice
 // nor interleaved from machines whose clocks differ.
+//
+// Files of different scenarios (results.SameScenario) are refused unless
+// Mixed. Request records that repeat a sequence number of their file, or
+// hold impossible values, are counted as written and named, with their
+// file and line, in summary warnings.
 func (rd Reader) FromFiles(paths ...string) (*Aggregate, error) {
 	files, err := results.OpenFiles(paths...)
 	if err != nil {
 		return nil, err
+	}
+	mixed := results.SameScenario(files.Paths(), files.Headers())
+	if mixed != nil && !rd.Mixed {
+		return nil, mixed
 	}
 	set, err := results.Shards(files.Paths(), files.Headers())
 	switch {
@@ -52,10 +65,12 @@ func (rd Reader) FromFiles(paths ...string) (*Aggregate, error) {
 	a := New()
 	spans := make([]span, len(files.Paths()))
 	scraper := map[string]int{} // target → the file whose scrapes of it are kept
+	check := newRecordCheck(files.Paths(), files.Headers())
 	for rec, err := range files.All() {
 		if err != nil {
 			return nil, err
 		}
+		check.add(rec)
 		if r := rec.Result; r != nil && r.Sent != 0 {
 			spans[rec.File].add(r.Sent, max(r.End, r.Sent))
 		}
@@ -70,6 +85,12 @@ func (rd Reader) FromFiles(paths ...string) (*Aggregate, error) {
 	}
 	for _, w := range files.Warnings() {
 		a.Warn(w.Error())
+	}
+	for _, w := range check.warnings() {
+		a.Warn(w)
+	}
+	if mixed != nil {
+		a.mixScenarios(files.Headers())
 	}
 	if w := gaps(files.Paths(), files.Epoch(), spans); w != "" {
 		a.Warn(w)
@@ -167,4 +188,27 @@ func (a *Aggregate) AddRecord(rec results.Record) {
 		a.ends = append(a.ends, *rec.End)
 		a.addShardEnd(rec.End)
 	}
+}
+
+// mixScenarios names every scenario of headers (files of different
+// scenarios merged on purpose, Reader.Mixed) in the summary, and warns
+// that its figures mix their workloads.
+func (a *Aggregate) mixScenarios(headers []*results.Header) {
+	var names []string
+	seen := map[string]bool{}
+	for _, h := range headers {
+		key := h.ScenarioKey()
+		if key == "" || seen[key] {
+			continue
+		}
+		seen[key] = true
+		name := "unnamed"
+		if h.Spec != nil && h.Spec.Name != "" {
+			name = h.Spec.Name
+		}
+		names = append(names, name)
+	}
+	a.meta.Scenario = strings.Join(names, " + ")
+	a.Warn(fmt.Sprintf("these results are %d different scenarios merged on purpose (--mixed): %s; every figure mixes their workloads, "+
+		"and the workload described is the first file's", len(names), strings.Join(names, ", ")))
 }

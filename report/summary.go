@@ -43,6 +43,11 @@ type Summary struct {
 	Overall  Stage    `json:"overall"`
 	Stages   []Stage  `json:"stages"`
 	Warnings []string `json:"warnings,omitempty"`
+	// Comparability says what would differ if the same load were run with
+	// another benchmark client (drop or queue, warmup, token counts,
+	// arrival process, ITL per token or per chunk), with this run's
+	// numbers.
+	Comparability []string `json:"comparability,omitempty"`
 	// Incomplete says why the run did not complete (interrupted,
 	// load.max_duration reached, killed); empty when it did, or when the
 	// results files predate end records.
@@ -54,6 +59,9 @@ type Summary struct {
 	// merged files): when Limited, the client, not the server, set part of
 	// the figures.
 	Harness *results.Harness `json:"harness,omitempty"`
+	// WarmUp is the connection warm-up before the load (the first file's);
+	// its time is before the first stage's window, never in it.
+	WarmUp *results.WarmUp `json:"warm_up,omitempty"`
 
 	// Verdict is the outcome of the scenario's budgets; nil when the
 	// scenario has none.
@@ -200,9 +208,13 @@ type Requests struct {
 	Dropped  int64 `json:"dropped"`
 	Warmup   int64 `json:"warmup"` // excluded from every other figure
 	// Retried counts the sends repeated on a fresh connection after the
-	// server had closed a kept-alive one before any response byte (the
-	// request had not been processed; see results.Result.Retries).
+	// server had closed a kept-alive one before any response byte (see
+	// results.Result.Retries).
 	Retried int64 `json:"retried,omitempty"`
+	// ResentWritten counts, of those, the earlier sends that had been
+	// written whole: the server may have processed them too, load no
+	// record counts (results.Result.ResentWritten).
+	ResentWritten int64 `json:"resent_written,omitempty"`
 	// Truncated counts ok requests that returned fewer output tokens than
 	// max_tokens although the server was told to ignore EOS, or said it
 	// stopped at a length: it hit its context limit (HTTP 200 all the same).

@@ -275,7 +275,7 @@ func (j *judge) measure(st *Stage, sc *scope, metric, stat string) measure {
 				m.loOK, m.hiOK = true, true
 			}
 		case "output_tokens_per_s":
-			m.lo, m.hi, m.loOK = j.rateInterval(st)
+			m.lo, m.hi, m.loOK = j.a.RateInterval(st, ciLevel)
 			m.hiOK = m.loOK
 		}
 		return m
@@ -346,15 +346,7 @@ func (j *judge) distStat(st *Stage, metric string, d Dist, stat string) measure 
 		m.lo, m.hi, m.loOK = d.Interval(stat)
 		m.hiOK = m.loOK
 	case isQ && h != nil && h.TotalCount() > 0:
-		n := h.TotalCount()
-		tail := (1 + ciLevel) / 2
-		at := func(rank int) float64 { return round(quantile(h, 100*float64(rank)/float64(n))/1000, 4) }
-		if r, ok := stats.QuantileBound(int(n), q, tail, false); ok {
-			m.lo, m.loOK = at(r), true
-		}
-		if r, ok := stats.QuantileBound(int(n), q, tail, true); ok {
-			m.hi, m.hiOK = at(r), true
-		}
+		m.lo, m.hi, m.loOK, m.hiOK = quantileBounds(h, q, ciLevel)
 		m.few = !m.loOK || !m.hiOK
 	}
 	return m
@@ -478,27 +470,4 @@ func marginText(c *Check) string {
 		text += "; " + c.Note
 	}
 	return text
-}
-
-// rateInterval is the 95 % interval of a scope's output tokens per second
-// by batch means: the stage's full scrape windows as batches, a Student-t
-// interval over their rates, scaled to the stage's own figure (the windows
-// cover the load, not the stage's whole span). None with fewer than five
-// windows.
-func (j *judge) rateInterval(st *Stage) (lo, hi float64, ok bool) {
-	var rates []float64
-	for _, w := range j.a.Windows() {
-		if w.Full && (st.Index < 0 || w.Stage == st.Index) && w.To > w.From {
-			rates = append(rates, w.OutputTokensPerSec)
-		}
-	}
-	if len(rates) < 5 {
-		return 0, 0, false
-	}
-	iv := stats.Mean(rates, ciLevel)
-	if !iv.OK || iv.Estimate <= 0 {
-		return 0, 0, false
-	}
-	scale := st.OutputTokensPerSec / iv.Estimate
-	return iv.Lo * scale, iv.Hi * scale, true
 }

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 )
 
 // Record is one record of a results file: exactly one of Header, Result,
@@ -60,17 +62,24 @@ func (r Record) value() (any, error) {
 
 // Writer writes records as NDJSON, one line per record whose first key is
 // "kind", flushing each record to the underlying file so that an
-// interrupted run loses nothing already written. A name ending in ".gz" is
-// gzip-compressed. Writer is not safe for concurrent use: a run has a
-// single writer goroutine that owns it.
+// interrupted run loses nothing already written, and syncing the file to
+// disk (Sync) when a request record begins a new stage and on Close, so
+// that a crash of the machine loses no finished stage. A name ending in
+// ".gz" is gzip-compressed. Writer is not safe for concurrent use: a run
+// has a single writer goroutine that owns it.
 type Writer struct {
-	buf  *bufio.Writer
-	gz   *gzip.Writer
-	file io.Closer
-	line bytes.Buffer
-	enc  *json.Encoder
-	n    int
+	buf   *bufio.Writer
+	gz    *gzip.Writer
+	file  io.Closer
+	sync  syncer // the file, when it can be synced
+	line  bytes.Buffer
+	enc   *json.Encoder
+	n     int
+	stage int // the stage of the last request record; -1 before the first
 }
+
+// syncer is a file that can be synced to disk (*os.File).
+type syncer interface{ Sync() error }
 
 // Create creates (or truncates) the results file at path.
 func Create(path string) (*Writer, error) {
@@ -83,11 +92,13 @@ func Create(path string) (*Writer, error) {
 	return w, nil
 }
 
-// NewWriter returns a Writer on w, uncompressed.
+// NewWriter returns a Writer on w, uncompressed. When w has a Sync method
+// (a file), the Writer syncs it as Create's does.
 func NewWriter(w io.Writer) *Writer { return newWriter(w, false) }
 
 func newWriter(w io.Writer, compress bool) *Writer {
-	out := &Writer{}
+	out := &Writer{stage: -1}
+	out.sync, _ = w.(syncer)
 	var sink io.Writer = w
 	if compress {
 		out.gz = gzip.NewWriter(w)
@@ -104,6 +115,14 @@ func (w *Writer) Write(rec Record) error {
 	v, err := rec.value()
 	if err != nil {
 		return fmt.Errorf("write record %d: %w", w.n+1, err)
+	}
+	if r := rec.Result; r != nil && r.Stage != w.stage {
+		if w.stage >= 0 {
+			if err := w.Sync(); err != nil {
+				return err
+			}
+		}
+		w.stage = r.Stage
 	}
 	w.line.Reset()
 	if err := w.enc.Encode(v); err != nil {
@@ -133,11 +152,39 @@ func (w *Writer) Write(rec Record) error {
 // Records is the number of records written so far.
 func (w *Writer) Records() int { return w.n }
 
-// Close flushes and closes the file.
+// Sync writes what is buffered and syncs the file to disk, when it can be
+// synced (a file system that cannot sync is not an error).
+func (w *Writer) Sync() error {
+	if err := w.buf.Flush(); err != nil {
+		return fmt.Errorf("sync results file: %w", err)
+	}
+	if w.gz != nil {
+		if err := w.gz.Flush(); err != nil {
+			return fmt.Errorf("sync results file: %w", err)
+		}
+	}
+	return w.syncFile()
+}
+
+// syncFile syncs the file, when it can be.
+func (w *Writer) syncFile() error {
+	if w.sync == nil {
+		return nil
+	}
+	if err := w.sync.Sync(); err != nil && !errors.Is(err, errors.ErrUnsupported) && !errors.Is(err, syscall.EINVAL) {
+		return fmt.Errorf("sync results file: %w", err)
+	}
+	return nil
+}
+
+// Close flushes, syncs and closes the file.
 func (w *Writer) Close() error {
 	err := w.buf.Flush()
 	if w.gz != nil {
 		err = errors.Join(err, w.gz.Close())
+	}
+	if err == nil {
+		err = w.syncFile()
 	}
 	if w.file != nil {
 		err = errors.Join(err, w.file.Close())
@@ -158,7 +205,7 @@ type SyntaxError struct {
 func (e *SyntaxError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
 
 // Reader reads one results file record by record, in the style of
-// bufio.Scanner. A last line cut short (a run killed mid-write) is skipped
+// bufio.Scanner. A last line cut short (a run killed mid-write, a full disk) is skipped
 // with a warning; a bad line anywhere else is an error.
 //
 // Every Record holds freshly allocated values the caller may retain, except
@@ -178,11 +225,20 @@ type Reader struct {
 }
 
 // Open opens a results file, gzip-compressed or not (detected from its
-// content, not its name).
+// content, not its name). Only a regular file is read: a device never
+// ends, and a pipe could not be read twice (Files reads the headers
+// first).
 func Open(path string) (*Reader, error) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("open results file %s: %s", path, notRegular(fi.Mode()))
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open results file: %w", err)
+	}
+	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("open results file %s: %s", path, notRegular(fi.Mode()))
 	}
 	br := bufio.NewReaderSize(f, 64<<10)
 	var src io.Reader = br
@@ -199,10 +255,33 @@ func Open(path string) (*Reader, error) {
 	return r, nil
 }
 
+// notRegular says what a file mode that is not a regular file's is.
+func notRegular(m fs.FileMode) string {
+	what := "not a plain file (" + m.Type().String() + ")"
+	switch {
+	case m.IsDir():
+		what = "a directory with no results file"
+	case m&fs.ModeCharDevice != 0:
+		what = "a character device"
+	case m&fs.ModeDevice != 0:
+		what = "a block device"
+	case m&fs.ModeNamedPipe != 0:
+		what = "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		what = "a socket"
+	}
+	return "is " + what + ", not a regular file: a results file is read from a file"
+}
+
+// MaxLineBytes caps a results file's line: a request record with every
+// chunk's arrival time is kilobytes, a header with a large scenario
+// megabytes; a longer line is not a results file's.
+const MaxLineBytes = 256 << 20
+
 // NewReader reads records from src; name is used in errors.
 func NewReader(src io.Reader, name string) *Reader {
 	sc := bufio.NewScanner(src)
-	sc.Buffer(make([]byte, 0, 256<<10), 256<<20)
+	sc.Buffer(make([]byte, 0, 256<<10), MaxLineBytes)
 	return &Reader{name: name, sc: sc}
 }
 
@@ -232,7 +311,11 @@ func (r *Reader) Scan() bool {
 	for {
 		line, ok := r.next()
 		if !ok {
-			if err := r.sc.Err(); err != nil && r.err == nil {
+			switch err := r.sc.Err(); {
+			case r.err != nil:
+			case errors.Is(err, bufio.ErrTooLong):
+				r.err = &SyntaxError{r.name, r.line + 1, fmt.Sprintf("line longer than %d MiB, the cap on a results line: is this a results file?", MaxLineBytes>>20)}
+			case err != nil:
 				r.err = fmt.Errorf("read %s: %w", r.name, err)
 			}
 			return false
@@ -256,7 +339,7 @@ func (r *Reader) Scan() bool {
 		}
 		if !r.havePend {
 			r.warnings = append(r.warnings, &SyntaxError{r.name, r.line,
-				"last line is incomplete (the run was probably interrupted): skipped"})
+				"last line is incomplete (the run was interrupted, or its disk filled): skipped"})
 			return false
 		}
 		r.err = &SyntaxError{r.name, r.line, err.Error()}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ func randomResult(rng *rand.Rand) Result {
 		Scheduled: d(), Sent: d(), Written: d(), Headers: d(), FirstToken: d(), FirstContent: d(), LastToken: d(), End: d(),
 		InputTokens: rng.IntN(1e5) + 1, Inputs: rng.IntN(8) + 1, MaxTokens: rng.IntN(1e4) + 1, PromptTokens: rng.IntN(1e5) + 1,
 		OutputTokens: rng.IntN(1e4) + 1, ReasoningTokens: rng.IntN(100) + 1, CachedTokens: rng.IntN(100) + 1,
-		PromptTokensDiff: rng.IntN(41) - 20, Retries: rng.IntN(3) + 1,
+		PromptTokensDiff: rng.IntN(41) - 20, Retries: rng.IntN(3) + 1, ResentWritten: 1,
 		Estimated: rng.IntN(2) == 0, FinishReason: "length", Status: 200 + rng.IntN(400),
 		ErrorClass: ErrHTTP5xx, Error: "boom \"quoted\" <html> é",
 	}
@@ -423,4 +424,60 @@ func BenchmarkReadResult(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+}
+
+// TestIssue22OpenRefusesDevices (issue 22, item 2): a results file that is
+// a device is refused at once rather than read without end.
+func TestIssue22OpenRefusesDevices(t *testing.T) {
+	t.Parallel()
+	for _, path := range []string{"/dev/zero", "/dev/urandom"} {
+		if _, err := os.Stat(path); err != nil {
+			t.Skipf("no %s here", path)
+		}
+		r, err := Open(path)
+		if err == nil {
+			r.Close()
+			t.Fatalf("Open(%s) succeeded", path)
+		}
+		if want := "is a character device, not a regular file"; !strings.Contains(err.Error(), want) {
+			t.Errorf("Open(%s) = %v, want %q", path, err, want)
+		}
+	}
+}
+
+// syncCounter is a file that counts its syncs and how much was written
+// before each.
+type syncCounter struct {
+	bytes.Buffer
+	syncs []int
+}
+
+func (s *syncCounter) Sync() error { s.syncs = append(s.syncs, s.Len()); return nil }
+
+// TestIssue22Sync (issue 22, item 9): results.jsonl was never synced to
+// disk. The Writer syncs it, everything written so far included, when a
+// request record begins a new stage and on Close.
+func TestIssue22Sync(t *testing.T) {
+	t.Parallel()
+	var f syncCounter
+	w := NewWriter(&f)
+	if err := w.Write(HeaderRecord(&Header{Schema: Schema})); err != nil {
+		t.Fatal(err)
+	}
+	var at []int // bytes written before each new stage's first record
+	for i, stage := range []int{0, 0, 1, 1, 1, 2} {
+		if i > 0 && stage != []int{0, 0, 1, 1, 1, 2}[i-1] {
+			at = append(at, f.Len())
+		}
+		if err := w.Write(ResultRecord(&Result{Seq: uint64(i), Stage: stage, Outcome: OK})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := append(at, f.Len())
+	if !slices.Equal(f.syncs, want) {
+		t.Errorf("synced after %v bytes, want %v (at each stage's start and at the end)", f.syncs, want)
+	}
 }

@@ -152,9 +152,13 @@ func (f *Files) Epoch() time.Time { return f.epoch }
 // last line).
 func (f *Files) Warnings() []error { return f.warnings }
 
-// FileRecord is a Record and the index, in Paths, of the file it came from.
+// FileRecord is a Record, the index, in Paths, of the file it came from
+// and its line there (from 1). Impossible is Result.Impossible of a
+// request record as written, before All shifted its offsets.
 type FileRecord struct {
-	File int
+	File       int
+	Line       int
+	Impossible string
 	Record
 }
 
@@ -173,8 +177,12 @@ func (f *Files) All() iter.Seq2[FileRecord, error] {
 			ok := true
 			for ok && r.Scan() {
 				rec := r.Record()
+				bad := ""
+				if rec.Result != nil {
+					bad = rec.Result.Impossible()
+				}
 				rec.Shift(shift)
-				ok = yield(FileRecord{File: i, Record: rec}, nil)
+				ok = yield(FileRecord{File: i, Line: r.Line(), Impossible: bad, Record: rec}, nil)
 			}
 			f.warnings = append(f.warnings, r.Warnings()...)
 			err = r.Err()

@@ -54,6 +54,9 @@ type Reading struct {
 	// counters only when the request ends (llama.cpp's server): a counter's
 	// rate over a second says when requests ended, not how fast tokens were
 	// generated; only totals over a whole run compare with the client's.
+	// It is what the profile knows of its engine, a hint: the correlation
+	// tells the counter's granularity from the series themselves and takes
+	// this only when they cannot tell.
 	CountersAtEnd bool `json:"counters_at_end,omitempty"`
 }
 

@@ -2,6 +2,7 @@ package results
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -155,6 +156,13 @@ type Header struct {
 	// (`bench run --virtual`, `bench predict`): no HTTP and no client, the
 	// engine's clock only. Target is then the sim:// URL.
 	Virtual bool `json:"virtual,omitempty"`
+	// Slots is how many requests the server said it runs at once, and
+	// where it said so (llama.cpp's GET /props total_slots); nil when it
+	// did not say.
+	Slots *Slots `json:"slots,omitempty"`
+	// WarmUp is the connection warm-up that preceded the load (within
+	// the time before End.Began); nil when none ran.
+	WarmUp *WarmUp `json:"warm_up,omitempty"`
 
 	// Spec is the part of Scenario that reports read, decoded once by the
 	// Reader (nil when the header has no scenario). It is not written:
@@ -227,9 +235,15 @@ type Result struct {
 
 	// Retries is how many times the request was sent again on a fresh
 	// connection because the pooled connection it first got had been closed
-	// by the server before any response byte (a broken keep-alive): such a
-	// request was never processed. Sent stays the first attempt's time.
+	// by the server before any response byte (a broken keep-alive). Sent
+	// stays the first attempt's time.
 	Retries int `json:"retries,omitempty"`
+	// ResentWritten is how many of those earlier sends had been written
+	// whole before the connection failed: the server may have read and
+	// processed them (a server that closes a connection while it works on
+	// its request), work that no record counts. A send not written whole
+	// cannot have been processed.
+	ResentWritten int `json:"resent_written,omitempty"`
 
 	Status     int        `json:"status,omitempty"` // HTTP status, when a response arrived
 	ErrorClass ErrorClass `json:"error_class,omitempty"`
@@ -241,4 +255,28 @@ type Result struct {
 // a server is serving, and says it is full.
 func (r *Result) Shed() bool {
 	return r.Outcome == Failed && (r.Status == 429 || r.Status == 503)
+}
+
+// WarmUp is what a run's connection warm-up did before the load: it asks
+// for the connections the load will need at once and keeps those the
+// server answered before answers stopped coming.
+type WarmUp struct {
+	Wanted   int           `json:"wanted"`      // connections asked for
+	Opened   int           `json:"opened"`      // connections the server answered, now in the pool
+	Duration time.Duration `json:"duration_ns"` // how long it took
+}
+
+// String says what the warm-up did, in a line.
+func (w WarmUp) String() string {
+	s := fmt.Sprintf("connection warm-up: %d of %d connections opened in %s", w.Opened, w.Wanted, w.Duration.Round(time.Millisecond))
+	if w.Opened < w.Wanted {
+		s += " (the server answered no more at once; the load opens the others as it needs them, and they may wait for the server to free one)"
+	}
+	return s
+}
+
+// Slots is a server's own word on how many requests it runs at once.
+type Slots struct {
+	N      int    `json:"n"`
+	Source string `json:"source"` // where the server said it: "GET /props total_slots", "GET /slots"
 }

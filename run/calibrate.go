@@ -57,7 +57,7 @@ func serverPrompts(ctx context.Context, cl *client.Client, sc *scenario.Scenario
 		return nil, fail(err)
 	}
 	overhead := whole - bare
-	p, err := scenario.NewServerPrompts(sc, sh, words, overhead)
+	p, err := scenario.NewServerPrompts(ctx, sc, sh, words, overhead)
 	if err != nil {
 		return nil, &ConfigError{err}
 	}

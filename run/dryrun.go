@@ -2,6 +2,7 @@ package run
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,7 +17,7 @@ import (
 // (Describe), the model, and the prompts. It reads the dataset and
 // tokenizer files, so a bad one shows here, but it opens no connection
 // and starts no simulator: nothing is sent.
-func DryRun(w io.Writer, sc *scenario.Scenario, sh scenario.Shard) error {
+func DryRun(ctx context.Context, w io.Writer, sc *scenario.Scenario, sh scenario.Shard) error {
 	resolved, err := sc.Resolved()
 	if err != nil {
 		return err
@@ -32,7 +33,7 @@ func DryRun(w io.Writer, sc *scenario.Scenario, sh scenario.Shard) error {
 		prompts = fmt.Sprintf("synthetic, %s input tokens, %s output tokens, exact under the server's tokenizer "+
 			"(calibrated through its /tokenize when the run starts)", p.InputTokens, p.OutputTokens)
 	default:
-		built, err := scenario.NewShardPrompts(sc, sh)
+		built, err := scenario.NewShardPrompts(ctx, sc, sh, nil)
 		if err != nil {
 			return &ConfigError{err}
 		}

@@ -21,7 +21,7 @@ func Merge(dir string, rd report.Reader, r Renderer, paths ...string) (*report.S
 	if err := WriteSummaryFiles(dir, sum); err != nil {
 		return sum, err
 	}
-	if r == nil {
+	if r == nil || sum.Overall.Requests.OK == 0 { // no plots of nothing
 		return sum, nil
 	}
 	if err := r.Render(dir, agg, sum); err != nil {

@@ -119,7 +119,7 @@ func finish(opts Options, agg *report.Aggregate, spec *results.Spec, runErr erro
 	if err := WriteSummaryFiles(opts.Dir, sum); err != nil {
 		return sum, errors.Join(runErr, err)
 	}
-	if opts.Render == nil || opts.NoPlots || closed(opts.Abort) {
+	if opts.Render == nil || opts.NoPlots || closed(opts.Abort) || sum.Overall.Requests.OK == 0 { // no plots of nothing
 		return sum, runErr
 	}
 	if err := opts.Render.Render(opts.Dir, agg, sum); err != nil {

@@ -56,7 +56,7 @@ func TestNoRequestSucceeds(t *testing.T) {
 		w.WriteHeader(http.StatusNotFound)
 		io.WriteString(w, `{"object":"error","message":"The model `+"`x`"+` does not exist.","type":"NotFoundError","param":null,"code":404}`)
 	})
-	sc := parse(t, fmt.Sprintf("name: wrong\ntarget: {url: %q, model: x}\nload: {stages: [{concurrency: 2, requests: 6}]}\n", url))
+	sc := parse(t, fmt.Sprintf("name: wrong\ntarget: {url: %q, model: m}\nload: {stages: [{concurrency: 2, requests: 6}]}\n", url))
 	sum, err := Run(context.Background(), sc, Options{Dir: t.TempDir()})
 	if !errors.Is(err, ErrNoSuccess) || !strings.Contains(err.Error(), "The model `x` does not exist") || !strings.Contains(err.Error(), "http_4xx=6") {
 		t.Fatalf("err = %v, want ErrNoSuccess with the server's message", err)

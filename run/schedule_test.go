@@ -438,7 +438,7 @@ func BenchmarkRunner(b *testing.B) {
 			if err := sc.Override("target.url="+srv.URL, "load.stages[0]="+fmt.Sprintf(bc.stage, max(b.N, 1))); err != nil {
 				b.Fatal(err)
 			}
-			prompts, err := scenario.NewPrompts(sc)
+			prompts, err := scenario.NewPrompts(b.Context(), sc)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -26,7 +26,9 @@ type session struct {
 	baseURL string
 	cl      *client.Client
 	prompts *scenario.Prompts
-	version string // the server's, from GET /version; "" when it has none
+	version string         // the server's, from GET /version; "" when it has none
+	slots   *results.Slots // the server's own word on its batch (llama.cpp's /props), for the twin
+	warm    results.WarmUp
 	stop    func()
 }
 
@@ -47,7 +49,7 @@ func (s *session) close() {
 func connect(ctx context.Context, sc *scenario.Scenario, opts Options, epoch time.Time) (_ *session, err error) {
 	s := &session{}
 	if sc.Prompts.Tokenizer != tokenizer.Server {
-		if s.prompts, err = scenario.NewShardPrompts(sc, opts.Shard); err != nil {
+		if s.prompts, err = scenario.NewShardPrompts(ctx, sc, opts.Shard, prepareProgress(opts.Progress)); err != nil {
 			return nil, &ConfigError{err}
 		}
 	}
@@ -77,6 +79,8 @@ func connect(ctx context.Context, sc *scenario.Scenario, opts Options, epoch tim
 		if err := detectModel(ctx, s.cl, sc, s.baseURL); err != nil {
 			return nil, err
 		}
+	} else if err := s.cl.CheckModel(ctx, sc.Target.Model); err != nil {
+		return nil, &ConfigError{err} // a *client.ModelError: the scenario names a model the server lacks
 	}
 	if s.prompts == nil {
 		if s.prompts, err = serverPrompts(ctx, s.cl, sc, opts.Shard, opts.Progress); err != nil {
@@ -86,9 +90,13 @@ func connect(ctx context.Context, sc *scenario.Scenario, opts Options, epoch tim
 	// The server's version, once, for the report's header: a server without
 	// the route (only vLLM and the simulator have it) just goes without.
 	s.version, _ = s.cl.ServerVersion(ctx)
+	if n, src := s.cl.ServerSlots(ctx); n > 0 {
+		s.slots = &results.Slots{N: n, Source: src}
+	}
 	// Open the connections the run will need before the load, so the first
-	// requests' TTFT does not include a burst of dials.
-	if _, err := s.cl.Warm(ctx, conc); err != nil && ctx.Err() == nil {
+	// requests' TTFT does not include a burst of dials (bounded: see
+	// client.WarmUp).
+	if s.warm, err = s.cl.WarmUp(ctx, conc); err != nil && ctx.Err() == nil {
 		return nil, fmt.Errorf("connect to %s: %w", s.baseURL, err)
 	}
 	return s, nil
@@ -132,7 +140,8 @@ func realHeader(sc *scenario.Scenario, opts Options, s *session, epoch time.Time
 	}
 	host, _ := os.Hostname()
 	hdr := &results.Header{Schema: results.Schema, Tool: "servebench", Version: Version(), Started: epoch, Host: host,
-		RunID: runID(), Target: s.baseURL, Model: sc.Target.Model, ServerVersion: s.version, Scenario: resolved, Ends: true, Spec: spec}
+		RunID: runID(), Target: s.baseURL, Model: sc.Target.Model, ServerVersion: s.version, Scenario: resolved, Ends: true, Spec: spec,
+		WarmUp: &s.warm, Slots: s.slots}
 	if opts.Shard.Count > 0 {
 		hdr.Shard = &results.Shard{Index: opts.Shard.Index, Count: opts.Shard.Count, ScenarioHash: hash}
 		if !opts.StartAt.IsZero() {
@@ -178,8 +187,8 @@ func wallLoad(ctx context.Context, sc *scenario.Scenario, opts Options, w *write
 	emit := func(r results.Result) { health.send(records, &r) }
 	drawCtx, stopDraw := context.WithCancel(context.Background())
 	if opts.Progress != nil {
-		fmt.Fprintf(opts.Progress, "running %q against %s (model %s); results → %s\n%s",
-			sc.Name, s.baseURL, sc.Target.Model, w.path, Describe(sc, opts.Shard))
+		fmt.Fprintf(opts.Progress, "running %q against %s (model %s); results → %s\n%s%s\n",
+			sc.Name, s.baseURL, sc.Target.Model, w.path, Describe(sc, opts.Shard), s.warm)
 		g.Go(func() error { w.prog.draw(drawCtx, opts.Progress, opts.Terminal, 5*time.Second); return nil })
 	}
 	g.Go(func() error {

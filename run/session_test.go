@@ -176,7 +176,7 @@ func TestSessionHistory(t *testing.T) {
 		}
 	}
 	proxy.mu.Unlock()
-	p, err := scenario.NewPrompts(sc)
+	p, err := scenario.NewPrompts(t.Context(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func TestSessionTraceShards(t *testing.T) {
 	if err := sc.Override("load.stages[0].session.trace.speedup=8", "scrape.enabled=false"); err != nil {
 		t.Fatal(err)
 	}
-	p, err := scenario.NewPrompts(sc)
+	p, err := scenario.NewPrompts(t.Context(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,7 +112,7 @@ type vreq struct {
 
 // newVirtualClock prepares a virtual-time run of sc (validated) against
 // the simulator configuration cfg; put receives every record.
-func newVirtualClock(sc *scenario.Scenario, cfg sim.Config, grace time.Duration, put func(results.Record, int)) (*virtualClock, error) {
+func newVirtualClock(ctx context.Context, sc *scenario.Scenario, cfg sim.Config, grace time.Duration, put func(results.Record, int)) (*virtualClock, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, &ConfigError{fmt.Errorf("scenario runner: %w", err)}
 	}
@@ -126,7 +126,7 @@ func newVirtualClock(sc *scenario.Scenario, cfg sim.Config, grace time.Duration,
 	if err != nil {
 		return nil, err
 	}
-	prompts, err := virtualPrompts(sc, tok)
+	prompts, err := virtualPrompts(ctx, sc, tok)
 	if err != nil {
 		return nil, &ConfigError{fmt.Errorf("scenario %s: %w", sc.Name, err)}
 	}
@@ -151,15 +151,15 @@ func newVirtualClock(sc *scenario.Scenario, cfg sim.Config, grace time.Duration,
 // virtualPrompts builds sc's prompts for a virtual run: with
 // prompts.tokenizer server, the server is the simulator, whose tokenizer
 // calibrates them.
-func virtualPrompts(sc *scenario.Scenario, tok *tokenizer.Tokenizer) (*scenario.Prompts, error) {
+func virtualPrompts(ctx context.Context, sc *scenario.Scenario, tok *tokenizer.Tokenizer) (*scenario.Prompts, error) {
 	if sc.Prompts.Tokenizer != tokenizer.Server {
-		return scenario.NewPrompts(sc)
+		return scenario.NewPrompts(ctx, sc)
 	}
 	overhead := 0
 	if sc.Target.API == results.APIChat && sc.Request.System != "" {
 		overhead = tok.Count(sc.Request.System)
 	}
-	return scenario.NewServerPrompts(sc, scenario.Shard{}, tok.Words(), overhead)
+	return scenario.NewServerPrompts(ctx, sc, scenario.Shard{}, tok.Words(), overhead)
 }
 
 func newVirtualTemplate(sc *scenario.Scenario) virtualTemplate {

@@ -24,7 +24,7 @@ func Simulate(ctx context.Context, sc *scenario.Scenario, cfg sim.Config, observ
 	}
 	w := &writer{agg: report.New(), observe: observe}
 	w.put(results.HeaderRecord(hdr), 0)
-	v, err := newVirtualClock(sc, cfg, DefaultGrace, w.put)
+	v, err := newVirtualClock(ctx, sc, cfg, DefaultGrace, w.put)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func runVirtual(ctx context.Context, sc *scenario.Scenario, opts Options) (*repo
 	}
 	w.put(results.HeaderRecord(hdr), 0)
 	var runErr error
-	if v, err := newVirtualClock(sc, cfg, graceOf(opts), w.put); err != nil {
+	if v, err := newVirtualClock(ctx, sc, cfg, graceOf(opts), w.put); err != nil {
 		runErr = err
 	} else {
 		runErr = v.run(ctx)

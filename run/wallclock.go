@@ -100,7 +100,7 @@ func newWallClock(sc *scenario.Scenario, d Doer, opts ...option) (*wallClock, er
 		o(w)
 	}
 	if w.prompts == nil {
-		p, err := scenario.NewShardPrompts(w.sc, w.shard)
+		p, err := scenario.NewShardPrompts(context.Background(), w.sc, w.shard, nil) // run.Run passes its prompts, built under its context
 		if err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}

@@ -50,6 +50,7 @@ func (w *writer) put(rec results.Record, inFlight int) {
 		if w.err = w.file.Write(rec); w.err != nil && w.failed != nil {
 			w.failed(w.err)
 		}
+		w.agg.WriteFailed(w.err)
 	}
 	if w.err == nil {
 		w.agg.AddRecord(rec)

@@ -1,10 +1,9 @@
 package scenario
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -131,39 +130,28 @@ func (p *Prompts) Turn(s *Session, t int, seq uint64) Prompt {
 // else its reply's token count; a turn with neither is an error unless
 // o.haveOut (prompts.output_tokens gives every length). Only the first
 // turn is kept unless o.turns.
-func parseMessages(name string, r io.Reader, o readOpts) ([]entry, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxDatasetLine)
+func parseMessages(ctx context.Context, name string, r io.Reader, o readOpts) ([]entry, error) {
+	l := o.lines(ctx, name, r)
 	var entries []entry
-	var errs []error
-	for line := 1; sc.Scan(); line++ {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
+	for b, ok := l.next(); ok; b, ok = l.next() {
 		c, lineErrs := parseMessagesLine(b, o)
 		for _, le := range lineErrs {
-			le.File, le.Line = name, line
-			errs = append(errs, le)
+			le.File, le.Line = name, l.line
+			if l.add(le) {
+				break
+			}
 		}
 		if len(lineErrs) == 0 {
-			entries = append(entries, entry{prompt: c.turns[0].prompt, answer: c.turns[0].answer, system: c.system})
+			entries = append(entries, entry{prompt: c.turns[0].prompt, answer: c.turns[0].answer, system: c.system, at: int32(l.line)})
 			e := &entries[len(entries)-1]
 			e.output.Store(c.turns[0].output)
 			if o.turns {
 				e.turns = c.turns
 			}
 		}
-		if len(errs) >= 20 {
-			errs = append(errs, &FieldError{File: name, Line: line, Msg: "too many errors"})
-			break
-		}
 	}
-	if err := sc.Err(); err != nil {
-		errs = append(errs, &FieldError{File: name, Msg: fmt.Sprintf("read: %v", err)})
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if err := l.err(); err != nil {
+		return nil, err
 	}
 	return entries, nil
 }
@@ -223,6 +211,8 @@ func parseMessagesLine(b []byte, o readOpts) (conversation, []*FieldError) {
 			fail(f+".content", "want a string (the message's text)")
 		case content == "":
 			fail(f+".content", "is empty")
+		case len(content) > MaxPromptBytes:
+			fail(f+".content", "%s", promptTooLong(len(content)))
 		}
 		if len(errs) > 0 {
 			return conversation{}, errs

@@ -128,10 +128,10 @@ func TestMessagesErrors(t *testing.T) {
 			if tc.want == "" {
 				// A messages line read as the jsonl format says which
 				// format it is.
-				_, err = parseJSONL("d", strings.NewReader(tc.data))
+				_, err = parseJSONL(t.Context(), "d", strings.NewReader(tc.data), readOpts{})
 				tc.want = "d:1: prompt: is missing: a line of messages is the messages format (prompts.dataset.format: messages)"
 			} else {
-				_, err = parseMessages("d", strings.NewReader(tc.data), tc.o)
+				_, err = parseMessages(t.Context(), "d", strings.NewReader(tc.data), tc.o)
 			}
 			var fe *FieldError
 			if err == nil || !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.want) {
@@ -147,7 +147,7 @@ func TestMessagesErrors(t *testing.T) {
 	// A line whose last turn lacks an output length is fine when the
 	// scenario gives every length, or when only its first turn is sent.
 	for _, o := range []readOpts{{turns: true, haveOut: true}, {}} {
-		if _, err := parseMessages("d", strings.NewReader(`{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]}`), o); err != nil {
+		if _, err := parseMessages(t.Context(), "d", strings.NewReader(`{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]}`), o); err != nil {
 			t.Errorf("%+v: %v", o, err)
 		}
 	}

@@ -125,10 +125,10 @@ func (f *Flags) assignments(sc *Scenario) ([]assignment, error) {
 	}
 	for _, h := range f.Headers {
 		name, value, ok := strings.Cut(h, ":")
-		if !ok || strings.TrimSpace(name) == "" {
-			return nil, fmt.Errorf("--header %q: want Name:value", h)
+		if !ok || strings.TrimSpace(name) == "" || strings.TrimSpace(value) == "" {
+			return nil, fmt.Errorf("--header %q: want Name:value, both not empty", h)
 		}
-		add("--header", "target.headers."+strings.TrimSpace(name), strings.TrimSpace(value))
+		out = append(out, assignment{from: "--header", header: strings.TrimSpace(name), value: strings.TrimSpace(value)})
 	}
 	if f.Model != "" {
 		add("--model", "target.model", f.Model)

@@ -1,6 +1,11 @@
 package scenario
 
 import (
+	"context"
+	"errors"
+	"maps"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -161,6 +166,68 @@ func TestDistString(t *testing.T) {
 	} {
 		if got := tc.d.String(); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}
+
+// FuzzHeaderFlag (issue 22, item 10) gives --header arbitrary values: one
+// without a name or a value ("Name:value") is refused naming --header (an
+// empty value would have reset the header silently); one with both sets
+// target.headers[Name] to the trimmed value, or is refused as a header
+// (a name or value HTTP cannot carry), never a panic.
+func FuzzHeaderFlag(f *testing.F) {
+	// The last four were found by the fuzzer: "#…" and "!…" were read as
+	// YAML (a comment, a tag) and the header silently dropped; a name with
+	// "[" or "." was read as a path.
+	for _, h := range []string{"X-Tenant:bench", "Authorization: Bearer sk-1", ":v", "novalue", "X: ", "a:b:c", "X-\x00:y", "Ä:ü",
+		"Y:!00", "X-Key:#abc", "0[:0", "X.Y:v"} {
+		f.Add(h)
+	}
+	f.Fuzz(func(t *testing.T, h string) {
+		sc, err := FromFlags(Flags{Target: "sim://tiny", Concurrency: 1, Requests: 1, InputTokens: 8, OutputTokens: 4, Headers: []string{h}})
+		name, value, ok := strings.Cut(h, ":")
+		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+		switch {
+		case !ok || name == "" || value == "":
+			if err == nil || !strings.Contains(err.Error(), "--header") {
+				t.Fatalf("--header %q: %v, want a refusal naming --header", h, err)
+			}
+		case err == nil:
+			if got, ok := sc.Target.Headers[name]; !ok || got != value {
+				t.Fatalf("--header %q set headers %v, want %q: %q", h, sc.Target.Headers, name, value)
+			}
+			// net/http checks a request's headers before it dials: a
+			// header it refuses is one no request could carry.
+			req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:9/", nil)
+			req.Header.Set(name, value)
+			tr := &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) { return nil, errNoDial }}
+			if _, err := tr.RoundTrip(req); !errors.Is(err, errNoDial) {
+				t.Fatalf("--header %q accepted a header net/http refuses: %v", h, err)
+			}
+		}
+	})
+}
+
+// errNoDial is FuzzHeaderFlag's dialer's refusal: no connection is made.
+var errNoDial = errors.New("no dial in this test")
+
+// TestIssue22HeaderLiteral (issue 22, item 10, found by FuzzHeaderFlag):
+// --header values were read as YAML and names as paths, so "X-Key:#abc"
+// sent no header at all. Both are taken as written now.
+func TestIssue22HeaderLiteral(t *testing.T) {
+	t.Parallel()
+	sc, err := FromFlags(Flags{Target: "sim://tiny", Concurrency: 1, Requests: 1, InputTokens: 8, OutputTokens: 4,
+		Headers: []string{"X-Key:#abc", "X-Tag: !v1", "X.Y: [1]"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"X-Key": "#abc", "X-Tag": "!v1", "X.Y": "[1]"}
+	if !maps.Equal(sc.Target.Headers, want) {
+		t.Errorf("headers %v, want %v", sc.Target.Headers, want)
+	}
+	for _, bad := range []string{"0[:0", "X:", "X-\x00:y"} {
+		if _, err := FromFlags(Flags{Target: "sim://tiny", Concurrency: 1, Requests: 1, InputTokens: 8, OutputTokens: 4, Headers: []string{bad}}); err == nil {
+			t.Errorf("--header %q accepted", bad)
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -14,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/servebench/servebench/internal/inputfile"
 	suggestpkg "github.com/servebench/servebench/internal/suggest"
 	"github.com/servebench/servebench/internal/yamlmsg"
 )
@@ -57,11 +57,15 @@ func (e *FieldError) Error() string {
 // decoders that run after the check expand no more than it counted.
 const maxNodes = 100_000
 
+// maxScenarioBytes caps a scenario file: real ones are a few KB, and
+// maxNodes bounds what a document may hold anyway.
+const maxScenarioBytes = 16 << 20
+
 // Load reads the scenario file at path, applies Defaults and validates it.
 // The error, when not nil, joins one *FieldError per problem (use
 // errors.As or the Unwrap() []error method to list them).
 func Load(path string) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.ReadFile(path, inputfile.Limit{What: "scenario", MaxBytes: maxScenarioBytes})
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", path, err)
 	}
@@ -184,6 +188,9 @@ type walker struct {
 	alias   int    // line of the outermost alias being expanded; 0 outside one
 	aliasAt string // the path of that alias
 	file    string // overrides src.file in positions and errors (for --set)
+	nest    int    // depth in the free-form value being checked
+	top     string // the path of that value
+	deep    bool   // a free-form value nested deeper than maxNesting: reported once
 
 	reported map[FieldError]bool // errs, for reporting each once
 }
@@ -464,13 +471,31 @@ func (w *walker) expand(n *yaml.Node, path string) bool {
 	return true
 }
 
+// maxNesting bounds the depth of a free-form value (request.extra,
+// request.tools, a sweep's parameters): a tool's JSON schema nests a few
+// levels, and 5,000 levels of a 10 KB file took 483 MB to carry through.
+const maxNesting = 64
+
 // freeform checks a free-form value (request.extra, a sweep's parameters),
 // which is sent as JSON: every mapping key a plain name and, below the top
 // level (whose keys the Go type makes strings), a string, since a JSON
-// object has no other keys. It counts the nodes as expand does.
+// object has no other keys, and no deeper than maxNesting. It counts the
+// nodes as expand does.
 func (w *walker) freeform(n *yaml.Node, path string, stringKeys bool) {
-	if !w.spend(n, path) {
+	if !w.spend(n, path) || w.deep {
 		return
+	}
+	if n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode {
+		if w.nest == 0 {
+			w.top = path
+		}
+		w.nest++
+		defer func() { w.nest-- }()
+		if w.nest > maxNesting {
+			w.deep = true
+			w.fail(n.Line, w.top, "nests deeper than %d levels: a request body needs a few (a deeper one costs the run memory for nothing)", maxNesting)
+			return
+		}
 	}
 	n, done := w.follow(n, path)
 	defer done()

@@ -549,6 +549,42 @@ func TestSimTarget(t *testing.T) {
 	}
 }
 
+// TestIssue22Nesting (issue 22, item 7): a 10 KB scenario nesting 5,000
+// levels in request.extra took 483 MB. A free-form value deeper than
+// maxNesting is refused with its line, in the file and from --set.
+func TestIssue22Nesting(t *testing.T) {
+	t.Parallel()
+	const head = "name: deep\nprompts: {input_tokens: 8, output_tokens: 4}\nload: {stages: [{concurrency: 1, requests: 1}]}\n"
+	deep := strings.Repeat("{a: ", 5000) + "1" + strings.Repeat("}", 5000)
+	list := strings.Repeat("[", 5000) + strings.Repeat("]", 5000)
+	// request.extra is the first level.
+	ok := strings.Repeat("{a: ", maxNesting-1) + "1" + strings.Repeat("}", maxNesting-1)
+	want := "nests deeper than 64 levels"
+	for _, tc := range []struct{ name, doc, wantPrefix string }{
+		{"extra mapping", head + "request:\n  extra:\n    x: " + deep + "\n", "deep.yaml:6: request.extra: "},
+		{"extra list", head + "request:\n  extra:\n    x: " + list + "\n", "deep.yaml:6: request.extra: "},
+		{"tools", head + "target: {api: chat}\nrequest:\n  tools: [{type: function, function: {name: f, parameters: " + deep + "}}]\n", "deep.yaml:6: request.tools[0]: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Parse("deep.yaml", []byte(tc.doc))
+			if err == nil || !strings.Contains(err.Error(), tc.wantPrefix+want) {
+				t.Errorf("Parse: %.300v\nwant %q", err, tc.wantPrefix+want)
+			}
+			if err != nil && strings.Count(err.Error(), want) != 1 {
+				t.Errorf("reported %d times", strings.Count(err.Error(), want))
+			}
+		})
+	}
+	sc, err := Parse("deep.yaml", []byte(head+"request:\n  extra:\n    x: "+ok+"\n"))
+	if err != nil {
+		t.Fatalf("%d levels: %v", maxNesting, err)
+	}
+	if err := sc.Set("request.extra.y", deep); err == nil || !strings.Contains(err.Error(), "--set: request.extra.y: "+want) {
+		t.Errorf("--set: %.300v", err)
+	}
+}
+
 // TestScrapeProfiles: every profile the scraper knows is a valid
 // scrape.profile (the validator reads the scraper's table), and nothing
 // else is.

@@ -44,7 +44,7 @@ load: {stages: [{name: p, concurrency: 1, prime: true}, {name: m, concurrency: 2
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPrompts(sc)
+	p, err := NewPrompts(t.Context(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/servebench/servebench/internal/tokenizer"
 	"github.com/servebench/servebench/results"
@@ -90,6 +92,27 @@ type entry struct {
 	// turn (the first is prompt and answer again), counted by countAll.
 	system string
 	turns  []turn
+
+	// at is where the entry is in its file, for messages: the line (jsonl,
+	// messages) or the element index (sharegpt).
+	at int32
+}
+
+// move sets e, a zero entry, to the content of src (an entry holds
+// atomics, so it is not copied whole).
+func (e *entry) move(src *entry) {
+	e.prompt, e.answer, e.system, e.turns, e.at = src.prompt, src.answer, src.system, src.turns, src.at
+	e.output.Store(src.output.Load())
+	e.counted.Store(src.counted.Load())
+}
+
+// longest is the length in bytes of the entry's longest text.
+func (e *entry) longest() int {
+	n := max(len(e.prompt), len(e.answer), len(e.system))
+	for _, t := range e.turns {
+		n = max(n, len(t.prompt), len(t.answer))
+	}
+	return n
 }
 
 // turn is one turn of a dataset conversation: the user's message and the
@@ -107,8 +130,12 @@ var ErrServerTokenizer = errors.New("prompts.tokenizer server: the words come fr
 
 // NewPrompts builds the prompts of a scenario whose defaults are applied:
 // it loads the tokenizer and generates the synthetic corpus (a few
-// milliseconds) or reads the dataset file.
-func NewPrompts(sc *Scenario) (*Prompts, error) { return NewShardPrompts(sc, Shard{}) }
+// milliseconds) or reads the dataset file and counts its prompts' tokens
+// (seconds to minutes for a large one). It stops, with ctx's cause, when
+// ctx ends.
+func NewPrompts(ctx context.Context, sc *Scenario) (*Prompts, error) {
+	return NewShardPrompts(ctx, sc, Shard{}, nil)
+}
 
 // NewShardPrompts builds the prompts of one shard of a sharded run (see
 // Shard), whose sequence numbers are strided by the shard count. Synthetic
@@ -118,7 +145,9 @@ func NewPrompts(sc *Scenario) (*Prompts, error) { return NewShardPrompts(sc, Sha
 // dataset with fewer usable entries than shards is an error.
 //
 // A scenario whose prompts.tokenizer is server gets ErrServerTokenizer.
-func NewShardPrompts(sc *Scenario, sh Shard) (*Prompts, error) {
+// progress, when not nil, is told how the reading and counting of a
+// dataset go.
+func NewShardPrompts(ctx context.Context, sc *Scenario, sh Shard, progress Progress) (*Prompts, error) {
 	if sc.Prompts.Tokenizer == tokenizer.Server {
 		return nil, ErrServerTokenizer
 	}
@@ -130,7 +159,7 @@ func NewShardPrompts(sc *Scenario, sh Shard) (*Prompts, error) {
 	if sc.Target.API == results.APIChat && sc.Request.System != "" {
 		overhead = tok.Count(sc.Request.System)
 	}
-	return newPrompts(sc, sh, tok, tok.Words(), overhead)
+	return newPrompts(ctx, sc, sh, tok, tok.Words(), overhead, progress)
 }
 
 // NewServerPrompts builds the synthetic prompts of a scenario whose
@@ -139,14 +168,14 @@ func NewShardPrompts(sc *Scenario, sh Shard) (*Prompts, error) {
 // exactly its drawn length under the server's tokenizer. overhead is what
 // the server was measured to count beyond a prompt's own tokens (its
 // special tokens, chat template and system message); see Overhead.
-func NewServerPrompts(sc *Scenario, sh Shard, words *tokenizer.Words, overhead int) (*Prompts, error) {
+func NewServerPrompts(ctx context.Context, sc *Scenario, sh Shard, words *tokenizer.Words, overhead int) (*Prompts, error) {
 	if sc.Prompts.Dataset.Path != "" {
 		return nil, fmt.Errorf("prompts: %w", ErrServerTokenizer)
 	}
-	return newPrompts(sc, sh, nil, words, overhead)
+	return newPrompts(ctx, sc, sh, nil, words, overhead, nil)
 }
 
-func newPrompts(sc *Scenario, sh Shard, tok *tokenizer.Tokenizer, words *tokenizer.Words, overhead int) (*Prompts, error) {
+func newPrompts(ctx context.Context, sc *Scenario, sh Shard, tok *tokenizer.Tokenizer, words *tokenizer.Words, overhead int, progress Progress) (*Prompts, error) {
 	spec := &sc.Prompts
 	var err error
 	p := &Prompts{tok: tok, words: words, overhead: overhead, seed: spec.Seed, in: spec.InputTokens, out: spec.OutputTokens, shards: uint64(sh.n())}
@@ -155,7 +184,7 @@ func newPrompts(sc *Scenario, sh Shard, tok *tokenizer.Tokenizer, words *tokeniz
 	}
 	if spec.Dataset.Path != "" {
 		p.in = nil
-		p.entries, err = readDataset(sc.DatasetPath(), spec.Dataset.Format, sc.readOpts())
+		p.entries, err = readDataset(ctx, sc.DatasetPath(), spec.Dataset.Format, sc.readOpts(progress))
 		if err != nil {
 			return nil, err
 		}
@@ -168,15 +197,16 @@ func newPrompts(sc *Scenario, sh Shard, tok *tokenizer.Tokenizer, words *tokeniz
 			// one by one rather than copy the slice.
 			part := make([]entry, 0, len(p.entries)/n+1)
 			for i := sh.Index; i < len(p.entries); i += n {
-				part = append(part, entry{prompt: p.entries[i].prompt, answer: p.entries[i].answer,
-					system: p.entries[i].system, turns: p.entries[i].turns})
-				part[len(part)-1].output.Store(p.entries[i].output.Load())
+				part = append(part, entry{})
+				part[len(part)-1].move(&p.entries[i])
 			}
 			p.entries = part
 		}
 		p.starts = uint64(len(p.entries))
 		p.stride, p.shift = permutation(p.starts, spec.Seed)
-		p.countAll()
+		if err := p.countAll(ctx, sc.DatasetPath(), spec.Dataset.Format, progress); err != nil {
+			return nil, err
+		}
 		return p, nil
 	}
 	if p.in == nil || !p.in.valid() || (p.out != nil && !p.out.valid()) {
@@ -193,7 +223,7 @@ func newPrompts(sc *Scenario, sh Shard, tok *tokenizer.Tokenizer, words *tokeniz
 			run = max(run, TraceBlockTokens/2) // Text's blocks
 		}
 		if path := sc.SessionTracePath(i); path != "" {
-			ss, err := readSessionTrace(path)
+			ss, err := readSessionTrace(ctx, path, sessionTraceLimit(sc.Load.Stages[i].Session.Trace, i))
 			if err != nil {
 				return nil, err
 			}
@@ -203,7 +233,7 @@ func newPrompts(sc *Scenario, sh Shard, tok *tokenizer.Tokenizer, words *tokeniz
 			p.sessionTraces[i] = ss
 		}
 		if path := sc.TracePath(i); path != "" {
-			recs, err := readTrace(path)
+			recs, err := readTrace(ctx, path, traceLimit(sc.Load.Stages[i].Trace, i))
 			if err != nil {
 				return nil, err
 			}
@@ -318,31 +348,93 @@ func (p *Prompts) entry(i uint64, r *rand.Rand) Prompt {
 
 // countAll tokenizes every dataset entry now, on every core, so that no
 // request pays for it on its way out (a 200,000-character prompt took 58
-// ms to count).
-func (p *Prompts) countAll() {
+// ms to count). A text over MaxPromptTokens is refused, as a synthetic
+// prompt would be; the first found is the error (name and format place
+// it). The workers stop when ctx ends; progress, when not nil, is told the
+// entries counted a few times a second.
+func (p *Prompts) countAll(ctx context.Context, name, format string, progress Progress) error {
 	workers := runtime.GOMAXPROCS(0)
 	var wg sync.WaitGroup
+	var done atomic.Int64
+	var tooLong atomic.Pointer[FieldError]
+	stop := func() bool { return ctx.Err() != nil || tooLong.Load() != nil }
 	for w := range workers {
 		wg.Go(func() {
-			for i := w; i < len(p.entries); i += workers {
-				e := &p.entries[i]
-				if e.counted.Load() == 0 {
-					e.counted.Store(int32(p.tok.Count(e.prompt)))
-				}
-				if p.out == nil && e.output.Load() == 0 {
-					e.output.Store(int32(max(p.tok.Count(e.answer), 1)))
-				}
-				for k := range e.turns {
-					t := &e.turns[k]
-					t.in = int32(p.tok.Count(t.prompt))
-					if p.out == nil && t.output == 0 {
-						t.output = int32(max(p.tok.Count(t.answer), 1))
+			for i := w; i < len(p.entries) && !stop(); i += workers {
+				if fe := p.count(&p.entries[i]); fe != nil {
+					fe.File = name
+					if format == FormatShareGPT {
+						fe.Field = fmt.Sprintf("[%d].conversations", p.entries[i].at)
+					} else {
+						fe.Line = int(p.entries[i].at)
 					}
+					tooLong.CompareAndSwap(nil, fe)
 				}
+				done.Add(1)
 			}
 		})
 	}
-	wg.Wait()
+	if progress != nil {
+		progress("count tokens", 0, int64(len(p.entries)), "prompts")
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for waiting := true; waiting; {
+		select {
+		case <-tick.C:
+			if progress != nil {
+				progress("count tokens", done.Load(), int64(len(p.entries)), "prompts")
+			}
+		case <-finished:
+			waiting = false
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("%s: counting tokens stopped after %d of %d prompts: %w", name, done.Load(), len(p.entries), context.Cause(ctx))
+	case tooLong.Load() != nil:
+		return tooLong.Load()
+	}
+	return nil
+}
+
+// count counts entry e's texts, and returns the problem of one over
+// MaxPromptTokens (File and position unset).
+func (p *Prompts) count(e *entry) *FieldError {
+	check := func(what string, n int) *FieldError {
+		if n > MaxPromptTokens {
+			return &FieldError{Msg: fmt.Sprintf("%s of %d tokens is over the %d-token cap on a prompt (synthetic prompts have it too)", what, n, MaxPromptTokens)}
+		}
+		return nil
+	}
+	if e.counted.Load() == 0 {
+		e.counted.Store(int32(min(p.tok.Count(e.prompt), math.MaxInt32)))
+	}
+	if fe := check("the prompt", int(e.counted.Load())); fe != nil {
+		return fe
+	}
+	if p.out == nil && e.output.Load() == 0 {
+		e.output.Store(int32(min(max(p.tok.Count(e.answer), 1), math.MaxInt32)))
+		if fe := check("the reply", int(e.output.Load())); fe != nil {
+			return fe
+		}
+	}
+	for k := range e.turns {
+		t := &e.turns[k]
+		t.in = int32(min(p.tok.Count(t.prompt), math.MaxInt32))
+		if fe := check(fmt.Sprintf("turn %d's message", k+1), int(t.in)); fe != nil {
+			return fe
+		}
+		if p.out == nil && t.output == 0 {
+			t.output = int32(min(max(p.tok.Count(t.answer), 1), math.MaxInt32))
+			if fe := check(fmt.Sprintf("turn %d's reply", k+1), int(t.output)); fe != nil {
+				return fe
+			}
+		}
+	}
+	return nil
 }
 
 // Len returns the number of distinct prompts before the sequence repeats:

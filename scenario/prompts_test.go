@@ -18,7 +18,7 @@ func mustPrompts(t testing.TB, yaml string) *Prompts {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPrompts(sc)
+	p, err := NewPrompts(t.Context(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestServerPrompts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewPrompts(sc); !errors.Is(err, ErrServerTokenizer) {
+	if _, err := NewPrompts(t.Context(), sc); !errors.Is(err, ErrServerTokenizer) {
 		t.Fatalf("NewPrompts with the server's tokenizer: %v", err)
 	}
 	tok, err := tokenizer.Load(fixtureBPE)
@@ -55,7 +55,7 @@ func TestServerPrompts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewServerPrompts(sc, Shard{}, words, 7)
+	p, err := NewServerPrompts(t.Context(), sc, Shard{}, words, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestSyntheticPromptsExact(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := NewPrompts(sc)
+			p, err := NewPrompts(t.Context(), sc)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -248,9 +248,9 @@ func TestDatasetErrors(t *testing.T) {
 			t.Parallel()
 			parse := parseJSONL
 			if tc.format == FormatShareGPT {
-				parse = func(name string, r io.Reader) ([]entry, error) { return parseShareGPT(name, r, readOpts{}) }
+				parse = parseShareGPT
 			}
-			_, err := parse("d", strings.NewReader(tc.data))
+			_, err := parse(t.Context(), "d", strings.NewReader(tc.data), readOpts{})
 			var fe *FieldError
 			if err == nil || !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want a *FieldError containing %q", err, tc.want)
@@ -262,7 +262,7 @@ func TestDatasetErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := readDataset("testdata/invalid/empty.yaml", FormatJSONL, readOpts{}); err == nil || !strings.Contains(err.Error(), "no usable prompt") {
+	if _, err := readDataset(t.Context(), "testdata/invalid/empty.yaml", FormatJSONL, readOpts{}); err == nil || !strings.Contains(err.Error(), "no usable prompt") {
 		t.Errorf("empty dataset: err = %v", err)
 	}
 }
@@ -279,10 +279,10 @@ func FuzzDataset(f *testing.F) {
 	f.Add([]byte("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"assistant\", \"content\": \"b\"}]}\n\n{\"messages\": []}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, o := range []readOpts{{}, {turns: true}, {turns: true, haveOut: true}} {
-			for _, parse := range []func(string, io.Reader, readOpts) ([]entry, error){
-				func(n string, r io.Reader, _ readOpts) ([]entry, error) { return parseJSONL(n, r) }, parseShareGPT, parseMessages,
+			for _, parse := range []func(context.Context, string, io.Reader, readOpts) ([]entry, error){
+				parseJSONL, parseShareGPT, parseMessages,
 			} {
-				entries, err := parse("fuzz", bytes.NewReader(data), o)
+				entries, err := parse(t.Context(), "fuzz", bytes.NewReader(data), o)
 				if err != nil {
 					continue
 				}

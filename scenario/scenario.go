@@ -210,7 +210,31 @@ type Dataset struct {
 	// (one {"messages": [...], "output_tokens": N} per line). The default
 	// follows the extension: .jsonl → jsonl, else sharegpt.
 	Format string `yaml:"format" json:"format"`
+	// MaxFileMiB refuses a larger dataset file, in MiB (0:
+	// DefaultMaxFileMiB). Only a regular file is read, never a device or
+	// a pipe.
+	MaxFileMiB int `yaml:"max_file_mib" json:"max_file_mib,omitempty"`
+	// MaxLineMiB refuses a longer line (jsonl, messages) or ShareGPT
+	// conversation, in MiB (0: DefaultMaxLineMiB). Each prompt is capped
+	// besides (MaxPromptBytes, MaxPromptTokens) whatever this is.
+	MaxLineMiB int `yaml:"max_line_mib" json:"max_line_mib,omitempty"`
 }
+
+// The caps on the input files a scenario names (Dataset.MaxFileMiB and
+// MaxLineMiB, TraceSpec.MaxFileMiB) when it sets none, and the caps on a
+// dataset prompt, which no setting raises: a prompt is at most
+// MaxPromptTokens tokens, as a synthetic one, and, before it is counted
+// (counting costs about 130 bytes of memory per byte of text), at most
+// MaxPromptBytes, that many tokens at 4 bytes each.
+const (
+	DefaultMaxFileMiB      = 4096
+	DefaultMaxLineMiB      = 32
+	DefaultMaxTraceFileMiB = 1024
+	MaxPromptTokens        = maxTokens
+	MaxPromptBytes         = 4 * maxTokens
+	// maxFileMiB bounds the caps themselves (1 TiB): a larger value is a typo.
+	maxFileMiB = 1 << 20
+)
 
 // SaltRandom asks for a new prompt salt for every run (PromptSpec.Salt).
 const SaltRandom = "random"

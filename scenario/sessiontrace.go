@@ -1,16 +1,16 @@
 package scenario
 
 import (
-	"bufio"
-	"bytes"
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/servebench/servebench/internal/inputfile"
 )
 
 // TraceSession is one session of a sessions trace: its id as the file
@@ -44,34 +44,21 @@ func (s *TraceSession) Start() time.Duration { return s.Turns[0].At }
 // of different sessions may interleave.
 
 // parseSessionTrace reads a sessions trace. Problems are *FieldErrors
-// naming the file and line.
-func parseSessionTrace(name string, r io.Reader) ([]TraceSession, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxDatasetLine)
+// naming the file and line, at most maxErrors of them; the reading stops
+// with ctx's cause when ctx ends.
+func parseSessionTrace(ctx context.Context, name string, r io.Reader) ([]TraceSession, error) {
+	l := newLines(ctx, name, r, lineCap{max: maxTraceLine, what: "sessions trace line (one turn)"}, nil)
 	var out []TraceSession
 	index := map[string]int{}
-	var errs []error
 	var first, last float64
-	seen := false
-	for line := 1; sc.Scan(); line++ {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
+	for b, ok := l.next(); ok; b, ok = l.next() {
+		n := len(l.errs)
+		id, rec := parseSessionLine(l, b, len(index) > 0, last)
+		if len(l.errs) > n {
 			continue
 		}
-		id, rec, lineErrs := parseSessionLine(b, seen, last)
-		for _, e := range lineErrs {
-			e.File, e.Line = name, line
-			errs = append(errs, e)
-		}
-		if len(errs) >= 20 {
-			errs = append(errs, &FieldError{File: name, Line: line, Msg: "too many errors"})
-			break
-		}
-		if len(lineErrs) > 0 {
-			continue
-		}
-		if !seen {
-			first, seen = rec.ts, true
+		if len(index) == 0 {
+			first = rec.ts
 		}
 		last = rec.ts
 		rec.r.At = time.Duration(math.Round((rec.ts - first) * float64(time.Millisecond)))
@@ -83,11 +70,8 @@ func parseSessionTrace(name string, r io.Reader) ([]TraceSession, error) {
 		}
 		out[i].Turns = append(out[i].Turns, rec.r)
 	}
-	if err := sc.Err(); err != nil {
-		errs = append(errs, &FieldError{File: name, Msg: fmt.Sprintf("read: %v", err)})
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if err := l.err(); err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, &FieldError{File: name, Msg: "no session in this trace"}
@@ -101,65 +85,28 @@ type sessionLine struct {
 	ts float64
 }
 
-// parseSessionLine parses one line of a sessions trace; seen and last are
-// whether a line came before and its timestamp. The errors carry the
-// field only.
-func parseSessionLine(b []byte, seen bool, last float64) (string, sessionLine, []*FieldError) {
-	var errs []*FieldError
-	fail := func(field, format string, args ...any) {
-		errs = append(errs, &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
-	}
+// parseSessionLine parses one line of a sessions trace, adding its
+// problems to l; seen and last are whether a line came before and its
+// timestamp.
+func parseSessionLine(l *lines, b []byte, seen bool, last float64) (string, sessionLine) {
 	var rec struct {
-		SessionID    json.RawMessage `json:"session_id"`
-		Timestamp    *float64        `json:"timestamp"`
-		InputLength  *int            `json:"input_length"`
-		OutputLength *int            `json:"output_length"`
-		HashIDs      []int64         `json:"hash_ids"`
+		SessionID json.RawMessage `json:"session_id"`
+		traceLine
 	}
 	if err := json.Unmarshal(b, &rec); err != nil {
-		fail("", "want a JSON object {\"session_id\": ..., \"timestamp\": ms, \"input_length\": N, \"output_length\": N, \"hash_ids\": [...]}: %s", plainJSONDecode(err))
-		return "", sessionLine{}, errs
+		l.fail("", "want a JSON object {\"session_id\": ..., \"timestamp\": ms, \"input_length\": N, \"output_length\": N, \"hash_ids\": [...]}: %s", plainJSONDecode(err))
+		return "", sessionLine{}
 	}
 	id, ok := sessionID(rec.SessionID)
 	if !ok {
-		fail("session_id", "want a string or an integer naming the session")
+		l.fail("session_id", "want a string or an integer naming the session")
 	}
-	switch {
-	case rec.Timestamp == nil:
-		fail("timestamp", "is missing")
-	case !(*rec.Timestamp >= 0 && *rec.Timestamp < 1e15):
-		fail("timestamp", "want milliseconds ≥ 0, got %g", *rec.Timestamp)
-	case seen && *rec.Timestamp < last:
-		fail("timestamp", "%g goes back in time (the line before is at %g): a trace is in the order turns were sent", *rec.Timestamp, last)
+	n := len(l.errs)
+	ids := rec.check(l, seen, last)
+	if len(l.errs) > n || !ok {
+		return "", sessionLine{}
 	}
-	for _, l := range []struct {
-		field string
-		v     *int
-	}{{"input_length", rec.InputLength}, {"output_length", rec.OutputLength}} {
-		switch {
-		case l.v == nil:
-			fail(l.field, "is missing")
-		case *l.v < 1 || *l.v > maxTokens:
-			fail(l.field, "want 1 to %d tokens, got %d", maxTokens, *l.v)
-		}
-	}
-	ids := make([]uint64, len(rec.HashIDs))
-	for i, h := range rec.HashIDs {
-		if h < 0 {
-			fail(fmt.Sprintf("hash_ids[%d]", i), "want an id ≥ 0, got %d", h)
-			break
-		}
-		ids[i] = uint64(h)
-	}
-	if rec.InputLength != nil && *rec.InputLength >= 1 {
-		if need := (*rec.InputLength + TraceBlockTokens - 1) / TraceBlockTokens; len(ids) > need {
-			fail("hash_ids", "%d blocks of %d tokens for an input of %d tokens, which fills %d", len(ids), TraceBlockTokens, *rec.InputLength, need)
-		}
-	}
-	if len(errs) > 0 {
-		return "", sessionLine{}, errs
-	}
-	return id, sessionLine{ts: *rec.Timestamp, r: TraceRecord{InputTokens: *rec.InputLength, OutputTokens: *rec.OutputLength, HashIDs: ids}}, nil
+	return id, sessionLine{ts: *rec.Timestamp, r: TraceRecord{InputTokens: *rec.InputLength, OutputTokens: *rec.OutputLength, HashIDs: ids}}
 }
 
 // sessionID reads a session_id: a non-empty string, or an integer.
@@ -177,14 +124,21 @@ func sessionID(raw json.RawMessage) (string, bool) {
 	return "", false
 }
 
-// readSessionTrace reads a sessions trace file.
-func readSessionTrace(path string) ([]TraceSession, error) {
-	f, err := os.Open(path)
+// readSessionTrace reads a sessions trace file, a regular file within
+// the stage's cap.
+func readSessionTrace(ctx context.Context, path string, l inputfile.Limit) ([]TraceSession, error) {
+	f, err := inputfile.Open(path, l)
 	if err != nil {
 		return nil, fmt.Errorf("sessions trace: %w", err)
 	}
 	defer f.Close()
-	return parseSessionTrace(path, f)
+	return parseSessionTrace(ctx, path, f)
+}
+
+// sessionTraceLimit is the cap on stage i's sessions trace file.
+func sessionTraceLimit(tr *TraceSpec, stage int) inputfile.Limit {
+	return inputfile.Limit{What: "sessions trace", MaxBytes: int64(orDefault(tr.MaxFileMiB, DefaultMaxTraceFileMiB)) << 20,
+		Raise: fmt.Sprintf("--set load.stages[%d].session.trace.max_file_mib=N", stage)}
 }
 
 // SessionTracePath is stage i's sessions trace, resolved against the
@@ -232,8 +186,8 @@ func (v *validator) sessionTrace(sc *Scenario, i int) {
 		v.add(f+".session.trace.path", "is required: the sessions trace, one {\"session_id\": ..., \"timestamp\": ms, \"input_length\": N, \"output_length\": N, \"hash_ids\": [...]} per line")
 	case err != nil:
 		v.add(f+".session.trace.path", "cannot read %q: %s", sc.SessionTracePath(i), errorOr(err, ""))
-	case fi.IsDir():
-		v.add(f+".session.trace.path", "%q is a directory", s.Trace.Path)
+	case !fi.Mode().IsRegular():
+		v.add(f+".session.trace.path", "%q %s", s.Trace.Path, (&inputfile.NotRegularError{What: "sessions trace", Mode: fi.Mode()}).Reason())
 	}
 	if !(s.Trace.Speedup > 0 && s.Trace.Speedup <= maxSpeedup) {
 		v.add(f+".session.trace.speedup", "want a factor above 0 and up to %.0f (2 replays twice as fast), got %g", maxSpeedup, s.Trace.Speedup)

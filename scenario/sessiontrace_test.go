@@ -19,7 +19,7 @@ func TestSessionTrace(t *testing.T) {
 {"session_id": "b", "timestamp": 2500, "input_length": 900, "output_length": 20, "hash_ids": [0, 1]}
 {"session_id": 7, "timestamp": 4000, "input_length": 700, "output_length": 5}
 `
-	ss, err := parseSessionTrace("s.jsonl", strings.NewReader(data))
+	ss, err := parseSessionTrace(t.Context(), "s.jsonl", strings.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestSessionTraceErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := parseSessionTrace("d", strings.NewReader(tc.data))
+			_, err := parseSessionTrace(t.Context(), "d", strings.NewReader(tc.data))
 			var fe *FieldError
 			if err == nil || !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want a *FieldError containing %q", err, tc.want)
@@ -77,7 +77,7 @@ func FuzzSessionTrace(f *testing.F) {
 	f.Add([]byte("{\"session_id\": 3, \"timestamp\": 5, \"input_length\": 9, \"output_length\": 1}\n{\"session_id\": \"3\", \"timestamp\": 5e3, \"input_length\": 90, \"output_length\": 1}\n"))
 	f.Add([]byte("\n{\"session_id\": null}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ss, err := parseSessionTrace("fuzz", bytes.NewReader(data))
+		ss, err := parseSessionTrace(t.Context(), "fuzz", bytes.NewReader(data))
 		if err != nil {
 			return
 		}

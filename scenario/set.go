@@ -53,8 +53,10 @@ func (sc *Scenario) Override(assignments ...string) error {
 
 // assignment is one override: the field path, its value (as Set takes
 // it), and where it came from ("--set", or the flag that made it), which
-// the errors about it name.
-type assignment struct{ from, path, value string }
+// the errors about it name. A header (--header) names target.headers' key
+// itself and its value is taken literally: a header's name may hold "."
+// and its value "#" or "!", which a path or YAML would read otherwise.
+type assignment struct{ from, path, value, header string }
 
 // override applies assignments in order (a later one wins), then
 // Defaults, and validates the result; on error (or with errs, problems
@@ -66,6 +68,17 @@ func (sc *Scenario) override(items []assignment, errs ...error) error {
 	}
 	next := clone(base)
 	for _, a := range items {
+		if a.header != "" {
+			if next.Target.Headers == nil {
+				next.Target.Headers = map[string]string{}
+			}
+			next.Target.Headers[a.header] = a.value
+			if next.src.pos == nil {
+				next.src.pos = map[string]position{}
+			}
+			next.src.pos["target.headers."+a.header] = position{file: a.from}
+			continue
+		}
 		errs = append(errs, next.set(a.from, a.path, a.value)...)
 	}
 	if len(errs) > 0 {

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 )
@@ -122,4 +123,42 @@ func TestSetSequence(t *testing.T) {
 	if st := sc.Load.Stages[1]; st.Arrival != ArrivalConstant || st.RatePerSec != 5 || sc.Prompts.Seed != 9 {
 		t.Errorf("after sets: %+v seed %d", st, sc.Prompts.Seed)
 	}
+}
+
+// FuzzSet (issue 22, item 10) applies arbitrary --set path=value pairs to a
+// valid scenario: Override must never panic, must leave the scenario as it
+// was when it refuses, and must leave one that validates when it accepts.
+func FuzzSet(f *testing.F) {
+	const doc = "name: fuzz\nprompts: {input_tokens: 64, output_tokens: 8}\nload: {stages: [{concurrency: 2, requests: 4}, {rate: 5, duration: 1s}]}\n"
+	for _, s := range [][2]string{
+		{"load.stages[0].concurrency", "64"}, {"prompts.input_tokens", "{dist: uniform, min: 1, max: 9}"},
+		{"request.extra.top_k", "5"}, {"request.extra.x", "[[[[1]]]]"}, {"load.stages[2]", "{rate: 1, requests: 1}"},
+		{"target.headers.X-Tenant", "a"}, {"load.stages[0].duration", "30s"}, {"prompts.dataset.max_line_mib", "-1"},
+		{"load.stages[1]", ""}, {"sweep.parameters.x", "[1, 2]"}, {"a.b[", "1"}, {"request.extra", "{<<: *x}"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, path, value string) {
+		sc, err := Parse("fuzz.yaml", []byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, err := sc.Resolved()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sc.Set(path, value); err != nil {
+			after, _ := sc.Resolved()
+			if !bytes.Equal(before, after) {
+				t.Fatalf("a refused --set %s=%q changed the scenario", path, value)
+			}
+			return
+		}
+		if err := sc.Validate(); err != nil {
+			t.Fatalf("--set %s=%q accepted a scenario that does not validate: %v", path, value, err)
+		}
+		if _, err := sc.Resolved(); err != nil {
+			t.Fatalf("--set %s=%q: the resolved scenario does not encode: %v", path, value, err)
+		}
+	})
 }

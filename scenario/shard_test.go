@@ -158,7 +158,7 @@ func TestShardPromptsDisjoint(t *testing.T) {
 			const n = 3
 			owner := map[string]int{}
 			for i := range n {
-				p, err := NewShardPrompts(sc, Shard{i, n})
+				p, err := NewShardPrompts(t.Context(), sc, Shard{i, n}, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -186,7 +186,7 @@ func TestShardPromptsDisjoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewShardPrompts(sc, Shard{0, 11}); err == nil || !strings.Contains(err.Error(), "10 usable prompts cannot be split over 11 shards") {
+	if _, err := NewShardPrompts(t.Context(), sc, Shard{0, 11}, nil); err == nil || !strings.Contains(err.Error(), "10 usable prompts cannot be split over 11 shards") {
 		t.Errorf("a dataset smaller than the shard count: %v", err)
 	}
 }

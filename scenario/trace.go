@@ -1,8 +1,7 @@
 package scenario
 
 import (
-	"bufio"
-	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servebench/servebench/internal/inputfile"
 	"github.com/servebench/servebench/results"
 )
 
@@ -23,6 +23,10 @@ type TraceSpec struct {
 	// Speedup divides the trace's time offsets: 2 replays it twice as
 	// fast (default 1).
 	Speedup float64 `yaml:"speedup" json:"speedup"`
+	// MaxFileMiB refuses a larger trace file, in MiB (0:
+	// DefaultMaxTraceFileMiB). A line (one arrival) is at most
+	// maxTraceLine bytes.
+	MaxFileMiB int `yaml:"max_file_mib" json:"max_file_mib,omitempty"`
 }
 
 // TraceBlockTokens is the size of a trace's prefix blocks: each hash id
@@ -48,15 +52,26 @@ type TraceRecord struct {
 	HashIDs []uint64
 }
 
-// readTrace reads a trace file. Problems in it are *FieldErrors naming
-// the file and line.
-func readTrace(path string) ([]TraceRecord, error) {
-	f, err := os.Open(path)
+// maxTraceLine bounds a trace line: one arrival, a few hundred bytes
+// (2,097,152 tokens name 4,096 hash ids), so no setting raises it.
+const maxTraceLine = 1 << 20
+
+// traceLimit is the cap on trace file path of stage spec tr.
+func traceLimit(tr *TraceSpec, stage int) inputfile.Limit {
+	return inputfile.Limit{What: "trace", MaxBytes: int64(orDefault(tr.MaxFileMiB, DefaultMaxTraceFileMiB)) << 20,
+		Raise: fmt.Sprintf("--set load.stages[%d].trace.max_file_mib=N", stage)}
+}
+
+// readTrace reads a trace file, a regular file within l. Problems in it
+// are *FieldErrors naming the file and line, at most maxErrors of them;
+// the reading stops with ctx's cause when ctx ends.
+func readTrace(ctx context.Context, path string, l inputfile.Limit) ([]TraceRecord, error) {
+	f, err := inputfile.Open(path, l)
 	if err != nil {
 		return nil, fmt.Errorf("trace: %w", err)
 	}
 	defer f.Close()
-	recs, err := parseTrace(path, f)
+	recs, err := parseTrace(ctx, path, f)
 	if err != nil {
 		return nil, err
 	}
@@ -66,73 +81,31 @@ func readTrace(path string) ([]TraceRecord, error) {
 	return recs, nil
 }
 
+// traceLine is one line of a trace as written.
+type traceLine struct {
+	Timestamp    *float64 `json:"timestamp"`
+	InputLength  *int     `json:"input_length"`
+	OutputLength *int     `json:"output_length"`
+	HashIDs      []int64  `json:"hash_ids"`
+}
+
 // parseTrace reads one {"timestamp": ms, "input_length": N,
 // "output_length": N, "hash_ids": [...]} object per line; blank lines are
 // skipped. Timestamps are milliseconds (integers or not) that never go
 // back; offsets count from the first line's.
-func parseTrace(name string, r io.Reader) ([]TraceRecord, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxDatasetLine)
+func parseTrace(ctx context.Context, name string, r io.Reader) ([]TraceRecord, error) {
+	l := newLines(ctx, name, r, lineCap{max: maxTraceLine, what: "trace line (one arrival)"}, nil)
 	var recs []TraceRecord
-	var errs []error
 	var first, last float64
-	for line := 1; sc.Scan(); line++ {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		fail := func(field, format string, args ...any) {
-			errs = append(errs, &FieldError{File: name, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
-		}
-		var rec struct {
-			Timestamp    *float64 `json:"timestamp"`
-			InputLength  *int     `json:"input_length"`
-			OutputLength *int     `json:"output_length"`
-			HashIDs      []int64  `json:"hash_ids"`
-		}
+	for b, ok := l.next(); ok; b, ok = l.next() {
+		var rec traceLine
 		if err := json.Unmarshal(b, &rec); err != nil {
-			fail("", "want a JSON object {\"timestamp\": ms, \"input_length\": N, \"output_length\": N, \"hash_ids\": [...]}: %s", plainJSONDecode(err))
+			l.fail("", "want a JSON object {\"timestamp\": ms, \"input_length\": N, \"output_length\": N, \"hash_ids\": [...]}: %s", plainJSONDecode(err))
 			continue
 		}
-		n := len(errs)
-		switch {
-		case rec.Timestamp == nil:
-			fail("timestamp", "is missing")
-		case !(*rec.Timestamp >= 0 && *rec.Timestamp < 1e15):
-			fail("timestamp", "want milliseconds ≥ 0, got %g", *rec.Timestamp)
-		case len(recs) > 0 && *rec.Timestamp < last:
-			fail("timestamp", "%g goes back in time (the line before is at %g): a trace is in arrival order", *rec.Timestamp, last)
-		}
-		for _, l := range []struct {
-			field string
-			v     *int
-		}{{"input_length", rec.InputLength}, {"output_length", rec.OutputLength}} {
-			switch {
-			case l.v == nil:
-				fail(l.field, "is missing")
-			case *l.v < 1 || *l.v > maxTokens:
-				fail(l.field, "want 1 to %d tokens, got %d", maxTokens, *l.v)
-			}
-		}
-		ids := make([]uint64, len(rec.HashIDs))
-		for i, h := range rec.HashIDs {
-			if h < 0 {
-				fail(fmt.Sprintf("hash_ids[%d]", i), "want an id ≥ 0, got %d", h)
-				break
-			}
-			ids[i] = uint64(h)
-		}
-		if rec.InputLength != nil && *rec.InputLength >= 1 {
-			if need := (*rec.InputLength + TraceBlockTokens - 1) / TraceBlockTokens; len(ids) > need {
-				fail("hash_ids", "%d blocks of %d tokens for an input of %d tokens, which fills %d: each hash id names %d tokens",
-					len(ids), TraceBlockTokens, *rec.InputLength, need, TraceBlockTokens)
-			}
-		}
-		if len(errs) > n {
-			if len(errs) >= 20 {
-				errs = append(errs, &FieldError{File: name, Line: line, Msg: "too many errors"})
-				break
-			}
+		n := len(l.errs)
+		ids := rec.check(l, len(recs) > 0, last)
+		if len(l.errs) > n {
 			continue
 		}
 		if len(recs) == 0 {
@@ -144,13 +117,49 @@ func parseTrace(name string, r io.Reader) ([]TraceRecord, error) {
 			InputTokens: *rec.InputLength, OutputTokens: *rec.OutputLength, HashIDs: ids,
 		})
 	}
-	if err := sc.Err(); err != nil {
-		errs = append(errs, &FieldError{File: name, Msg: fmt.Sprintf("read: %v", err)})
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if err := l.err(); err != nil {
+		return nil, err
 	}
 	return recs, nil
+}
+
+// check adds the line's problems to l (after is whether a line came
+// before, at last) and returns its hash ids.
+func (rec *traceLine) check(l *lines, after bool, last float64) []uint64 {
+	switch {
+	case rec.Timestamp == nil:
+		l.fail("timestamp", "is missing")
+	case !(*rec.Timestamp >= 0 && *rec.Timestamp < 1e15):
+		l.fail("timestamp", "want milliseconds ≥ 0, got %g", *rec.Timestamp)
+	case after && *rec.Timestamp < last:
+		l.fail("timestamp", "%g goes back in time (the line before is at %g): a trace is in arrival order", *rec.Timestamp, last)
+	}
+	for _, x := range []struct {
+		field string
+		v     *int
+	}{{"input_length", rec.InputLength}, {"output_length", rec.OutputLength}} {
+		switch {
+		case x.v == nil:
+			l.fail(x.field, "is missing")
+		case *x.v < 1 || *x.v > maxTokens:
+			l.fail(x.field, "want 1 to %d tokens, got %d", maxTokens, *x.v)
+		}
+	}
+	ids := make([]uint64, len(rec.HashIDs))
+	for i, h := range rec.HashIDs {
+		if h < 0 {
+			l.fail(fmt.Sprintf("hash_ids[%d]", i), "want an id ≥ 0, got %d", h)
+			break
+		}
+		ids[i] = uint64(h)
+	}
+	if rec.InputLength != nil && *rec.InputLength >= 1 {
+		if need := (*rec.InputLength + TraceBlockTokens - 1) / TraceBlockTokens; len(ids) > need {
+			l.fail("hash_ids", "%d blocks of %d tokens for an input of %d tokens, which fills %d: each hash id names %d tokens",
+				len(ids), TraceBlockTokens, *rec.InputLength, need, TraceBlockTokens)
+		}
+	}
+	return ids
 }
 
 // TracePath is stage i's trace file, resolved against the scenario file's
@@ -187,8 +196,11 @@ func (v *validator) traceStage(sc *Scenario, i int) {
 		v.add(f+".trace.path", "is required: the trace file, one {\"timestamp\": ms, \"input_length\": N, \"output_length\": N, \"hash_ids\": [...]} per line")
 	case err != nil:
 		v.add(f+".trace.path", "cannot read %q: %s", sc.TracePath(i), errorOr(err, ""))
-	case fi.IsDir():
-		v.add(f+".trace.path", "%q is a directory", tr.Path)
+	case !fi.Mode().IsRegular():
+		v.add(f+".trace.path", "%q %s", tr.Path, (&inputfile.NotRegularError{What: "trace", Mode: fi.Mode()}).Reason())
+	}
+	if tr.MaxFileMiB < 0 || tr.MaxFileMiB > maxFileMiB {
+		v.add(f+".trace.max_file_mib", "want 1 to %d MiB (0: the default %d), got %d", maxFileMiB, DefaultMaxTraceFileMiB, tr.MaxFileMiB)
 	}
 	if !(tr.Speedup > 0 && tr.Speedup <= maxSpeedup) {
 		v.add(f+".trace.speedup", "want a factor above 0 and up to %.0f (2 replays twice as fast), got %g", maxSpeedup, tr.Speedup)
@@ -202,16 +214,16 @@ func (v *validator) traceStage(sc *Scenario, i int) {
 }
 
 // checkTraces reads every trace stage's file and returns its problems.
-func (sc *Scenario) checkTraces() error {
+func (sc *Scenario) checkTraces(ctx context.Context) error {
 	var errs []error
 	for i := range sc.Load.Stages {
 		if p := sc.TracePath(i); p != "" {
-			if _, err := readTrace(p); err != nil {
+			if _, err := readTrace(ctx, p, traceLimit(sc.Load.Stages[i].Trace, i)); err != nil {
 				errs = append(errs, err)
 			}
 		}
 		if p := sc.SessionTracePath(i); p != "" {
-			if _, err := readSessionTrace(p); err != nil {
+			if _, err := readSessionTrace(ctx, p, sessionTraceLimit(sc.Load.Stages[i].Session.Trace, i)); err != nil {
 				errs = append(errs, err)
 			}
 		}

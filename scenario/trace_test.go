@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/servebench/servebench/internal/inputfile"
 )
 
 const traceStage = "load: {stages: [{name: replay, trace: {path: trace.jsonl, speedup: 2}}]}\n"
@@ -110,7 +112,7 @@ func TestTraceErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := parseTrace("d", strings.NewReader(tc.data))
+			_, err := parseTrace(t.Context(), "d", strings.NewReader(tc.data))
 			var fe *FieldError
 			if err == nil || !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want a *FieldError containing %q", err, tc.want)
@@ -122,7 +124,7 @@ func TestTraceErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := readTrace("testdata/invalid/empty.yaml"); err == nil || !strings.Contains(err.Error(), "no arrival in this trace") {
+	if _, err := readTrace(t.Context(), "testdata/invalid/empty.yaml", inputfile.Limit{What: "trace"}); err == nil || !strings.Contains(err.Error(), "no arrival in this trace") {
 		t.Errorf("empty trace: err = %v", err)
 	}
 }
@@ -135,7 +137,7 @@ func FuzzTrace(f *testing.F) {
 	f.Add([]byte("{\"timestamp\": 27482, \"input_length\": 6955, \"output_length\": 52, \"hash_ids\": [46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59]}\n{\"timestamp\": 27.5e3, \"input_length\": 1, \"output_length\": 1}\n"))
 	f.Add([]byte("\n\n{\"timestamp\": 5}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		recs, err := parseTrace("fuzz", bytes.NewReader(data))
+		recs, err := parseTrace(t.Context(), "fuzz", bytes.NewReader(data))
 		if err != nil {
 			return
 		}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servebench/servebench/internal/inputfile"
 	"github.com/servebench/servebench/internal/loopback"
 	"github.com/servebench/servebench/internal/simurl"
 	"github.com/servebench/servebench/internal/tokenizer"
@@ -89,9 +90,12 @@ func (v *validator) target(sc *Scenario) {
 			v.add(f.field, "cannot read %q: %s", sc.Path(f.path), errorOr(err, "not a regular file"))
 		}
 	}
-	for name := range t.Headers {
-		if !headerNameRE.MatchString(name) {
+	for name, value := range t.Headers {
+		switch {
+		case !headerNameRE.MatchString(name):
 			v.add("target.headers."+name, "is not a valid HTTP header name")
+		case strings.ContainsFunc(value, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }):
+			v.add("target.headers."+name, "holds a control character, which an HTTP header cannot carry")
 		}
 	}
 	if (t.TLS.CAFile != "" || t.TLS.InsecureSkipVerify) && !strings.HasPrefix(t.URL, "https:") {
@@ -318,8 +322,16 @@ func (v *validator) dataset(sc *Scenario) {
 	switch {
 	case err != nil:
 		v.add("prompts.dataset.path", "cannot read %q: %s", sc.DatasetPath(), errorOr(err, ""))
-	case fi.IsDir():
-		v.add("prompts.dataset.path", "%q is a directory", d.Path)
+	case !fi.Mode().IsRegular():
+		v.add("prompts.dataset.path", "%q %s", d.Path, (&inputfile.NotRegularError{What: "dataset", Mode: fi.Mode()}).Reason())
+	}
+	for _, c := range []struct {
+		field string
+		v     int
+	}{{"max_file_mib", d.MaxFileMiB}, {"max_line_mib", d.MaxLineMiB}} {
+		if c.v < 0 || c.v > maxFileMiB {
+			v.add("prompts.dataset."+c.field, "want 1 to %d MiB (0: the default), got %d", maxFileMiB, c.v)
+		}
 	}
 }
 

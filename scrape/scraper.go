@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -71,8 +72,10 @@ type Config struct {
 	// monotonic clock: every Sample offset counts from it. Required.
 	Epoch time.Time
 
-	// HTTPClient sends the requests; nil uses a private client. A copy is
-	// used, with redirects restricted to loopback hosts.
+	// HTTPClient sends the requests; nil uses a private client, whose
+	// dialer checks every connection against the loopback policy. A copy
+	// is used, with redirects restricted to loopback hosts (a client given
+	// here dials as it was made to).
 	HTTPClient *http.Client
 
 	// Timeout bounds each scrape: DefaultTimeout when zero.
@@ -151,11 +154,7 @@ func New(cfg Config) (*Scraper, error) {
 		c := *cfg.HTTPClient
 		s.http = &c
 	} else {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.Proxy = nil
-		tr.MaxIdleConnsPerHost = 1
-		tr.TLSClientConfig = cfg.TLS
-		s.http, s.private = &http.Client{Transport: tr}, true
+		s.http, s.private = &http.Client{Transport: newTransport(policy, cfg.TLS)}, true
 	}
 	s.http.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if len(via) >= 5 {
@@ -164,6 +163,18 @@ func New(cfg Config) (*Scraper, error) {
 		return policy.CheckURL(req.URL.String())
 	}
 	return s, nil
+}
+
+// newTransport returns the private client's transport: no proxy, one
+// connection, and the loopback policy checked again on every dial (a name
+// that passed CheckURL may resolve elsewhere).
+func newTransport(policy loopback.Policy, tlsConf *tls.Config) *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
+	tr.MaxIdleConnsPerHost = 1
+	tr.TLSClientConfig = tlsConf
+	tr.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: policy.DialControl()}).DialContext
+	return tr
 }
 
 // Run scrapes once at once, then every Interval, and once more when ctx

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servebench/servebench/internal/loopback"
 	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/scrape/profile"
 )
@@ -396,4 +398,27 @@ func TestScraperRedirectOffLoopback(t *testing.T) {
 	if got[0].OK || !strings.Contains(got[0].Error, "not a loopback address") {
 		t.Errorf("sample: ok %v error %q", got[0].OK, got[0].Error)
 	}
+}
+
+// TestIssue22DialChecked (issue 22, item 9): the scraper checked its URL
+// but not its connections, so a loopback name resolving elsewhere would
+// have been dialled. Its transport's dialer refuses a non-loopback address
+// before connecting (the check runs on the socket, ahead of connect), and
+// lets loopback through.
+func TestIssue22DialChecked(t *testing.T) {
+	t.Parallel()
+	tr := newTransport(loopback.Policy{}, nil)
+	if _, err := tr.DialContext(t.Context(), "tcp", "10.0.0.5:9"); !errors.Is(err, loopback.ErrNotLoopback) {
+		t.Errorf("dial 10.0.0.5: %v, want ErrNotLoopback", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := tr.DialContext(t.Context(), "tcp", l.Addr().String())
+	if err != nil {
+		t.Fatalf("dial loopback: %v", err)
+	}
+	c.Close()
 }

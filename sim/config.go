@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/servebench/servebench/internal/inputfile"
 	"github.com/servebench/servebench/internal/simurl"
 	"github.com/servebench/servebench/internal/tokenizer"
 	"github.com/servebench/servebench/internal/yamlmsg"
@@ -154,6 +154,37 @@ type Calibration struct {
 	StdErr map[string]float64 `yaml:"stderr"`
 	// Notes say what the runs could not show and what was assumed.
 	Notes []string `yaml:"notes,omitempty"`
+	// Assumed names each setting the runs could not show and that was
+	// assumed rather than measured or given, with why: a prediction that
+	// depends on one says so.
+	Assumed map[string]string `yaml:"assumed,omitempty"`
+	// Range is what the runs covered: a prediction beyond it is an
+	// extrapolation and says so. Nil in twins fitted before it was kept.
+	Range *CalibratedRange `yaml:"range,omitempty"`
+	// BetweenRuns is the run-to-run variation the fit found among
+	// repeated runs (or stages) of one load, included in Covariance; nil
+	// when no load was repeated, and the band is then the fit's alone.
+	BetweenRuns *BetweenRuns `yaml:"between_runs,omitempty"`
+}
+
+// CalibratedRange is what a twin's runs covered.
+type CalibratedRange struct {
+	BatchMin  int `yaml:"batch_min"`  // fewest requests decoding together in a step
+	BatchMax  int `yaml:"batch_max"`  // most requests decoding together in a step
+	PromptMin int `yaml:"prompt_min"` // shortest prompt, tokens
+	PromptMax int `yaml:"prompt_max"` // longest prompt, tokens
+	OutputMax int `yaml:"output_max"` // longest response, tokens
+}
+
+// BetweenRuns is the run-to-run variation of a server's speed: the
+// relative standard deviation, between repeated runs (or stages) of the
+// same load, of their steps' mean duration against the fit, with its
+// degrees of freedom (repeats less loads).
+type BetweenRuns struct {
+	RelSD     float64 `yaml:"rel_sd"`
+	DF        int     `yaml:"df"`
+	Instances int     `yaml:"instances"` // stages of repeated loads compared
+	Loads     int     `yaml:"loads"`     // distinct loads among them
 }
 
 // Defaults is the configuration every preset and user file starts from:
@@ -254,7 +285,7 @@ func preset(name string, depth int) (Config, error) {
 // unknown keys are errors. A file may start from an embedded preset with
 // `base: NAME` and override only what differs.
 func LoadConfig(file string) (Config, error) {
-	data, err := os.ReadFile(file)
+	data, err := inputfile.ReadFile(file, inputfile.Limit{What: "simulator preset", MaxBytes: 16 << 20})
 	if err != nil {
 		return Config{}, fmt.Errorf("sim config: %w", err)
 	}

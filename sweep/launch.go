@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -264,6 +265,42 @@ func exitStatus(err error) string {
 		return ee.ProcessState.String()
 	}
 	return err.Error()
+}
+
+// ErrPortTaken is what errors.Is finds in checkFree's refusal.
+var ErrPortTaken = errors.New("port already served")
+
+// checkFree fails when something already accepts connections at the host
+// and port of each URL (the server's base URL), before the server is
+// launched: it would answer the readiness poll and take the load for the
+// launched server, which would fail to bind and exit unnoticed. Only a
+// connection accepted counts; a refusal or a timeout leaves the port to
+// the server. (A ready_url elsewhere, a health sidecar, is not checked.)
+func checkFree(policy loopback.Policy, urls ...string) error {
+	seen := map[string]bool{}
+	for _, raw := range urls {
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == "" {
+			continue
+		}
+		port := u.Port()
+		if port == "" {
+			port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+		}
+		addr := net.JoinHostPort(u.Hostname(), port)
+		if seen[addr] {
+			continue
+		}
+		seen[addr] = true
+		d := net.Dialer{Timeout: readyPollTimeout, Control: policy.DialControl()}
+		if c, err := d.Dial("tcp", addr); err == nil {
+			c.Close()
+			return fmt.Errorf("%w: something already accepts connections at %s before the server is launched: it would answer "+
+				"for the launched server, which could not bind the port (stop it, or let the sweep pick a free port: sweep.server.port: 0)",
+				ErrPortTaken, addr)
+		}
+	}
+	return nil
 }
 
 // freePort returns a TCP port that was free on 127.0.0.1 a moment ago.

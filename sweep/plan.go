@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -69,7 +70,7 @@ type Plan struct {
 // the simulator checks every setting, so a sweep never fails half-way on a
 // typo. The error is a
 // *scenario.FieldError (or a join of them) for a bad scenario.
-func NewPlan(sc *scenario.Scenario) (*Plan, error) {
+func NewPlan(ctx context.Context, sc *scenario.Scenario) (*Plan, error) {
 	sw := sc.Sweep
 	if sw == nil {
 		return nil, fmt.Errorf("scenario %s has no sweep block", sc.Name)
@@ -136,7 +137,7 @@ func NewPlan(sc *scenario.Scenario) (*Plan, error) {
 			continue
 		}
 		checked[key] = true
-		if err := d.CheckDataset(); err != nil {
+		if err := d.CheckDataset(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}

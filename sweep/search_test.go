@@ -96,7 +96,7 @@ func TestSearchFindsCapacity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := NewPlan(sc)
+		p, err := NewPlan(t.Context(), sc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +168,7 @@ func TestSearchOutOfRange(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := NewPlan(sc)
+		p, err := NewPlan(t.Context(), sc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,7 +223,7 @@ sweep:
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlan(sc)
+	p, err := NewPlan(t.Context(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ sweep:
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlan(sc)
+	p, err := NewPlan(t.Context(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func TestSessionCapacitySearch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlan(sc)
+	p, err := NewPlan(t.Context(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -231,6 +231,9 @@ func (p *Plan) runJob(ctx context.Context, opts Options, j *Job, logf func(strin
 			return fail("server ready_url %v", err)
 		}
 		sc, rec.Target, rec.Command = &derived, l.BaseURL, l.Args
+		if err := checkFree(p.Policy, l.BaseURL); err != nil {
+			return fail("%v", err)
+		}
 		logPath := filepath.Join(dir, "server.log")
 		rec.ServerLog = filepath.Join(j.Dir, "server.log")
 		proc, err = launch(l.Args, append(slices.Clone(opts.Environ), l.Env...), logPath)

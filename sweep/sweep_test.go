@@ -277,7 +277,7 @@ sweep:
 
 func TestPlan(t *testing.T) {
 	t.Parallel()
-	p, err := NewPlan(parse(t, simSweep))
+	p, err := NewPlan(t.Context(), parse(t, simSweep))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func TestPlanChecksSimSettings(t *testing.T) {
 	// tiny has max_num_seqs 8: a budget of 4 tokens is refused up front,
 	// before any run.
 	doc := strings.Replace(simSweep, "[256, 1024]", "[256, 4]", 1)
-	_, err := NewPlan(parse(t, doc))
+	_, err := NewPlan(t.Context(), parse(t, doc))
 	if err == nil || !strings.Contains(err.Error(), "sweep.parameters.max_num_batched_tokens: value 4: simulator set max_num_batched_tokens=4") {
 		t.Fatalf("err = %v", err)
 	}
@@ -331,7 +331,7 @@ func TestPlanPresetFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlan(sc)
+	p, err := NewPlan(t.Context(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +380,7 @@ sweep:
 
 func TestDryRun(t *testing.T) {
 	t.Parallel()
-	p, err := NewPlan(parse(t, `name: vllm-mnbt
+	p, err := NewPlan(t.Context(), parse(t, `name: vllm-mnbt
 target: {model: m}
 load: {stages: [{concurrency: 1, requests: 1}]}
 sweep:
@@ -409,7 +409,7 @@ sweep:
 func TestExecuteServers(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	p, err := NewPlan(parse(t, serverSweep("exit", "serve", "never-ready")))
+	p, err := NewPlan(t.Context(), parse(t, serverSweep("exit", "serve", "never-ready")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,7 +490,7 @@ sweep:
     ready_timeout: 20s
     stop_timeout: 5s
 `, strings.Join(quoted, ", "), shellJoin([]string{os.Args[0]})+" {{.port}} {{.delay}}", testServerEnv)
-	p, err := NewPlan(parse(t, doc))
+	p, err := NewPlan(t.Context(), parse(t, doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -528,7 +528,7 @@ func TestIssue11ReadyNoRedirect(t *testing.T) {
 	defer redirect.Close()
 	doc := serverSweep("serve") + "    ready_url: " + redirect.URL + "/health\n"
 	doc = strings.Replace(doc, "ready_timeout: 1500ms", "ready_timeout: 1s", 1)
-	p, err := NewPlan(parse(t, doc))
+	p, err := NewPlan(t.Context(), parse(t, doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -570,12 +570,12 @@ sweep:
     command: [server, "{{.port}}"]
     %s: http://{{.host}}:{{.port}}%s
 `, tc.field, map[string]string{"ready_url": "/health", "base_url": "\n    ready_url: http://127.0.0.1:{{.port}}/health"}[tc.field])
-			_, err := NewPlan(parse(t, doc))
+			_, err := NewPlan(t.Context(), parse(t, doc))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v\nwant it to contain %q", err, tc.want)
 			}
 			remote := strings.Replace(doc, "target: {model: m}", "target: {model: m, allow_remote: true}", 1)
-			if _, err := NewPlan(parse(t, remote)); err != nil {
+			if _, err := NewPlan(t.Context(), parse(t, remote)); err != nil {
 				t.Errorf("with allow_remote: %v", err)
 			}
 		})
@@ -601,7 +601,7 @@ sweep:
     ready_timeout: 20s
     stop_timeout: 1m
 `, shellJoin([]string{os.Args[0]})+" {{.port}}", testServerEnv)
-	p, err := NewPlan(parse(t, doc))
+	p, err := NewPlan(t.Context(), parse(t, doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -702,7 +702,7 @@ sweep:
   parameters:
     max_num_batched_tokens: [256, 512, 1024, 2048]
 `
-	p, err := NewPlan(parse(t, doc))
+	p, err := NewPlan(t.Context(), parse(t, doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -731,7 +731,7 @@ sweep:
 func TestExecuteResume(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	p, err := NewPlan(parse(t, `name: resume
+	p, err := NewPlan(t.Context(), parse(t, `name: resume
 target: {url: "sim://tiny?seed=3"}
 load: {stages: [{concurrency: 2, requests: 6}]}
 budgets: {overall: {error_rate: {max: 0}}}
@@ -799,7 +799,7 @@ sweep: {parameters: {max_num_seqs: [2, 4]}}
 func TestExecuteInterrupted(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	p, err := NewPlan(parse(t, "name: x\nload: {stages: [{concurrency: 1, requests: 1}]}\nsweep: {parameters: {max_num_seqs: [1, 2, 4]}}\n"))
+	p, err := NewPlan(t.Context(), parse(t, "name: x\nload: {stages: [{concurrency: 1, requests: 1}]}\nsweep: {parameters: {max_num_seqs: [1, 2, 4]}}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -898,12 +898,42 @@ func goldenCheck(t *testing.T, got []byte) {
 	golden.Check(t, filepath.Join("testdata", golden.Name(t)+".golden"), got, *update)
 }
 
+// TestIssue22ForeignServerOnPort (issue 22, item 9): with a fixed port
+// that another server held, the launched server could not bind and the
+// foreign one answered the readiness poll and took the load (4 requests
+// measured against it). A port that already accepts connections before
+// the launch is refused, and no load is sent.
+func TestIssue22ForeignServerOnPort(t *testing.T) {
+	t.Parallel()
+	var foreign atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { foreign.Add(1) }))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	doc := strings.Replace(serverSweep("serve"), "    ready_timeout:", "    port: "+port+"\n    ready_timeout:", 1)
+	p, err := NewPlan(t.Context(), parse(t, doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeRun{param: "mode"}
+	s, err := p.Execute(context.Background(), Options{Dir: t.TempDir(), Run: f.run, Environ: os.Environ()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "something already accepts connections at 127.0.0.1:" + port + " before the server is launched"
+	if len(s.Runs) != 1 || s.Runs[0].Status != StatusFailed || !strings.Contains(s.Runs[0].Error, want) {
+		t.Fatalf("runs %+v, want one failed with %q", s.Runs, want)
+	}
+	if f.calls.Load() != 0 || foreign.Load() != 0 {
+		t.Errorf("the load ran %d times, the foreign server answered %d requests: want none", f.calls.Load(), foreign.Load())
+	}
+}
+
 // TestPlanUpperCaseSim: a URL's scheme is case-insensitive, and SIM://tiny
 // is the simulator for bench sweep as it is for bench run (the scenario
 // and the plan ask internal/simurl, not a prefix of their own).
 func TestPlanUpperCaseSim(t *testing.T) {
 	t.Parallel()
-	p, err := NewPlan(parse(t, strings.Replace(simSweep, "sim://tiny", "SIM://tiny", 1)))
+	p, err := NewPlan(t.Context(), parse(t, strings.Replace(simSweep, "sim://tiny", "SIM://tiny", 1)))
 	if err != nil {
 		t.Fatal(err)
 	}

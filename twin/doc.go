@@ -8,7 +8,8 @@
 // simulator preset file (sim.Config with a Calibration block), which
 // `target.url: sim://./twin.yaml` runs like any preset, and predictions:
 // a scenario's sweep or search run on the twin in virtual time
-// (run.Simulate), with a band from the fit's uncertainty.
+// (run.Simulate), with a band from the fit's uncertainty and the
+// run-to-run variation.
 //
 // # The fit
 //
@@ -39,15 +40,34 @@
 //
 // Capacity comes from the scrapes (capacity.go): KV-cache blocks from
 // the usage gauge against the blocks the requests in flight held (context
-// over the block size), max_num_seqs from the running gauge while requests
-// waited. What the runs cannot show (a batch limit never reached, the
-// token budget when no prompt was chunked) is taken from the options or
-// from vLLM's defaults, and said so in the notes.
+// over the block size), max_num_seqs from the server's own word where it
+// gives one (llama.cpp's slots, which the run records in its header,
+// results.Header.Slots) or from the running gauge while requests waited.
+// What the runs cannot show (a batch limit never reached, the token
+// budget when no prompt was chunked) is taken from the options or from
+// vLLM's defaults, said so in the notes and listed in the calibration's
+// Assumed.
+//
+// # Run-to-run variation
+//
+// A real server's speed varies from one start to the next more than the
+// fit's standard errors say. When a load ran more than once (observe.go:
+// stages of several files, or of one, with the same shape and lengths),
+// each stage's mean step time against the fit gives its level, and the
+// relative standard deviation of the levels among the repeats of a load,
+// pooled over loads, is added to the covariance (sim.BetweenRuns): every
+// fitted cost scales together, by the variation a new run shows plus the
+// mean's own uncertainty.
 //
 // # Trust
 //
 // A twin is as good as its runs: it interpolates between the batch sizes,
 // contexts and prompt lengths it saw and extrapolates with the
 // simulator's linear cost law; Holdout measures that by fitting on some
-// stages and predicting the others.
+// stages and predicting the others. The calibration records what its
+// runs covered (sim.CalibratedRange), and Predict marks a value beyond it
+// or resting on an assumed setting as extrapolated, with no band. Its
+// bands are 95 % intervals (Student's t for the run-to-run variation's
+// degrees of freedom), or the fit's uncertainty alone when no load was
+// repeated, and they say which.
 package twin

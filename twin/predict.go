@@ -2,6 +2,7 @@ package twin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -68,6 +69,11 @@ type PredictedPoint struct {
 	Missed    []string          `json:"missed,omitempty"`
 	BandRuns  int               `json:"band_runs"`  // sigma-point runs that had this value
 	BandFails int               `json:"band_fails"` // of which missed the budgets
+	// Extrapolated says why the value lies beyond what the twin was
+	// calibrated on, or rests on a setting it assumed ("up to 8 requests
+	// at once, calibrated on 1–4"); such a value has no band (Low and
+	// High are the central figures): its error is not the fit's.
+	Extrapolated string `json:"extrapolated,omitempty"`
 }
 
 // PredictedSearch is a search run on the twin, its answer with a band.
@@ -89,8 +95,12 @@ type Prediction struct {
 	Searches   []PredictedSearch `json:"search,omitempty"`
 	// BandRuns is how many perturbed twins ran (two per fitted direction
 	// of the covariance); 0 without a band.
-	BandRuns int      `json:"band_runs"`
-	Notes    []string `json:"notes,omitempty"`
+	BandRuns int `json:"band_runs"`
+	// Band says what the bands are: 95 % intervals over the fit's
+	// uncertainty and the run-to-run variation the calibration measured,
+	// or over the fit's alone ("fit-only") when it measured none.
+	Band  string   `json:"band,omitempty"`
+	Notes []string `json:"notes,omitempty"`
 	// Summary is the central sweep (sweep.json in the output directory).
 	Summary *sweep.Summary `json:"-"`
 }
@@ -109,11 +119,17 @@ type PredictOptions struct {
 
 // Predict runs the scenario's sweep or search (or the scenario once,
 // without a sweep block) on the twin in virtual time, then again on twins
-// perturbed along each principal direction of the fit's covariance by one
-// standard deviation either way, and gives every figure a band of ±1.96
-// standard deviations propagated from those runs (a linear approximation).
-// A launched server (sweep.server) is replaced by the twin: its
-// parameters must be simulator settings (vLLM's names).
+// perturbed along each principal direction of the calibration's
+// covariance by one standard deviation either way, and gives every figure
+// a 95 % band propagated from those runs (a linear approximation). The
+// covariance holds the fit's uncertainty and, when the calibration had
+// repeated loads, the run-to-run variation they showed; the band's width
+// then uses Student's t for that variation's degrees of freedom. A value
+// beyond what the twin was calibrated on (more requests at once, longer
+// prompts or responses) or resting on an assumed setting is marked
+// extrapolated and gets no band. A launched server (sweep.server) is
+// replaced by the twin: its parameters must be simulator settings
+// (vLLM's names).
 func Predict(ctx context.Context, sc *scenario.Scenario, twinPath string, opts PredictOptions) (*Prediction, error) {
 	abs, err := filepath.Abs(twinPath)
 	if err != nil {
@@ -123,8 +139,43 @@ func Predict(ctx context.Context, sc *scenario.Scenario, twinPath string, opts P
 	if err != nil {
 		return nil, err
 	}
+	log := opts.Log
+	if log == nil {
+		log = io.Discard
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, err
+	}
 	base := simurl.URL{File: abs}
-	pred := &Prediction{Scenario: sc.Name, Twin: twinPath}
+	pred, sets, err := predictCentral(ctx, sc, cfg, base, opts.Dir, log)
+	if err != nil {
+		return nil, err
+	}
+	pred.Twin = twinPath
+	defer func() {
+		if sc.Sweep == nil {
+			// One value: named after the scenario, not the twin's seed
+			// the plan carried it by.
+			pred.Parameters = nil
+			for i := range pred.Points {
+				pred.Points[i].Label, pred.Points[i].Values = sc.Name, nil
+			}
+		}
+	}()
+	markExtrapolated(pred, cfg, opts.Dir)
+	if opts.NoBand {
+		return pred, nil
+	}
+	if len(sigmaPoints(cfg)) == 0 {
+		pred.Notes = append(pred.Notes, "the twin has no covariance (no calibration block): no band")
+		return pred, nil
+	}
+	return pred, predictBand(ctx, pred, sc, cfg, base, sets, opts.Dir, log)
+}
+
+// predictCentral runs the scenario on the twin itself into dir.
+func predictCentral(ctx context.Context, sc *scenario.Scenario, cfg sim.Config, base simurl.URL, dir string, log io.Writer) (*Prediction, []string, error) {
+	pred := &Prediction{Scenario: sc.Name}
 	sets := []string{"target.url=" + base.String()}
 	if sc.Sweep != nil && sc.Sweep.Server != nil {
 		sets = append(sets, "sweep.server=")
@@ -136,21 +187,14 @@ func Predict(ctx context.Context, sc *scenario.Scenario, twinPath string, opts P
 	}
 	central := sc.Clone()
 	if err := central.Override(sets...); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if central.Sweep.Search == nil {
 		central.Sweep.Repeats = 1
 	}
-	log := opts.Log
-	if log == nil {
-		log = io.Discard
-	}
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-		return nil, err
-	}
-	s, err := predictSweep(ctx, central, opts.Dir, false, log)
+	s, err := predictSweep(ctx, central, dir, false, log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pred.Summary = s
 	pred.Parameters = s.Parameters
@@ -165,64 +209,35 @@ func Predict(ctx context.Context, sc *scenario.Scenario, twinPath string, opts P
 	for _, r := range s.Search {
 		pred.Searches = append(pred.Searches, PredictedSearch{SearchResult: r})
 	}
-	defer func() {
-		if sc.Sweep == nil {
-			// One value: named after the scenario, not the twin's seed
-			// the plan carried it by.
-			pred.Parameters = nil
-			for i := range pred.Points {
-				pred.Points[i].Label, pred.Points[i].Values = sc.Name, nil
-			}
-		}
-	}()
-	if opts.NoBand {
-		return pred, nil
-	}
+	return pred, sets, nil
+}
+
+// bandAcc accumulates one value's half-differences along the sigma
+// points.
+type bandAcc struct {
+	sq        [8]float64
+	runs, bad int
+}
+
+// predictBand runs the perturbed twins and sets every point's band (but
+// an extrapolated one's) and every search's spread.
+func predictBand(ctx context.Context, pred *Prediction, sc *scenario.Scenario, cfg sim.Config, base simurl.URL, sets []string, dir string, log io.Writer) error {
 	dirs := sigmaPoints(cfg)
-	if len(dirs) == 0 {
-		pred.Notes = append(pred.Notes, "the twin has no covariance (no calibration block): no band")
-		return pred, nil
-	}
-	bandDir, err := os.MkdirTemp(opts.Dir, ".band-")
+	bandDir, err := os.MkdirTemp(dir, ".band-")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer os.RemoveAll(bandDir)
-	// Per figure and label: the half-differences along each direction.
-	type acc struct {
-		sq        [8]float64
-		runs, bad int
-	}
-	accs := map[string]*acc{}
+	accs := map[string]*bandAcc{}
 	answers := make([][]float64, len(pred.Searches))
 	for i, d := range dirs {
 		var sums [2]*sweep.Summary
 		for k, sign := range []float64{1, -1} {
-			u := base
-			for j, name := range Coefficients {
-				if d[j] != 0 {
-					u = u.With(name, strconv.FormatFloat(max(coefficient(cfg, name)+sign*d[j], 0), 'g', 8, 64))
-				}
-			}
-			pert := sc.Clone()
-			s2 := slices.Clone(sets)
-			s2[0] = "target.url=" + u.String()
-			if !needsScrapes(sc.Budgets) {
-				// The band compares figures the client measures: the
-				// virtual /metrics pages would only cost time.
-				s2 = append(s2, "scrape.enabled=false")
-			}
-			if err := pert.Override(s2...); err != nil {
-				return nil, fmt.Errorf("band: %w", err)
-			}
-			if pert.Sweep.Search == nil {
-				pert.Sweep.Repeats = 1
+			s, err := perturbedRun(ctx, sc, cfg, base, sets, d, sign, filepath.Join(bandDir, fmt.Sprintf("%d-%d", i, k)))
+			if err != nil {
+				return fmt.Errorf("band: %w", err)
 			}
 			fmt.Fprintf(log, "band: twin %d of %d\n", 2*i+k+1, 2*len(dirs))
-			s, err := predictSweep(ctx, pert, filepath.Join(bandDir, fmt.Sprintf("%d-%d", i, k)), true, io.Discard)
-			if err != nil {
-				return nil, fmt.Errorf("band: %w", err)
-			}
 			sums[k] = s
 			for si, r := range s.Search {
 				if si < len(answers) && r.Answer != nil {
@@ -231,30 +246,10 @@ func Predict(ctx context.Context, sc *scenario.Scenario, twinPath string, opts P
 			}
 		}
 		pred.BandRuns += 2
-		plus, minus := pointsByLabel(sums[0]), pointsByLabel(sums[1])
-		for label, pp := range plus {
-			mp, ok := minus[label]
-			if !ok {
-				continue
-			}
-			a := accs[label]
-			if a == nil {
-				a = &acc{}
-				accs[label] = a
-			}
-			fp, fm := figuresOf(pp.Metrics), figuresOf(mp.Metrics)
-			for j, x := range fp.fields() {
-				h := (*x - *fm.fields()[j]) / 2
-				a.sq[j] += h * h
-			}
-			a.runs += 2
-			for _, p := range []sweep.Point{pp, mp} {
-				if p.BudgetsMet != nil && !*p.BudgetsMet {
-					a.bad++
-				}
-			}
-		}
+		accumulate(accs, sums)
 	}
+	z, band := bandWidth(cfg)
+	pred.Band = band
 	for i := range pred.Points {
 		p := &pred.Points[i]
 		a := accs[p.Label]
@@ -262,8 +257,11 @@ func Predict(ctx context.Context, sc *scenario.Scenario, twinPath string, opts P
 			continue
 		}
 		p.BandRuns, p.BandFails = a.runs, a.bad
+		if p.Extrapolated != "" {
+			continue
+		}
 		for j, c := range p.Central.fields() {
-			half := bandZ * math.Sqrt(a.sq[j])
+			half := z * math.Sqrt(a.sq[j])
 			*p.Low.fields()[j] = max(*c-half, 0)
 			*p.High.fields()[j] = *c + half
 		}
@@ -277,7 +275,159 @@ func Predict(ctx context.Context, sc *scenario.Scenario, twinPath string, opts P
 		lo, hi = min(lo, c), max(hi, c)
 		pred.Searches[i].AnswerLow, pred.Searches[i].AnswerHigh = &lo, &hi
 	}
-	return pred, nil
+	return nil
+}
+
+// perturbedRun runs the scenario on the twin moved by sign·d along the
+// cost coefficients, quietly, into dir.
+func perturbedRun(ctx context.Context, sc *scenario.Scenario, cfg sim.Config, base simurl.URL, sets []string, d []float64, sign float64, dir string) (*sweep.Summary, error) {
+	u := base
+	for j, name := range Coefficients {
+		if d[j] != 0 {
+			u = u.With(name, strconv.FormatFloat(max(coefficient(cfg, name)+sign*d[j], 0), 'g', 8, 64))
+		}
+	}
+	pert := sc.Clone()
+	s2 := slices.Clone(sets)
+	s2[0] = "target.url=" + u.String()
+	if !needsScrapes(sc.Budgets) {
+		// The band compares figures the client measures: the virtual
+		// /metrics pages would only cost time.
+		s2 = append(s2, "scrape.enabled=false")
+	}
+	if err := pert.Override(s2...); err != nil {
+		return nil, err
+	}
+	if pert.Sweep.Search == nil {
+		pert.Sweep.Repeats = 1
+	}
+	return predictSweep(ctx, pert, dir, true, io.Discard)
+}
+
+// accumulate adds the half-differences of a pair of perturbed sweeps.
+func accumulate(accs map[string]*bandAcc, sums [2]*sweep.Summary) {
+	plus, minus := pointsByLabel(sums[0]), pointsByLabel(sums[1])
+	for label, pp := range plus {
+		mp, ok := minus[label]
+		if !ok {
+			continue
+		}
+		a := accs[label]
+		if a == nil {
+			a = &bandAcc{}
+			accs[label] = a
+		}
+		fp, fm := figuresOf(pp.Metrics), figuresOf(mp.Metrics)
+		for j, x := range fp.fields() {
+			h := (*x - *fm.fields()[j]) / 2
+			a.sq[j] += h * h
+		}
+		a.runs += 2
+		for _, p := range []sweep.Point{pp, mp} {
+			if p.BudgetsMet != nil && !*p.BudgetsMet {
+				a.bad++
+			}
+		}
+	}
+}
+
+// bandWidth returns the half-width of a 95 % band in standard deviations
+// and says what the band is: Student's t for the run-to-run variation's
+// degrees of freedom when the calibration measured one, else the normal
+// 1.96 over the fit's uncertainty alone.
+func bandWidth(cfg sim.Config) (float64, string) {
+	k := cfg.Calibration
+	if k != nil && k.BetweenRuns != nil && k.BetweenRuns.DF > 0 {
+		br := k.BetweenRuns
+		z := tQuantile975(br.DF)
+		return z, fmt.Sprintf("95 %% over the fit's uncertainty and the run-to-run variation of %d repeated stages (%.1f %%, t = %.2f for %d degrees of freedom)",
+			br.Instances, 100*br.RelSD, z, br.DF)
+	}
+	return bandZ, "95 % over the fit's uncertainty only (fit-only: the calibration repeated no load, so the run-to-run variation of a real server is not in it)"
+}
+
+// tQuantile975 is Student's t 97.5th percentile for df degrees of
+// freedom: exact to three decimals for 1 and 2, and the Cornish–Fisher
+// expansion around the normal's 1.96 from 3 on (within 1 %).
+func tQuantile975(df int) float64 {
+	switch {
+	case df <= 1:
+		return 12.706
+	case df == 2:
+		return 4.303
+	}
+	z, n := bandZ, float64(df)
+	return z + (z*z*z+z)/(4*n) + (5*math.Pow(z, 5)+16*z*z*z+3*z)/(96*n*n) + (3*math.Pow(z, 7)+19*math.Pow(z, 5)+17*z*z*z-15*z)/(384*n*n*n)
+}
+
+// markExtrapolated marks every predicted value that lies beyond what the
+// twin was calibrated on (CalibratedRange: more requests decoding at once,
+// longer prompts or responses) or rests on a setting the calibration
+// assumed; it reads what each value's central run did from its summary
+// in dir.
+func markExtrapolated(pred *Prediction, cfg sim.Config, dir string) {
+	k := cfg.Calibration
+	if k == nil || k.Range == nil || pred.Summary == nil {
+		return
+	}
+	for i := range pred.Points {
+		p := &pred.Points[i]
+		sum := centralSummary(pred.Summary, p.Label, dir)
+		if sum == nil {
+			continue
+		}
+		p.Extrapolated = extrapolation(k, cfg.MaxNumSeqs, sum)
+	}
+}
+
+// centralSummary reads the summary of the first central run of a value.
+func centralSummary(s *sweep.Summary, label, dir string) *report.Summary {
+	for _, r := range s.Runs {
+		if r.Label != label || r.Dir == "" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, r.Dir, "summary.json"))
+		if err != nil {
+			return nil
+		}
+		var sum report.Summary
+		if json.Unmarshal(b, &sum) != nil {
+			return nil
+		}
+		return &sum
+	}
+	return nil
+}
+
+// extrapolation says why a run of the twin lies beyond its calibration,
+// or "".
+func extrapolation(k *sim.Calibration, maxNumSeqs int, sum *report.Summary) string {
+	r := k.Range
+	var why []string
+	// The requests the twin ran at once: those in flight, up to its batch
+	// limit (the scrapes' running gauge is a mean over a window, which
+	// hides a short run's peak).
+	batch := sum.Overall.PeakInFlight
+	batch = min(batch, maxNumSeqs)
+	if batch > r.BatchMax {
+		s := fmt.Sprintf("up to %d requests at once, calibrated on %d–%d", batch, r.BatchMin, r.BatchMax)
+		if note, ok := k.Assumed["max_num_seqs"]; ok {
+			s += fmt.Sprintf(", and the batch limit is assumed (max_num_seqs %d: %s)", maxNumSeqs, note)
+		}
+		why = append(why, s)
+	}
+	if c := sum.Overall.Tokens.PromptPerRequest; c != nil && r.PromptMax > 0 && c.Max > int64(math.Ceil(1.1*float64(r.PromptMax))) {
+		why = append(why, fmt.Sprintf("prompts up to %d tokens, calibrated up to %d", c.Max, r.PromptMax))
+	}
+	if c := sum.Overall.Tokens.OutputPerRequest; c != nil && r.OutputMax > 0 && c.Max > int64(math.Ceil(1.1*float64(r.OutputMax))) {
+		why = append(why, fmt.Sprintf("responses up to %d tokens, calibrated up to %d", c.Max, r.OutputMax))
+	}
+	for _, name := range Coefficients {
+		if note, ok := k.Assumed[name]; ok {
+			why = append(why, fmt.Sprintf("%s is assumed (%s)", name, note))
+		}
+	}
+	return strings.Join(why, "; ")
 }
 
 // needsScrapes reports whether budgets judge server metrics (preemptions,
@@ -363,7 +513,7 @@ func sigmaPoints(cfg sim.Config) [][]float64 {
 // one writes each run's results.jsonl and summary.json, and the sweep's
 // page (each run's plots are left out: `bench plot DIR` draws them).
 func predictSweep(ctx context.Context, sc *scenario.Scenario, dir string, quiet bool, log io.Writer) (*sweep.Summary, error) {
-	plan, err := sweep.NewPlan(sc)
+	plan, err := sweep.NewPlan(ctx, sc)
 	if err != nil {
 		return nil, err
 	}
@@ -397,7 +547,7 @@ func WritePrediction(w io.Writer, p *Prediction) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "prediction of %q on the twin %s (virtual time", p.Scenario, p.Twin)
 	if p.BandRuns > 0 {
-		fmt.Fprintf(&b, "; bands: 95 %% over the fit's uncertainty, from %d perturbed twins", p.BandRuns)
+		fmt.Fprintf(&b, "; bands: %s, from %d perturbed twins", p.Band, p.BandRuns)
 	}
 	b.WriteString(")\n")
 	band := func(c, lo, hi float64) string {
@@ -407,8 +557,14 @@ func WritePrediction(w io.Writer, p *Prediction) error {
 		return fmt.Sprintf("%s [%s, %s]", fmtFig(c), fmtFig(lo), fmtFig(hi))
 	}
 	rows := [][]string{{"value", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "out tok/s", "budgets"}}
+	var extrapolated []string
 	for _, pt := range p.Points {
 		c, lo, hi := pt.Central, pt.Low, pt.High
+		label := pt.Label
+		if pt.Extrapolated != "" {
+			label += " *"
+			extrapolated = append(extrapolated, fmt.Sprintf("* %s: extrapolated, no band: %s\n", pt.Label, pt.Extrapolated))
+		}
 		verdict := "-"
 		if pt.Pass != nil {
 			verdict = map[bool]string{true: "pass", false: "FAIL"}[*pt.Pass]
@@ -418,7 +574,7 @@ func WritePrediction(w io.Writer, p *Prediction) error {
 				verdict += fmt.Sprintf(" (passes in %d of %d)", pt.BandRuns-pt.BandFails, pt.BandRuns)
 			}
 		}
-		rows = append(rows, []string{pt.Label, band(c.TTFTP50, lo.TTFTP50, hi.TTFTP50), band(c.TTFTP99, lo.TTFTP99, hi.TTFTP99),
+		rows = append(rows, []string{label, band(c.TTFTP50, lo.TTFTP50, hi.TTFTP50), band(c.TTFTP99, lo.TTFTP99, hi.TTFTP99),
 			band(c.ITLP50, lo.ITLP50, hi.ITLP50), band(c.ITLP99, lo.ITLP99, hi.ITLP99),
 			band(c.OutputTokensPerSec, lo.OutputTokensPerSec, hi.OutputTokensPerSec), verdict})
 	}
@@ -426,6 +582,9 @@ func WritePrediction(w io.Writer, p *Prediction) error {
 	bb.WriteString(textable.Format(rows, false))
 	b.WriteString(bb.String())
 	b.WriteString("(latencies in ms)\n")
+	for _, x := range extrapolated {
+		b.WriteString(x)
+	}
 	for _, s := range p.Searches {
 		name := s.Label
 		if name == "" {

@@ -93,11 +93,20 @@ sweep:
 	if raceEnabled {
 		return // the search below repeats the same code paths, at nine times the cost
 	}
-	for _, p := range pred.Points {
+	for _, p := range pred.Points[:2] {
 		c, lo, hi := p.Central.OutputTokensPerSec, p.Low.OutputTokensPerSec, p.High.OutputTokensPerSec
-		if !(lo <= c && c <= hi && hi > lo) || !(p.Low.ITLP50 <= p.Central.ITLP50 && p.Central.ITLP50 <= p.High.ITLP50) {
-			t.Errorf("%s: band [%g, %g] around %g", p.Label, lo, hi, c)
+		if !(lo <= c && c <= hi && hi > lo) || !(p.Low.ITLP50 <= p.Central.ITLP50 && p.Central.ITLP50 <= p.High.ITLP50) || p.Extrapolated != "" {
+			t.Errorf("%s: band [%g, %g] around %g (%s)", p.Label, lo, hi, c, p.Extrapolated)
 		}
+	}
+	// Twelve at once lies beyond the 2 and 8 calibrated on, and the batch
+	// limit was never reached: no band, and the reason.
+	if p := pred.Points[2]; p.Low != p.Central || p.High != p.Central ||
+		!strings.Contains(p.Extrapolated, "up to 12 requests at once, calibrated on") || !strings.Contains(p.Extrapolated, "max_num_seqs 256") {
+		t.Errorf("%s: extrapolated %q, band [%v, %v]", p.Label, p.Extrapolated, p.Low, p.High)
+	}
+	if !strings.Contains(text.String(), "extrapolated, no band") || !strings.Contains(pred.Band, "fit-only") {
+		t.Errorf("the extrapolation or the fit-only band is not said:\n%s", text.String())
 	}
 	for _, name := range []string{"sweep.json", "sweep.html"} {
 		if _, err := os.Stat(filepath.Join(out, name)); err != nil {

@@ -85,6 +85,9 @@ type Result struct {
 	Batch     [2]int        // smallest and largest decode batch seen
 	Tolerance time.Duration // the median time per token of a stream
 	Holdout   []string
+	// Between is the run-to-run variation among repeated loads; nil when
+	// no load was repeated.
+	Between *sim.BetweenRuns
 }
 
 // Estimate returns the estimate of a setting by name.
@@ -116,46 +119,38 @@ func Calibrate(paths []string, opts Options) (*Result, error) {
 	if res.Requests == 0 {
 		return nil, errors.New("calibrate: no completed streamed request with chunk times in the runs (calibration needs target.stream: true)")
 	}
-
-	budget := opts.MaxNumBatchedTokens
-	var segs []segment
-	var stats []stepStats
-	for _, rd := range runs {
-		s, st := reconstruct(rd, budget)
-		segs = append(segs, s...)
-		stats = append(stats, st)
-	}
-	fit, err := fitSegments(segs, nil)
+	obs := observe(runs, opts.MaxNumBatchedTokens)
+	fit, err := fitSegments(obs.segs, nil)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
 	res.Segments, res.Trimmed = fit.n, fit.trim
-	minB, maxB, decodeSteps, one, many, low, maxTok := math.MaxInt, 0, 0, 0, 0, 0, 0
-	var batches []int
-	for _, st := range stats {
-		batches = append(batches, st.decodeBatches...)
-		res.Steps += st.steps
-		if st.segments > 0 {
-			minB, maxB = min(minB, st.minBatch), max(maxB, st.maxBatch)
-		}
-		decodeSteps += st.decodeSteps
-		one += st.prefillOne
-		many += st.prefillMany
-		low += st.prefillLow
-		maxTok = max(maxTok, st.maxStepTokens)
-		res.Tolerance = max(res.Tolerance, st.tolerance)
-	}
-	if minB == math.MaxInt {
-		minB = 0
-	}
-	res.Batch = [2]int{minB, maxB}
+	res.Steps, res.Batch, res.Tolerance = obs.steps, [2]int{obs.minBatch, obs.maxBatch}, obs.tolerance
 
-	// The cost model.
 	cfg := sim.Defaults()
 	cfg.Name = opts.Name
 	if cfg.Name == "" {
 		cfg.Name = "twin"
 	}
+	res.costModel(&cfg, fit)
+	res.costNotes(fit, obs)
+	res.capacity(&cfg, runs, opts, obs.maxStepTokens)
+	if hdr := runs[0].header; hdr != nil && hdr.Model != "" {
+		cfg.ServedModelName, cfg.Model = hdr.Model, hdr.Model
+	}
+	cfg.MeanOutputTokens = 0 // a twin answers max_tokens: the runs measure speed, not answer lengths
+	cfg.Seed = 1
+	res.calibration(&cfg, fit, obs)
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("calibrate: the fitted simulator is not valid: %w", err)
+	}
+	res.Config = cfg
+	return res, nil
+}
+
+// costModel fills the four cost coefficients (fitted, or the simulator's
+// defaults where the runs cannot tell them) and the jitter.
+func (res *Result) costModel(cfg *sim.Config, fit *linearFit) {
 	defaults := []float64{cfg.StepOverheadUS, cfg.PerSeqUS, cfg.PerKVTokenNS, cfg.PerPrefillTokenUS}
 	units := []string{"µs per step", "µs per sequence per step", "ns per context token per sequence", "µs per prompt token"}
 	notes := []string{
@@ -184,9 +179,11 @@ func Calibrate(paths []string, opts Options) (*Result, error) {
 	cfg.JitterFrac = math.Min(math.Round(fit.relSD*1e4)/1e4, 0.5)
 	res.Estimates = append(res.Estimates, Estimate{Name: "jitter_frac", Value: cfg.JitterFrac, Unit: "fraction of a step", Source: "measured",
 		Note: "robust scatter of step times around the fit (network and client noise included, so an upper bound)"})
+}
 
-	// What the cost model could not see.
-	slices.Sort(batches)
+// costNotes says what the cost model could not see.
+func (res *Result) costNotes(fit *linearFit, obs *observations) {
+	batches := slices.Sorted(slices.Values(obs.decodeBatches))
 	switch {
 	case !fit.used[1]:
 		res.Notes = append(res.Notes, "every run had one batch size: per_seq_us cannot be told from step_overhead_us; calibrate from runs at two or more concurrencies")
@@ -194,21 +191,26 @@ func Calibrate(paths []string, opts Options) (*Result, error) {
 		res.Notes = append(res.Notes, fmt.Sprintf("nine in ten decode steps had %d to %d requests: per_seq_us and step_overhead_us are barely told apart (see their uncertainty), so other batch sizes are extrapolated; add a run at another concurrency",
 			batches[len(batches)*5/100], batches[len(batches)*95/100]))
 	}
-	if !fit.used[3] {
+	switch {
+	case !fit.used[3]:
 		res.Notes = append(res.Notes, "no step prefilled a prompt: per_prefill_token_us is the simulator's default")
-	} else if one < 10 {
-		res.Notes = append(res.Notes, fmt.Sprintf("only %d prompts were prefilled in a single step: per_prefill_token_us is uncertain; add a low-load run", one))
-	} else if low < 10 {
+	case obs.prefillOne < 10:
+		res.Notes = append(res.Notes, fmt.Sprintf("only %d prompts were prefilled in a single step: per_prefill_token_us is uncertain; add a low-load run", obs.prefillOne))
+	case obs.prefillLow < 10:
 		res.Notes = append(res.Notes, "no low-load run: every prompt was prefilled beside several decoding requests, so per_prefill_token_us is less certain (see its error); add a run at concurrency 1")
 	}
-	if many > one {
-		res.Notes = append(res.Notes, fmt.Sprintf("%d prompts took several steps to their first token (queued, or chunked prefill): their steps were fitted together; calibrate below saturation for sharper estimates", many))
+	if obs.prefillMany > obs.prefillOne {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d prompts took several steps to their first token (queued, or chunked prefill): their steps were fitted together; calibrate below saturation for sharper estimates", obs.prefillMany))
 	}
-	if decodeSteps < 50 {
-		res.Notes = append(res.Notes, fmt.Sprintf("only %d decode-only steps could be timed: the decode cost is uncertain", decodeSteps))
+	if obs.decodeSteps < 50 {
+		res.Notes = append(res.Notes, fmt.Sprintf("only %d decode-only steps could be timed: the decode cost is uncertain", obs.decodeSteps))
 	}
+}
 
-	// Capacity.
+// capacity fills the capacity settings: given, told by the server (its
+// log, its GET /props), measured from the scrapes, or assumed (and said
+// so in the notes).
+func (res *Result) capacity(cfg *sim.Config, runs []*runData, opts Options, maxTok int) {
 	bs := opts.BlockSize
 	bsSource := "given"
 	if bs == 0 {
@@ -218,23 +220,11 @@ func Calibrate(paths []string, opts Options) (*Result, error) {
 		Note: map[string]string{"given": opts.given("block_size"), "assumed": "vLLM's CUDA default (set --block-size)"}[bsSource]})
 	cfg.BlockSize = bs
 
-	limit, reached, seen := batchLimit(runs)
-	e := Estimate{Name: "max_num_seqs", Unit: "requests", Value: float64(opts.MaxNumSeqs), Source: "given", Note: opts.given("max_num_seqs")}
-	switch {
-	case opts.MaxNumSeqs > 0:
-	case reached:
-		e.Value, e.Source, e.Note = float64(limit), "measured", "requests running while others waited with KV cache to spare"
-	default:
-		e.Value, e.Source = float64(max(DefaultMaxNumSeqs, seen)), "assumed"
-		e.Note = fmt.Sprintf("never reached (at most %d running): vLLM's default", seen)
-		if seen == 0 {
-			e.Note = "no running gauge was scraped: vLLM's default"
-		}
-		res.Notes = append(res.Notes, "max_num_seqs: "+e.Note+"; set --max-num-seqs")
-	}
+	e := res.batchLimit(runs, opts)
 	res.Estimates = append(res.Estimates, e)
 	cfg.MaxNumSeqs = int(e.Value)
 
+	budget := opts.MaxNumBatchedTokens
 	e = Estimate{Name: "max_num_batched_tokens", Unit: "tokens per step", Value: float64(budget), Source: "given", Note: opts.given("max_num_batched_tokens")}
 	if budget == 0 {
 		e.Value, e.Source = float64(max(DefaultBudget, maxTok)), "assumed"
@@ -245,13 +235,45 @@ func Calibrate(paths []string, opts Options) (*Result, error) {
 	res.Estimates = append(res.Estimates, e)
 	cfg.MaxNumBatchedTokens = int(e.Value)
 
+	res.kvCapacity(cfg, runs, opts, bs)
+}
+
+// batchLimit is the max_num_seqs estimate: given; told by the server
+// (llama.cpp's slots, read at the start of the run); measured (requests
+// running while others waited, with KV cache to spare); else assumed.
+func (res *Result) batchLimit(runs []*runData, opts Options) Estimate {
+	e := Estimate{Name: "max_num_seqs", Unit: "requests", Value: float64(opts.MaxNumSeqs), Source: "given", Note: opts.given("max_num_seqs")}
+	if opts.MaxNumSeqs > 0 {
+		return e
+	}
+	for _, rd := range runs {
+		if sl := rd.header.Slots; sl != nil && sl.N > 0 {
+			e.Value, e.Source, e.Note = float64(sl.N), "measured", fmt.Sprintf("the server's own word: %s = %d", sl.Source, sl.N)
+			return e
+		}
+	}
+	limit, reached, seen := batchLimit(runs)
+	if reached {
+		e.Value, e.Source, e.Note = float64(limit), "measured", "requests running while others waited with KV cache to spare"
+		return e
+	}
+	e.Value, e.Source = float64(max(DefaultMaxNumSeqs, seen)), "assumed"
+	e.Note = fmt.Sprintf("never reached (at most %d running): vLLM's default", seen)
+	if seen == 0 {
+		e.Note = "no running gauge was scraped: vLLM's default"
+	}
+	res.Notes = append(res.Notes, "max_num_seqs: "+e.Note+"; set --max-num-seqs")
+	return e
+}
+
+// kvCapacity fills the KV-cache blocks and max_model_len.
+func (res *Result) kvCapacity(cfg *sim.Config, runs []*runData, opts Options, bs int) {
 	var pts []kvPoint
 	for _, rd := range runs {
 		pts = append(pts, kvPoints(rd, bs)...)
 	}
 	usable, usableErr, kvOK := fitBlocks(pts)
-	e = Estimate{Name: "num_gpu_blocks_override", Unit: "blocks (one is vLLM's reserved null block)"}
-	peak := peakContext(runs)
+	e := Estimate{Name: "num_gpu_blocks_override", Unit: "blocks (one is vLLM's reserved null block)"}
 	switch {
 	case opts.KVBlocks > 0:
 		e.Value, e.Source, e.Note = float64(opts.KVBlocks+1), "given", opts.given("num_gpu_blocks_override")
@@ -262,7 +284,7 @@ func Calibrate(paths []string, opts Options) (*Result, error) {
 		}
 		e.Note = fmt.Sprintf("from %d scrapes of KV-cache usage against the blocks the requests in flight held", len(pts))
 	default:
-		blocks := math.Ceil(max(4*peak, 8*float64(DefaultMaxModelLen)/16) / float64(bs))
+		blocks := math.Ceil(max(4*peakContext(runs), 8*float64(DefaultMaxModelLen)/16) / float64(bs))
 		e.Value, e.Source = blocks+1, "assumed"
 		e.Note = "no KV-cache usage was scraped: ample, so the twin never preempts"
 		res.Notes = append(res.Notes, "KV-cache capacity: "+e.Note+" (set --kv-blocks)")
@@ -281,32 +303,49 @@ func Calibrate(paths []string, opts Options) (*Result, error) {
 	res.Estimates = append(res.Estimates, Estimate{Name: "max_model_len", Value: float64(mml), Unit: "tokens",
 		Source: map[bool]string{true: "given", false: "assumed"}[opts.MaxModelLen > 0],
 		Note:   map[bool]string{true: opts.given("max_model_len"), false: "the KV capacity (at most 131,072)"}[opts.MaxModelLen > 0]})
-	if hdr := runs[0].header; hdr != nil && hdr.Model != "" {
-		cfg.ServedModelName, cfg.Model = hdr.Model, hdr.Model
-	}
-	cfg.MeanOutputTokens = 0 // a twin answers max_tokens: the runs measure speed, not answer lengths
-	cfg.Seed = 1
+}
 
+// calibration writes the calibration block: the covariance predict draws
+// its bands from (the fit's, plus the run-to-run variation the repeated
+// loads show), what the runs covered, and what was assumed.
+func (res *Result) calibration(cfg *sim.Config, fit *linearFit, obs *observations) {
+	beta := []float64{cfg.StepOverheadUS, cfg.PerSeqUS, cfg.PerKVTokenNS, cfg.PerPrefillTokenUS}
+	br := betweenRuns(obs, fit)
 	cov := make([][]float64, len(Coefficients))
 	for i := range cov {
 		cov[i] = make([]float64, len(Coefficients))
 		for j := range cov[i] {
-			cov[i][j] = roundSig(fit.cov[i][j], 6)
+			c := fit.cov[i][j]
+			if br != nil && fit.used[i] && fit.used[j] {
+				// A new run's level differs from the fitted mean level by the
+				// run-to-run variation, and the mean is known to 1/√repeats
+				// of it: every fitted coefficient scales together.
+				reps := float64(br.Instances) / float64(br.Loads)
+				c += br.RelSD * br.RelSD * (1 + 1/reps) * beta[i] * beta[j]
+			}
+			cov[i][j] = roundSig(c, 6)
 		}
 	}
 	stderr := map[string]float64{}
+	assumed := map[string]string{}
 	for _, e := range res.Estimates {
 		if e.StdErr > 0 {
 			stderr[e.Name] = roundSig(e.StdErr, 4)
 		}
+		if e.Source == "assumed" {
+			assumed[e.Name] = e.Note
+		}
 	}
+	if br == nil {
+		res.Notes = append(res.Notes, "no load was run twice: the bands bench predict draws are the fit's uncertainty only, without the run-to-run variation of a real server; repeat the runs (or stages) to include it")
+	} else {
+		res.Notes = append(res.Notes, fmt.Sprintf("run-to-run variation: repeated runs of the same load differed by %.1f %% (relative standard deviation, %d degrees of freedom from %d stages of %d loads); the bands include it",
+			100*br.RelSD, br.DF, br.Instances, br.Loads))
+	}
+	res.Between = br
 	cfg.Calibration = &sim.Calibration{Sources: res.Sources, Segments: fit.n, Coefficients: Coefficients, Covariance: cov,
-		StdErr: stderr, Notes: res.Notes}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("calibrate: the fitted simulator is not valid: %w", err)
-	}
-	res.Config = cfg
-	return res, nil
+		StdErr: stderr, Notes: res.Notes, Assumed: assumed, BetweenRuns: br,
+		Range: &sim.CalibratedRange{BatchMin: obs.minBatch, BatchMax: obs.maxBatch, PromptMin: obs.promptMin, PromptMax: obs.promptMax, OutputMax: obs.outputMax}}
 }
 
 // roundSig rounds x to n significant digits.

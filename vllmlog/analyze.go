@@ -247,6 +247,11 @@ func decay(r *run, lay *layout, ck *Check) *Decay {
 			context = func(p Point) float64 { return p.KVUsagePerc / 100 * tokens }
 			d.ContextBasis = fmt.Sprintf("KV usage × the printed %s tokens (exact only when every layer keeps the whole context)", kvcapacity.Thousands(r.KV.Tokens))
 		}
+		// A geometry that cannot explain the blocks by context (a model
+		// of sliding-window layers only) gives NaN: then no estimate.
+		if context != nil && slices.ContainsFunc(pts, func(p Point) bool { x := context(p); return math.IsNaN(x) || math.IsInf(x, 0) }) {
+			context = nil
+		}
 		var ws []decodelaw.Point
 		if context != nil && !math.IsNaN(first.Running) && !math.IsNaN(first.KVUsagePerc) {
 			for _, p := range pts {

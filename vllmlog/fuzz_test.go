@@ -54,3 +54,47 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzModelConfig (issue 22, item 10) feeds arbitrary bytes as the
+// --model-config config.json of a log whose KV cache it describes (gemma-4-31b,
+// whose real config.json seeds it): the read must never panic, a config it
+// accepts has positive layer counts, heads and dimensions, and the check
+// and every writer must handle what it produced.
+func FuzzModelConfig(f *testing.F) {
+	seed, err := os.ReadFile(filepath.Join("testdata", "gemma-4-31b.config.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	logData, err := os.ReadFile(filepath.Join("testdata", "gemma-4-31b.log"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add([]byte(`{"num_hidden_layers": 4, "num_key_value_heads": 2, "head_dim": 64, "sliding_window": 512, "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"]}`))
+	f.Add([]byte(`{"text_config": {"num_hidden_layers": 4096, "num_attention_heads": 1, "hidden_size": 9223372036854775807}}`))
+	f.Add([]byte(`{"num_hidden_layers": 2, "num_key_value_heads": 1e300, "head_dim": 1e300}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, err := parseModelConfig(data)
+		if err != nil {
+			return
+		}
+		for _, a := range d.layers {
+			if a.Layers < 0 || a.KVHeads < 1 || a.HeadDim < 1 || a.SlidingWindow < 0 {
+				t.Fatalf("accepted layers %+v from %q", a, data)
+			}
+		}
+		path := filepath.Join(t.TempDir(), "config.json")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Parse(context.Background(), "fuzz", bytes.NewReader(logData), Options{ModelConfig: path})
+		if err != nil {
+			t.Fatalf("Parse with the config: %v", err)
+		}
+		for _, format := range Formats {
+			if err := Write(io.Discard, rep, format); err != nil {
+				t.Fatalf("Write %s: %v", format, err)
+			}
+		}
+	})
+}

@@ -36,9 +36,16 @@ with its standard error and source, and what the runs could not show:
   per_prefill_token_us   the cost of each prompt token (best from a low-load run)
 
 Capacity: KV-cache blocks from the scraped KV-cache usage against the
-context in flight; max_num_seqs from the running gauge while requests
-waited. What the runs cannot show is assumed (vLLM's defaults) and said so;
-give it with the flags below.
+context in flight; max_num_seqs from the server's own word where it gives
+one (llama.cpp's GET /props total_slots, recorded by bench run), else from
+the running gauge while requests waited. What the runs cannot show is
+assumed (vLLM's defaults), said so, and recorded in the twin: bench predict
+marks a value that rests on it extrapolated. Give it with the flags below.
+
+Run-to-run variation: when a load ran more than once (give the results of
+repeated runs), the spread of their step times against the fit is added
+to the twin's covariance, so that bench predict's bands hold what a new
+run measures; from single runs the bands are the fit's alone, and say so.
 
 --holdout STAGE fits on the other stages and runs each held-out stage on
 the twin, printing measured against predicted figures and the error of
@@ -64,7 +71,7 @@ func calibrateCmd(ctx context.Context, e env, args []string) error {
 	var opts twin.Options
 	fset.IntVar(&opts.BlockSize, "block-size", 0, "KV-cache block size in tokens (default 16)")
 	fset.IntVar(&opts.KVBlocks, "kv-blocks", 0, "usable KV-cache blocks (default: from scraped KV-cache usage)")
-	fset.IntVar(&opts.MaxNumSeqs, "max-num-seqs", 0, "the server's max_num_seqs (default: from the scrapes, else 256)")
+	fset.IntVar(&opts.MaxNumSeqs, "max-num-seqs", 0, "the server's max_num_seqs (default: the server's /props slots, else from the scrapes, else 256)")
 	fset.IntVar(&opts.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "the server's max_num_batched_tokens (default 2048)")
 	fset.IntVar(&opts.MaxModelLen, "max-model-len", 0, "the server's max_model_len (default: the KV capacity, at most 131072)")
 	var holdout multiFlag

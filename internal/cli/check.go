@@ -13,7 +13,7 @@ import (
 	"github.com/servebench/servebench/scenario"
 )
 
-const checkUsage = `Usage: bench check RESULTS... [--budgets SCENARIO] [--format text|json|markdown|junit] [--out DIR] [--partial]
+const checkUsage = `Usage: bench check RESULTS... [--budgets SCENARIO] [--format text|json|markdown|junit] [--out DIR] [--partial] [--mixed]
 
 Judges saved results (files or run directories, merged as by 'bench
 report') against the budgets and slo of --budgets SCENARIO, or of the
@@ -48,6 +48,7 @@ func checkCmd(ctx context.Context, e env, args []string) error {
 	format := fs.String("format", "text", "stdout format: text, json, markdown or junit")
 	outDir := fs.String("out", "", "also write summary.json, junit.xml and verdict.md into `DIR`")
 	partial := fs.Bool("partial", false, "accept a sharded run's results that lack shards (and judge them)")
+	mixed := fs.Bool("mixed", false, "merge results of different scenarios (refused otherwise: the figures would mix their workloads)")
 	paths, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -66,9 +67,9 @@ func checkCmd(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	agg, err := report.Reader{Partial: *partial}.FromFiles(paths...)
+	agg, err := report.Reader{Partial: *partial, Mixed: *mixed}.FromFiles(paths...)
 	if err != nil {
-		return fmt.Errorf("check: %w", err)
+		return readError("check", err)
 	}
 	if g.budgets == nil {
 		if g, err = headerGate(agg); err != nil {

@@ -4,29 +4,39 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/report/compare"
 )
 
-const compareUsage = `Usage: bench compare BASE NEW [--max-regression [SCOPE:]METRIC[.STAT]=N% ...] [--alpha 0.05] [--min-change 5%] [--format text|json] [--partial]
+const compareUsage = `Usage: bench compare BASE NEW [flags]
+       bench compare BASE1 BASE2 … vs NEW1 NEW2 … [flags]
 
 Compares a baseline run with a new one (results files or run directories),
 benchstat-style: for the whole run and each stage both have, every latency
 percentile (TTFT, TTFC, ITL, TPOT, E2E), throughput and error rate, the
-relative change, and whether it is significant. A directory of shard
-directories (shard-0/, shard-1/, …) stands for their merge.
+relative change with its 95 % interval, and whether it is a change. A
+directory of shard directories (shard-0/, shard-1/, …) stands for their
+merge.
 
-Significance comes from a two-sided Mann-Whitney U test on per-request
-values (each request's mean ITL); it tests a shift of the whole
-distribution, so a change confined to the tail may not be called
-significant. A change is a regression or an improvement when p < alpha and
-at least --min-change. Different offered loads are flagged.
+With one run a side, a change's interval comes from each run's own
+sampling error (distribution-free for percentiles, Wilson for the error
+rate, batch means for throughput): run-to-run noise is unknown. Give
+repeats on both sides (BASE1 BASE2 … vs NEW1 NEW2 …) and the interval comes
+from the runs' spread (Welch): a change is called only beyond the noise
+the repeats show. A change is a regression or an improvement when its
+interval excludes 0 and it is at least --min-change; a p-value from a
+two-sided Mann-Whitney U test on per-request values is shown beside each
+latency, and decides a gate on a figure without an interval. Runs whose workloads
+differ (lengths, API, dataset, stage shapes) are refused unless
+--different-workloads; different offered loads are flagged.
 
---max-regression makes a gate: exit code 3 when a figure got worse by more
-than N% (latencies: significantly). SCOPE is a stage (default: the whole
-run); metrics: ttft_ms, ttfc_ms, itl_ms, tpot_ms, e2e_ms (.p50, .p90, .p95,
-.p99, .p99_9, .mean, .max), output_tokens_per_s, requests_per_s, error_rate.
+--max-regression makes a gate: exit code 3 when the change's interval
+lies beyond N% worse, 4 when it straddles N% (the runs cannot tell), 0
+when it lies within. SCOPE is a stage (default: the whole run); metrics:
+ttft_ms, ttfc_ms, itl_ms, tpot_ms, e2e_ms (.p50, .p90, .p95, .p99, .p99_9,
+.mean, .max), output_tokens_per_s, requests_per_s, error_rate.
 
 Examples:
   bench compare runs/v0.11.1 runs/v0.11.2
@@ -42,13 +52,15 @@ func compareCmd(ctx context.Context, e env, args []string) error {
 	minChange := fs.String("min-change", "5%", "smallest relative change flagged as a regression or improvement")
 	format := fs.String("format", "text", "output format: text or json")
 	partial := fs.Bool("partial", false, "accept sharded runs whose results lack shards")
+	different := fs.Bool("different-workloads", false, "compare runs whose workloads differ, flagged in the first line, instead of refusing")
+	mixed := fs.Bool("mixed", false, "merge results of different scenarios (refused otherwise: the figures would mix their workloads)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 2 {
-		fs.Usage()
-		return usagef("compare: want BASE and NEW, got %d arguments", len(pos))
+	baseArgs, newArgs, err := compareSides(pos)
+	if err != nil {
+		return err
 	}
 	if *format != "text" && *format != "json" {
 		return usagef("compare: --format %q: want text or json", *format)
@@ -64,7 +76,7 @@ func compareCmd(ctx context.Context, e env, args []string) error {
 		mc = -1 // compare.Options: negative means no minimum
 	}
 	opts := compare.Options{Alpha: *alpha, MinChange: mc, MaxRegression: map[string]float64{},
-		BaseLabel: "base", NewLabel: "new"}
+		BaseLabel: "base", NewLabel: "new", DifferentWorkloads: *different}
 	for _, g := range gates {
 		k, v, err := compare.ParseMaxRegression(g)
 		if err != nil {
@@ -72,15 +84,16 @@ func compareCmd(ctx context.Context, e env, args []string) error {
 		}
 		opts.MaxRegression[k] = v
 	}
-	rd := report.Reader{Partial: *partial}
-	base, err := rd.FromFiles(pos[0])
+	rd := report.Reader{Partial: *partial, Mixed: *mixed}
+	base, baseRuns, err := compareSide(rd, "base", baseArgs)
 	if err != nil {
-		return fmt.Errorf("compare: base: %w", err)
+		return err
 	}
-	cand, err := rd.FromFiles(pos[1])
+	cand, newRuns, err := compareSide(rd, "new", newArgs)
 	if err != nil {
-		return fmt.Errorf("compare: new: %w", err)
+		return err
 	}
+	opts.BaseRuns, opts.NewRuns = baseRuns, newRuns
 	c, err := compare.Runs(base, cand, opts)
 	if err != nil {
 		return usageError{fmt.Errorf("compare: %w", err)}
@@ -94,14 +107,62 @@ func compareCmd(ctx context.Context, e env, args []string) error {
 	} else if err := compare.WriteText(e.stdout, c); err != nil {
 		return fmt.Errorf("compare: %w", err)
 	}
-	if !c.Pass {
-		failed := 0
-		for _, g := range c.Gates {
-			if !g.Pass {
-				failed++
-			}
+	return gateErr(c)
+}
+
+// gateErr is the exit of a comparison's gates: a regression beyond a
+// limit (3), else a limit the runs cannot tell (4), else none.
+func gateErr(c *compare.Comparison) error {
+	failed, unclear := 0, 0
+	for _, g := range c.Gates {
+		switch {
+		case g.Inconclusive:
+			unclear++
+		case !g.Pass:
+			failed++
 		}
+	}
+	switch {
+	case failed > 0:
 		return fmt.Errorf("%w: %d of %d regression limits exceeded", errBudget, failed, len(c.Gates))
+	case unclear > 0:
+		return fmt.Errorf("%w: %d of %d regression limits cannot be told (their intervals straddle the limits)", errInconclusive, unclear, len(c.Gates))
 	}
 	return nil
+}
+
+// compareSides splits the positional arguments into the base runs and
+// the new ones: BASE NEW, or BASE… vs NEW….
+func compareSides(pos []string) (base, cand []string, err error) {
+	if i := slices.Index(pos, "vs"); i >= 0 {
+		base, cand = pos[:i], pos[i+1:]
+		if len(base) == 0 || len(cand) == 0 || slices.Contains(cand, "vs") {
+			return nil, nil, usagef("compare: want BASE… vs NEW…, runs on both sides of one vs")
+		}
+		return base, cand, nil
+	}
+	if len(pos) != 2 {
+		return nil, nil, usagef("compare: want BASE and NEW, or BASE1 BASE2 … vs NEW1 NEW2 …, got %d arguments", len(pos))
+	}
+	return pos[:1], pos[1:], nil
+}
+
+// compareSide reads one side: its runs pooled, and each run alone when
+// there are several.
+func compareSide(rd report.Reader, label string, paths []string) (*report.Aggregate, []*report.Aggregate, error) {
+	var runs []*report.Aggregate
+	if len(paths) > 1 {
+		for _, p := range paths {
+			a, err := rd.FromFiles(p)
+			if err != nil {
+				return nil, nil, readError("compare: "+label, err)
+			}
+			runs = append(runs, a)
+		}
+	}
+	pooled, err := rd.FromFiles(paths...)
+	if err != nil {
+		return nil, nil, readError("compare: "+label, err)
+	}
+	return pooled, runs, nil
 }

@@ -3,8 +3,10 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,16 +26,47 @@ type (
 		Metadata struct{ Name string } `yaml:"metadata"`
 		Data     map[string]string     `yaml:"data"`
 		Spec     struct {
-			CompletionMode string `yaml:"completionMode"`
-			Completions    *int   `yaml:"completions"`
-			Parallelism    *int   `yaml:"parallelism"`
-			BackoffLimit   *int   `yaml:"backoffLimit"`
+			k8sPodSpec     `yaml:",inline"` // a Pod's
+			CompletionMode string           `yaml:"completionMode"`
+			Completions    *int             `yaml:"completions"`
+			Parallelism    *int             `yaml:"parallelism"`
+			BackoffLimit   *int             `yaml:"backoffLimit"`
 			Template       struct {
 				Spec k8sPodSpec `yaml:"spec"`
 			} `yaml:"template"`
+			// A NetworkPolicy's.
+			PodSelector k8sSelector `yaml:"podSelector"`
+			PolicyTypes []string    `yaml:"policyTypes"`
+			Ingress     []any       `yaml:"ingress"`
+			Egress      []struct {
+				To []struct {
+					PodSelector       *k8sSelector `yaml:"podSelector"`
+					NamespaceSelector *k8sSelector `yaml:"namespaceSelector"`
+				} `yaml:"to"`
+				Ports []struct {
+					Protocol string `yaml:"protocol"`
+					Port     int    `yaml:"port"`
+				} `yaml:"ports"`
+			} `yaml:"egress"`
 		} `yaml:"spec"`
+		// A Kustomization's.
+		Images []struct {
+			Name    string `yaml:"name"`
+			NewName string `yaml:"newName"`
+			NewTag  string `yaml:"newTag"`
+			Digest  string `yaml:"digest"`
+		} `yaml:"images"`
+	}
+	k8sSelector struct {
+		MatchLabels map[string]string `yaml:"matchLabels"`
 	}
 	k8sPodSpec struct {
+		AutomountServiceAccountToken *bool `yaml:"automountServiceAccountToken"`
+		SecurityContext              struct {
+			SeccompProfile *struct {
+				Type string `yaml:"type"`
+			} `yaml:"seccompProfile"`
+		} `yaml:"securityContext"`
 		InitContainers []k8sContainer `yaml:"initContainers"`
 		Containers     []k8sContainer `yaml:"containers"`
 		Volumes        []struct {
@@ -61,6 +94,11 @@ type (
 					Name string `yaml:"name"`
 					Key  string `yaml:"key"`
 				} `yaml:"configMapKeyRef"`
+				SecretKeyRef *struct {
+					Name     string `yaml:"name"`
+					Key      string `yaml:"key"`
+					Optional bool   `yaml:"optional"`
+				} `yaml:"secretKeyRef"`
 			} `yaml:"valueFrom"`
 		} `yaml:"env"`
 		VolumeMounts []struct {
@@ -99,6 +137,8 @@ func (c *k8sContainer) env(name string) string {
 			return "field:" + e.ValueFrom.FieldRef.FieldPath
 		case e.ValueFrom.ConfigMapKeyRef != nil:
 			return "configmap:" + e.ValueFrom.ConfigMapKeyRef.Name + "/" + e.ValueFrom.ConfigMapKeyRef.Key
+		case e.ValueFrom.SecretKeyRef != nil:
+			return "secret:" + e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
 		}
 	}
 	return ""
@@ -138,7 +178,7 @@ func readManifests(t *testing.T, dir string) map[string]*k8sObject {
 			} else if err != nil {
 				t.Fatalf("%s: %v", f, err)
 			}
-			if o.Kind == "" || o.Kind == "Kustomization" {
+			if o.Kind == "" {
 				continue
 			}
 			objs[o.Kind+"/"+o.Metadata.Name] = &o
@@ -255,4 +295,103 @@ func intText(p *int) string {
 		return "unset"
 	}
 	return strconv.Itoa(*p)
+}
+
+// TestIssue22KubernetesHardening (issue 22, item 8): the manifests could
+// not pass an API key at all, mounted a service-account token bench never
+// uses, ran without a seccomp profile and deployed servebench:latest. The
+// shards now take the key from a Secret into the variable the scenario's
+// api_key_env names; every pod runs under RuntimeDefault seccomp without a
+// token; every image has a tag that is not latest; and the optional
+// NetworkPolicy lets the pods reach the server's port and DNS only.
+func TestIssue22KubernetesHardening(t *testing.T) {
+	t.Parallel()
+	objs := readManifests(t, "../../deploy/kubernetes")
+	shards := objs["Job/servebench-shards"]
+	if shards == nil {
+		t.Fatal("no shards Job")
+	}
+
+	// The key: a Secret reference, named by the scenario's api_key_env.
+	c := &shards.Spec.Template.Spec.Containers[0]
+	cm := objs["ConfigMap/servebench-scenario"]
+	sc, err := scenario.Parse("ConfigMap scenario.yaml", []byte(cm.Data["scenario.yaml"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyVar := sc.Target.APIKeyEnv
+	if keyVar == "" || !strings.HasPrefix(c.env(keyVar), "secret:") {
+		t.Errorf("target.api_key_env is %q, which the shard pods take from %q: want a Secret", keyVar, c.env(keyVar))
+	}
+
+	// Every pod: no service-account token, RuntimeDefault seccomp; every
+	// image tagged, not latest.
+	pods := map[string]*k8sPodSpec{}
+	var kustomize *k8sObject
+	for name, o := range objs {
+		switch o.Kind {
+		case "Job":
+			pods[name] = &o.Spec.Template.Spec
+		case "Pod":
+			pods[name] = &o.Spec.k8sPodSpec
+		case "Kustomization":
+			kustomize = o
+		}
+	}
+	if len(pods) < 3 || kustomize == nil {
+		t.Fatalf("found %d pod templates and kustomization %v", len(pods), kustomize != nil)
+	}
+	tags := map[string]string{} // image name → the tag kustomize sets
+	for _, im := range kustomize.Images {
+		tags[im.Name] = im.NewTag
+		if im.Digest == "" && (im.NewTag == "" || im.NewTag == "latest") {
+			t.Errorf("kustomization sets image %s to tag %q: pin a version or a digest", im.Name, im.NewTag)
+		}
+	}
+	for name, p := range pods {
+		if p.AutomountServiceAccountToken == nil || *p.AutomountServiceAccountToken {
+			t.Errorf("%s mounts a service-account token: want automountServiceAccountToken: false", name)
+		}
+		if sp := p.SecurityContext.SeccompProfile; sp == nil || sp.Type != "RuntimeDefault" {
+			t.Errorf("%s has no RuntimeDefault seccomp profile", name)
+		}
+		for _, ct := range append(slices.Clone(p.InitContainers), p.Containers...) {
+			image, tag, tagged := strings.Cut(ct.Image, ":")
+			if !tagged {
+				tag, tagged = tags[image]
+			}
+			if !tagged || tag == "" || tag == "latest" {
+				t.Errorf("%s container %s runs image %q: want a pinned tag, not latest", name, ct.Name, ct.Image)
+			}
+		}
+	}
+
+	// The optional NetworkPolicy: the servebench pods, no ingress, egress
+	// to the server's port (target.url's) and to DNS only.
+	np := objs["NetworkPolicy/servebench"]
+	if np == nil {
+		t.Fatal("no NetworkPolicy servebench")
+	}
+	if np.Spec.PodSelector.MatchLabels["app.kubernetes.io/name"] != "servebench" ||
+		!slices.Contains(np.Spec.PolicyTypes, "Egress") || !slices.Contains(np.Spec.PolicyTypes, "Ingress") || len(np.Spec.Ingress) != 0 {
+		t.Errorf("the NetworkPolicy selects %v with types %v and %d ingress rules: want the servebench pods, Ingress and Egress, none",
+			np.Spec.PodSelector.MatchLabels, np.Spec.PolicyTypes, len(np.Spec.Ingress))
+	}
+	u, err := url.Parse(sc.Target.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ports []string
+	for _, e := range np.Spec.Egress {
+		if len(e.To) == 0 {
+			t.Error("an egress rule without a destination allows every destination")
+		}
+		for _, p := range e.Ports {
+			ports = append(ports, fmt.Sprintf("%s/%d", p.Protocol, p.Port))
+		}
+	}
+	slices.Sort(ports)
+	if want := []string{"TCP/53", "TCP/" + u.Port(), "UDP/53"}; !slices.Equal(ports, want) {
+		t.Errorf("egress ports %v, want %v (the target's and DNS)", ports, want)
+	}
 }

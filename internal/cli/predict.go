@@ -20,9 +20,12 @@ Runs a scenario's sweep or search (or the scenario once, without a sweep
 block) on a twin written by 'bench calibrate', in virtual time, and prints
 the predicted TTFT, ITL and throughput per value, each with a band: the
 sweep runs again on twins perturbed by one standard deviation along each
-principal direction of the fit's covariance, and the band is ±1.96
-propagated standard deviations (95 %, a linear approximation). A search
-prints the capacity and its spread over those twins.
+principal direction of the twin's covariance (the fit's uncertainty, plus
+the run-to-run variation when the calibration repeated a load), and the
+band is ±1.96 propagated standard deviations (95 %, a linear
+approximation; Student's t for the run-to-run variation's degrees of
+freedom). The header says whether the band is the fit's alone
+("fit-only"). A search prints the capacity and its spread over those twins.
 
 The twin replaces the scenario's target and any sweep.server section;
 server-setting parameters become the twin's settings (vLLM's names, like
@@ -31,7 +34,10 @@ per value with its results and summary, and sweep.json, sweep.csv,
 sweep.png and sweep.html.
 
 A twin extrapolates with the simulator's cost law: trust it most between
-the loads it was calibrated on (see 'bench calibrate --holdout').
+the loads it was calibrated on (see 'bench calibrate --holdout'). A value
+beyond them (more requests at once than the runs decoded, longer prompts
+or responses) or resting on a setting the calibration assumed is marked *
+and explained under the table, with no band.
 
 Exit codes: 0 done (a prediction is never a verdict), 1 the prediction
 failed, 2 bad scenario, twin or flags.

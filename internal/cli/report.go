@@ -2,17 +2,23 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/results"
 )
 
-const reportUsage = `Usage: bench report RESULTS... [--format text|json|csv|vllm] [--partial]
+const reportUsage = `Usage: bench report RESULTS... [--format text|json|csv|vllm] [--partial] [--mixed]
 
 Rebuilds the summary from saved results files (results.jsonl or .jsonl.gz,
 or a run directory), merging several (from several load generators) into
 one. The JSON output is byte for byte the summary.json 'bench run' wrote.
 A sharded run's shards merge as with 'bench merge': all, unless --partial.
+Files of different scenarios (another file, --set or --target) are refused
+unless --mixed: their merged figures would describe neither. A request line
+repeated, or one with an impossible value (a negative token count, a time
+before the request was sent), is named with its file and line in a warning.
 
 --format csv writes one row per request (its times, tokens and outcome),
 for a spreadsheet or a notebook; --format vllm writes one JSON object per
@@ -31,6 +37,7 @@ func reportCmd(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "report", reportUsage)
 	format := fs.String("format", "text", "output format: text, json, csv (one row per request) or vllm (vllm bench serve's result JSON)")
 	partial := fs.Bool("partial", false, "accept a sharded run's results that lack shards")
+	mixed := fs.Bool("mixed", false, "merge results of different scenarios (refused otherwise: the figures would mix their workloads)")
 	paths, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -42,20 +49,20 @@ func reportCmd(ctx context.Context, e env, args []string) error {
 	switch *format {
 	case "text", "json", "vllm":
 	case "csv":
-		warns, err := report.WriteCSV(e.stdout, paths...)
+		warns, err := report.Reader{Mixed: *mixed}.WriteCSV(e.stdout, paths...)
 		for _, w := range warns {
 			fmt.Fprintf(e.stderr, "warning: %v\n", w)
 		}
 		if err != nil {
-			return fmt.Errorf("report: %w", err)
+			return readError("report", err)
 		}
 		return nil
 	default:
 		return usagef("report: --format %q: want text, json, csv or vllm", *format)
 	}
-	_, s, err := report.Reader{Partial: *partial}.Rebuild(paths...)
+	_, s, err := report.Reader{Partial: *partial, Mixed: *mixed}.Rebuild(paths...)
 	if err != nil {
-		return fmt.Errorf("report: %w", err)
+		return readError("report", err)
 	}
 	switch *format {
 	case "json":
@@ -64,4 +71,15 @@ func reportCmd(ctx context.Context, e env, args []string) error {
 		return report.WriteVLLM(e.stdout, s)
 	}
 	return report.WriteText(e.stdout, s)
+}
+
+// readError is cmd's failure to read results files: files of different
+// scenarios are the command line's fault (exit 2), anything else the
+// files' (exit 1).
+func readError(cmd string, err error) error {
+	err = fmt.Errorf("%s: %w", cmd, err)
+	if errors.Is(err, results.ErrMixedScenarios) {
+		return usageError{err}
+	}
+	return err
 }

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/servebench/servebench/live"
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/report/chart"
 	"github.com/servebench/servebench/run"
@@ -118,15 +121,12 @@ func runCmd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if *dryRun {
-		if err := run.DryRun(e.stdout, sc, sh); err != nil {
-			return usageError{err}
-		}
-		return nil
+		return runDry(ctx, e, sc, sh, *metricsAddr)
 	}
 	if sc.Sweep != nil {
 		fmt.Fprintf(e.stderr, "note: %s has a sweep: block; 'bench run' makes one run with the scenario's own settings (use 'bench sweep' to run every value)\n", file)
 	}
-	dir, err := runDir(sc.Name, *outDir, *force)
+	dir, created, err := runDir(sc.Name, *outDir, *force)
 	if err != nil {
 		return err
 	}
@@ -165,7 +165,22 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	sum, runErr := run.Run(ctx, sc, opts)
 	close(done)
 	remove()
-	return runOutcome(ctx, e, sum, dir, runErr)
+	return runOutcome(ctx, e, sum, dir, created, runErr)
+}
+
+// runDry validates what a run would, prints the resolved scenario and
+// the plan, and sends nothing: --metrics-addr is checked as the run checks
+// it, without listening.
+func runDry(ctx context.Context, e env, sc *scenario.Scenario, sh scenario.Shard, metricsAddr string) error {
+	if metricsAddr != "" {
+		if err := live.CheckAddr(metricsAddr, sc.Target.AllowRemote); err != nil {
+			return usageError{err}
+		}
+	}
+	if err := run.DryRun(ctx, e.stdout, sc, sh); err != nil {
+		return usageError{err}
+	}
+	return nil
 }
 
 // loadRun loads the run's scenario: file (or none) with the flags, or the
@@ -191,26 +206,29 @@ func loadRun(e env, load func(string, ...string) (*scenario.Scenario, error), fl
 }
 
 // runDir is the run's output directory, --out or a new one under runs/,
-// created or checked to hold no earlier run (unless force).
-func runDir(name, out string, force bool) (string, error) {
-	dir := out
+// created or checked to hold no earlier run (unless force); created says
+// whether it made the directory.
+func runDir(name, out string, force bool) (dir string, created bool, err error) {
+	dir = out
 	if dir == "" {
 		dir = filepath.Join("runs", fmt.Sprintf("%s-%s", safeName(name), time.Now().Format("20060102-150405")))
 	}
+	_, statErr := os.Stat(dir)
 	if err := run.PrepareDir(dir, force, chart.Renderer{}); err != nil {
 		var used *run.UsedDirError
 		if errors.As(err, &used) {
-			return "", usageError{err}
+			return "", false, usageError{err}
 		}
-		return "", fmt.Errorf("run: %w", err)
+		return "", false, fmt.Errorf("run: %w", err)
 	}
-	return dir, nil
+	return dir, errors.Is(statErr, os.ErrNotExist), nil
 }
 
 // runOutcome prints a run's summary, its files and its verdict, and
 // returns its exit: interrupted, a scenario error, failed, budgets missed
-// or nil.
-func runOutcome(ctx context.Context, e env, sum *report.Summary, dir string, runErr error) error {
+// or nil. A run that wrote nothing (stopped or refused before its first
+// record) leaves no empty directory it made (created) behind.
+func runOutcome(ctx context.Context, e env, sum *report.Summary, dir string, created bool, runErr error) error {
 	if ctx.Err() != nil && !errors.Is(runErr, errInterrupted) {
 		runErr = errors.Join(runErr, errInterrupted)
 	}
@@ -219,19 +237,36 @@ func runOutcome(ctx context.Context, e env, sum *report.Summary, dir string, run
 		runErr = usageError{runErr}
 	}
 	if sum == nil {
+		if created {
+			_ = os.Remove(dir) // only if still empty
+		}
 		return runErr
 	}
 	if err := report.WriteText(e.stdout, sum); err != nil {
 		return errors.Join(runErr, err)
 	}
-	fmt.Fprintf(e.stdout, "results: %s\nsummary: %s\nreport:  %s\n", filepath.Join(dir, run.FileResults),
-		filepath.Join(dir, run.FileSummary), filepath.Join(dir, chart.HTMLName))
+	printOutputs(e.stdout, dir)
 	// A missed budget decides the exit code only when the run itself
 	// completed: a failed or interrupted run keeps its own code.
 	if err := printVerdict(e, sum, dir); runErr == nil {
 		runErr = err
 	}
 	return runErr
+}
+
+// printOutputs names the run's results, summary and report files that
+// are there (a full disk, or an abort that skips the plots, leaves some
+// unwritten: they are said to be so, not named).
+func printOutputs(w io.Writer, dir string) {
+	for _, f := range []struct{ label, name string }{
+		{"results:", run.FileResults}, {"summary:", run.FileSummary}, {"report: ", chart.HTMLName},
+	} {
+		path := filepath.Join(dir, f.name)
+		if _, err := os.Stat(path); err != nil {
+			path = "not written"
+		}
+		fmt.Fprintf(w, "%s %s\n", f.label, path)
+	}
 }
 
 // abortWait bounds how long an abort waits for the run to record its

@@ -3,11 +3,14 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,5 +123,102 @@ sweep: {parameters: {"load.stages[0].concurrency": [1, 2]}}
 	})
 	if files < 20 {
 		t.Errorf("searched only %d files", files)
+	}
+}
+
+// TestIssue22EncodedSecrets (issue 22, item 6): a key holding `"` and `\`
+// echoed by the server JSON-escaped (in a body whose shape the client does
+// not know, so it keeps the raw JSON) leaked into every output. Here the
+// server echoes the key and a basic-auth header every way it can be
+// written: JSON-escaped, URL-encoded, base64 of "user:key", and the
+// header's decoded user:password. No form of either is in results.jsonl,
+// summary.json, report.html, the CSV export, stdout or stderr.
+func TestIssue22EncodedSecrets(t *testing.T) {
+	t.Parallel()
+	const key = `sk-pl"ant\ed-4f1c9e`
+	const password = "hunter2-passphrase"
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:"+password))
+	jsonEsc := func(s string) string { b, _ := json.Marshal(s); return string(b[1 : len(b)-1]) }
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		user, pass, _ := r.BasicAuth()
+		if dec, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(r.Header.Get("X-Proxy-Auth"), "Basic ")); err == nil {
+			user, pass, _ = strings.Cut(string(dec), ":")
+		}
+		echo := fmt.Sprintf(`{"detail": {"authorization": "%s", "query": "key=%s", "basic": "%s", "proxy": "%s:%s"}}`,
+			jsonEsc(auth), url.QueryEscape(auth), base64.StdEncoding.EncodeToString([]byte("bob:"+auth)), user, pass)
+		switch {
+		case r.URL.Path == "/metrics":
+			w.WriteHeader(http.StatusInternalServerError)
+			io.WriteString(w, echo)
+		case strings.HasSuffix(r.URL.Path, "/chat/completions"):
+			switch n.Add(1) % 3 {
+			case 0:
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnauthorized)
+				io.WriteString(w, echo)
+			case 1:
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, `data: {"error": `+echo+`}`+"\n\n")
+			default:
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, `data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"length"}]}`+"\n\ndata: [DONE]\n\n")
+			}
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "s.yaml")
+	os.WriteFile(scen, []byte(fmt.Sprintf(`name: secrets
+target: {url: %q, model: m, api_key_env: SB_TEST_KEY, headers: {X-Proxy-Auth: %q}}
+scrape: {interval: 200ms}
+load: {stages: [{name: s, concurrency: 2, requests: 9}]}
+`, srv.URL, basic)), 0o644)
+	var streams bytes.Buffer
+	cli := func(args ...string) int {
+		e, out, errb := testEnv()
+		e.getenv = func(name string) string {
+			if name == "SB_TEST_KEY" {
+				return key
+			}
+			return ""
+		}
+		err := bench(context.Background(), e, args)
+		streams.Write(out.Bytes())
+		streams.Write(errb.Bytes())
+		if err != nil {
+			fmt.Fprintf(&streams, "bench: %v\n", err)
+		}
+		return exitCode(err)
+	}
+	runDir := filepath.Join(dir, "run")
+	if code := cli("run", scen, "--out", runDir); code != exitFailed {
+		t.Fatalf("run: exit %d\n%s", code, streams.String())
+	}
+	cli("report", runDir, "--format", "json")
+	cli("report", runDir, "--format", "csv")
+	if !strings.Contains(streams.String(), "[REDACTED]") {
+		t.Fatalf("no message was redacted: did the server's echo reach the output?\n%s", streams.String())
+	}
+	forms := map[string]string{
+		"key": key, "key JSON-escaped": jsonEsc(key), "key URL-encoded": url.QueryEscape(key),
+		"base64 of bob:key": base64.StdEncoding.EncodeToString([]byte("bob:" + key)),
+		"password":          password, "header": basic,
+	}
+	outputs := map[string][]byte{"stdout and stderr": streams.Bytes()}
+	for _, name := range []string{"results.jsonl", "summary.json", "report.html"} {
+		b, err := os.ReadFile(filepath.Join(runDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		outputs[name] = b
+	}
+	for out, b := range outputs {
+		for what, form := range forms {
+			if bytes.Contains(b, []byte(form)) {
+				t.Errorf("%s holds the %s (%q)", out, what, form)
+			}
+		}
 	}
 }

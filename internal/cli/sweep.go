@@ -116,7 +116,7 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 	if sc.Sweep == nil {
 		return usagef("sweep: %s has no sweep block (see 'bench help sweep'); use 'bench run' for a single run", pos[0])
 	}
-	plan, err := sweep.NewPlan(sc)
+	plan, err := sweep.NewPlan(ctx, sc)
 	if err != nil {
 		return usageError{err}
 	}

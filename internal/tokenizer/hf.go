@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/servebench/servebench/internal/inputfile"
 )
 
 // This file reads a Hugging Face tokenizer.json and counts tokens with it.
@@ -88,17 +88,12 @@ const maxCachedPieces = 1 << 17
 
 // loadHF reads a tokenizer.json file.
 func loadHF(path string) (*hfTokenizer, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxTokenizerBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxTokenizerBytes {
+	data, err := inputfile.ReadFile(path, inputfile.Limit{What: "tokenizer.json", MaxBytes: maxTokenizerBytes})
+	if errors.Is(err, inputfile.ErrTooLarge) {
 		return nil, fmt.Errorf("larger than %d MB: not a tokenizer.json", maxTokenizerBytes>>20)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return parseHF(data)
 }

@@ -3,6 +3,7 @@ package chart
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"io"
@@ -77,11 +78,19 @@ func WriteHTML(w io.Writer, s *report.Summary, figs []Figure, scenario json.RawM
 	return nil
 }
 
+// ErrNothingToPlot is WriteFiles' refusal of a summary in which no
+// request succeeded: plots of nothing would look like findings.
+var ErrNothingToPlot = errors.New("no request succeeded: nothing to plot")
+
 // WriteFiles renders the plots of everything added to a (PNG and SVG) and
 // the HTML report of s (a's summary, with its verdict if judged) into dir,
 // and returns the paths written. The output is a pure function of the
-// records added and the verdict.
+// records added and the verdict. A summary without a successful request
+// writes nothing and returns ErrNothingToPlot.
 func WriteFiles(dir string, a *report.Aggregate, s *report.Summary) ([]string, error) {
+	if s.Overall.Requests.OK == 0 {
+		return nil, ErrNothingToPlot
+	}
 	figs, err := Figures(a, s)
 	if err != nil {
 		return nil, err
@@ -382,6 +391,10 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 </table>{{else}}<p id="errors">No request failed.</p>{{end}}
 {{if .S.Warnings}}<h3>Warnings</h3>
 <ul>{{range .S.Warnings}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{if .S.Comparability}}
+<h2 id="comparability">Beside other tools</h2>
+<p class="note">What would differ if the same load were run with another benchmark client, and so what to line up before setting these figures beside its.</p>
+<ul>{{range .S.Comparability}}<li>{{.}}</li>{{end}}</ul>{{end}}
 
 <h2>Scenario</h2>
 {{if .Scenario}}<pre id="scenario">{{.Scenario}}</pre>{{else}}<p>The results file holds no scenario.</p>{{end}}

@@ -74,7 +74,7 @@ func TestHTMLContent(t *testing.T) {
 	_, page := fixtureHTML(t)
 	s := string(page)
 	for _, want := range []string{
-		`<p class="conclusion" id="conclusion">Near capacity but not saturated in stage &#34;overflows&#34;`, // the conclusion opens the page
+		`<p class="conclusion" id="conclusion">Saturated in stage &#34;overflows&#34;`, // the conclusion opens the page
 		`<table class="about" id="about">`, `<th scope="row">load</th><td>fits: closed loop, 3 workers; 9 requests<br>overflows: closed loop, 8 workers; 16 requests</td>`,
 		`<th scope="row">output tokens</th><td>asked max_tokens 400; measured 400 each</td>`,
 		`<h2>Summary</h2>`, `<table id="summary">`, `<td>overflows</td>`, // summary table rows
@@ -93,7 +93,7 @@ func TestHTMLContent(t *testing.T) {
 			t.Errorf("report.html lacks %q", want)
 		}
 	}
-	if n := strings.Count(s, "Near capacity but not saturated"); n != 1 {
+	if n := strings.Count(s, "Saturated in stage"); n != 1 {
 		t.Errorf("the conclusion is stated %d times, want once (it opens the page, not the findings)", n)
 	}
 	if n := strings.Count(s, `<svg class="plot"`); n != 4 {

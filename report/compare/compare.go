@@ -2,6 +2,7 @@ package compare
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -47,7 +48,20 @@ type Options struct {
 	// BaseLabel and NewLabel name the two sides in output (default "base"
 	// and "new").
 	BaseLabel, NewLabel string
+	// BaseRuns and NewRuns are each side's runs one by one, when a side
+	// pools several (repeats): with at least two on both sides, a change's
+	// interval comes from the run-to-run spread (Welch); otherwise from
+	// each run's own sampling error, and run-to-run noise is unknown.
+	BaseRuns, NewRuns []*report.Aggregate
+	// DifferentWorkloads compares runs whose workloads differ (lengths,
+	// API, dataset, stage shapes) instead of refusing: the first line of
+	// the output says so.
+	DifferentWorkloads bool
 }
+
+// ErrDifferentWorkloads is the refusal of a comparison of runs that did
+// not ask the same of the server.
+var ErrDifferentWorkloads = errors.New("the runs' workloads differ")
 
 // Comparison is a baseline run compared with a candidate, metric by
 // metric, benchstat-style.
@@ -56,7 +70,16 @@ type Comparison struct {
 	NewLabel  string  `json:"new_label"`
 	Alpha     float64 `json:"alpha"`
 	MinChange float64 `json:"min_change"`
-	Tables    []Table `json:"tables"` // overall first, then the stages both runs have, by base order
+	// Noise says where the changes' intervals come from: "between runs"
+	// (repeats on both sides: run-to-run noise measured) or "within runs"
+	// (one run a side: sampling error only, run-to-run noise unknown).
+	Noise     string `json:"noise"`
+	BaseCount int    `json:"base_runs"`
+	NewCount  int    `json:"new_runs"`
+	// Workload lists how the two sides' workloads differ; empty when they
+	// asked the same of the server.
+	Workload []string `json:"workload_differences,omitempty"`
+	Tables   []Table  `json:"tables"` // overall first, then the stages both runs have, by base order
 	// Gates are the --max-regression checks, in key order; Pass is false
 	// when one failed.
 	Gates []Gate `json:"gates,omitempty"`
@@ -99,16 +122,20 @@ type Row struct {
 	Base   float64 `json:"base"`
 	New    float64 `json:"new"`
 	// Change is (new − base) / base; NaN (null in JSON) when base is 0.
+	// Lo and Hi bound it at 95 % (NaN when the figure has no interval: a
+	// rate of a single run, a percentile with too few samples).
 	Change float64 `json:"change"`
+	Lo, Hi float64 `json:"-"`
 	// P is the rank test's p-value on the metric's per-request samples
 	// (shared by the metric's rows), Holm-adjusted for the number of
 	// metrics tested in the table; NaN when there is no test (rates,
 	// ratios) or too few samples.
 	P           float64 `json:"p"`
 	NBase, NNew int64   `json:"-"`
-	// Significant is P < alpha with the test's shift in the direction of
-	// this row's change. Verdict is "regression" or "improvement" when
-	// significant and the change is at least MinChange, else "~".
+	// Significant is true when the change's interval excludes 0 (without
+	// an interval: P < alpha with the test's shift in the direction of the
+	// change). Verdict is "regression" or "improvement" when significant
+	// and the change is at least MinChange, else "~".
 	Significant bool   `json:"significant"`
 	Verdict     string `json:"verdict"`
 	HigherWorse bool   `json:"higher_is_worse"`
@@ -120,10 +147,12 @@ func (r Row) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		plain
 		Change *float64 `json:"change"`
+		Lo     *float64 `json:"change_lo"`
+		Hi     *float64 `json:"change_hi"`
 		P      *float64 `json:"p"`
 		NBase  int64    `json:"n_base"`
 		NNew   int64    `json:"n_new"`
-	}{plain(r), finite(r.Change), finite(r.P), r.NBase, r.NNew})
+	}{plain(r), finite(r.Change), finite(r.Lo), finite(r.Hi), finite(r.P), r.NBase, r.NNew})
 }
 
 func finite(x float64) *float64 {
@@ -136,13 +165,16 @@ func finite(x float64) *float64 {
 
 // Gate is one --max-regression check.
 type Gate struct {
-	Key     string  `json:"key"`     // as given: "ttft_ms.p99"
-	Scope   string  `json:"scope"`   // "overall" or a stage name
-	Max     float64 `json:"max"`     // largest regression allowed, a fraction
-	Change  float64 `json:"change"`  // the relative change, signed so that positive is worse
-	P       float64 `json:"p"`       // the row's p-value (NaN: no test)
-	Pass    bool    `json:"pass"`    // not a regression beyond Max (or not significant)
-	Message string  `json:"message"` // one sentence
+	Key    string  `json:"key"`    // as given: "ttft_ms.p99"
+	Scope  string  `json:"scope"`  // "overall" or a stage name
+	Max    float64 `json:"max"`    // largest regression allowed, a fraction
+	Change float64 `json:"change"` // the relative change, signed so that positive is worse
+	P      float64 `json:"p"`      // the row's p-value (NaN: no test)
+	Pass   bool    `json:"pass"`   // not a regression beyond Max: the interval's worse end within it
+	// Inconclusive is true when the change's interval straddles Max: the
+	// runs cannot tell whether the regression is beyond the limit.
+	Inconclusive bool   `json:"inconclusive,omitempty"`
+	Message      string `json:"message"` // one sentence
 }
 
 // MarshalJSON writes NaN figures as null.
@@ -173,8 +205,13 @@ func Runs(base, cand *report.Aggregate, opts Options) (*Comparison, error) {
 		return nil, err
 	}
 	bs, ns := base.Summary(), cand.Summary()
+	diffs := workloadDiffs(bs.Workload, ns.Workload)
+	if len(diffs) > 0 && !opts.DifferentWorkloads {
+		return nil, fmt.Errorf("%w: %s; a comparison would measure the workload, not the server (--different-workloads compares them all the same)",
+			ErrDifferentWorkloads, strings.Join(diffs, "; "))
+	}
 	cp := &comparer{base: base, cand: cand, bs: bs, ns: ns, opts: opts, bLoads: stageSettings(base), nLoads: stageSettings(cand),
-		extra: map[string][]string{}, gated: map[string]bool{}}
+		extra: map[string][]string{}, gated: map[string]bool{}, bRuns: summaries(opts.BaseRuns), nRuns: summaries(opts.NewRuns)}
 	// A single-stage run's overall table is its stage's.
 	alias := map[string]string{}
 	if len(bs.Stages) == 1 && len(ns.Stages) == 1 && bs.Stages[0].Name == ns.Stages[0].Name {
@@ -193,7 +230,11 @@ func Runs(base, cand *report.Aggregate, opts Options) (*Comparison, error) {
 		}
 		cp.gated[g.scope+":"+g.metric] = true
 	}
-	c := &Comparison{BaseLabel: opts.BaseLabel, NewLabel: opts.NewLabel, Alpha: opts.Alpha, MinChange: opts.MinChange, Pass: true}
+	c := &Comparison{BaseLabel: opts.BaseLabel, NewLabel: opts.NewLabel, Alpha: opts.Alpha, MinChange: opts.MinChange, Pass: true,
+		Noise: "within runs", BaseCount: max(len(opts.BaseRuns), 1), NewCount: max(len(opts.NewRuns), 1), Workload: diffs}
+	if cp.between() {
+		c.Noise = "between runs"
+	}
 	c.Tables = append(c.Tables, cp.table("overall", &bs.Overall, &ns.Overall, nil, nil))
 	tables, warnings := cp.stageTables()
 	c.Tables = append(c.Tables, tables...)
@@ -206,6 +247,19 @@ func Runs(base, cand *report.Aggregate, opts Options) (*Comparison, error) {
 	}
 	return c, nil
 }
+
+// summaries are the runs' summaries, in order.
+func summaries(runs []*report.Aggregate) []*report.Summary {
+	out := make([]*report.Summary, len(runs))
+	for i, a := range runs {
+		out[i] = a.Summary()
+	}
+	return out
+}
+
+// between reports whether both sides have repeats, so that the changes'
+// intervals measure the run-to-run noise.
+func (cp *comparer) between() bool { return len(cp.bRuns) >= 2 && len(cp.nRuns) >= 2 }
 
 // defaults fills the options left zero.
 func (o *Options) defaults() {
@@ -232,6 +286,7 @@ type comparer struct {
 	bLoads, nLoads map[int]string
 	extra          map[string][]string // "scope:metric" → the stats a gate names
 	gated          map[string]bool     // "scope:metric" gated
+	bRuns, nRuns   []*report.Summary   // each side's runs, when it pools several
 }
 
 // stageTables compares the stages the two runs share, by name (when
@@ -272,6 +327,17 @@ type tested struct {
 func (cp *comparer) table(scope string, bst, nst *report.Stage, bIdx, nIdx []int) Table {
 	bLog, nLog := cp.base.Scope(bIdx), cp.cand.Scope(nIdx)
 	t := Table{Scope: scope, BaseLoad: loadInfo(cp.bs, bst, cp.bLoads, bIdx, bLog), NewLoad: loadInfo(cp.ns, nst, cp.nLoads, nIdx, nLog)}
+	// Runs pooled from separate times overlap on one timeline: their
+	// rates are the means of the runs' own.
+	for _, side := range []struct {
+		li   *LoadInfo
+		runs []*report.Summary
+	}{{&t.BaseLoad, cp.bRuns}, {&t.NewLoad, cp.nRuns}} {
+		if len(side.runs) > 1 {
+			side.li.RequestsPerSec = round(mean(runValues(side.runs, scope, "requests_per_s", "")), 3)
+			side.li.ArrivalsPerSec = 0
+		}
+	}
 	var ms []tested
 	// The per-request metrics: one value per request to rank.
 	for _, m := range cp.base.PerRequestMetrics() {
@@ -299,7 +365,10 @@ func (cp *comparer) table(scope string, bst, nst *report.Stage, bIdx, nIdx []int
 		for _, stat := range stats {
 			b, _ := m.bd.Stat(stat)
 			n, _ := m.nd.Stat(stat)
-			t.Rows = append(t.Rows, newRow(m.metric, stat, "ms", b, n, m.nb, m.nn, m.adjusted, m.shift, true, cp.opts))
+			r := newRow(m.metric, stat, "ms", b, n, m.nb, m.nn, m.adjusted, m.shift, true, cp.opts)
+			r.Lo, r.Hi = cp.interval(scope, bst, nst, m.metric, stat, b)
+			r.judge(cp.opts)
+			t.Rows = append(t.Rows, r)
 		}
 	}
 	// Rates and ratios have no per-request samples: no test.
@@ -311,7 +380,18 @@ func (cp *comparer) table(scope string, bst, nst *report.Stage, bIdx, nIdx []int
 		m, _ := results.MetricByName(name)
 		b, _, _ := bst.Figure(name)
 		n, _, _ := nst.Figure(name)
-		t.Rows = append(t.Rows, newRow(name, "", m.Unit, b, n, 0, 0, math.NaN(), 0, !m.HigherIsBetter, cp.opts))
+		// Runs pooled from separate times overlap on one timeline: a
+		// side's rate is the mean of its runs' own.
+		if len(cp.bRuns) > 1 {
+			b = mean(runValues(cp.bRuns, scope, name, ""))
+		}
+		if len(cp.nRuns) > 1 {
+			n = mean(runValues(cp.nRuns, scope, name, ""))
+		}
+		r := newRow(name, "", m.Unit, b, n, 0, 0, math.NaN(), 0, !m.HigherIsBetter, cp.opts)
+		r.Lo, r.Hi = cp.interval(scope, bst, nst, name, "", b)
+		r.judge(cp.opts)
+		t.Rows = append(t.Rows, r)
 	}
 	return t
 }
@@ -339,7 +419,7 @@ func (cp *comparer) adjust(scope string, ms []tested) {
 
 func newRow(metric, stat, unit string, b, n float64, nb, nn int64, p float64, shift int, higherWorse bool, opts Options) Row {
 	r := Row{Metric: metric, Stat: stat, Unit: unit, Base: b, New: n, NBase: nb, NNew: nn, P: p,
-		HigherWorse: higherWorse, Change: math.NaN(), Verdict: "~"}
+		HigherWorse: higherWorse, Change: math.NaN(), Lo: math.NaN(), Hi: math.NaN(), Verdict: "~"}
 	if b != 0 {
 		r.Change = (n - b) / b
 	}
@@ -347,14 +427,25 @@ func newRow(metric, stat, unit string, b, n float64, nb, nn int64, p float64, sh
 	// row's change does (see stats.go).
 	agrees := (shift > 0 && n > b) || (shift < 0 && n < b)
 	r.Significant = !math.IsNaN(p) && p < opts.Alpha && agrees
+	r.judge(opts)
+	return r
+}
+
+// judge sets the row's verdict: a regression or an improvement when the
+// change is significant (its interval excludes 0, or without one the rank
+// test) and at least MinChange.
+func (r *Row) judge(opts Options) {
+	if !math.IsNaN(r.Lo) && !math.IsNaN(r.Hi) {
+		r.Significant = r.Lo > 0 || r.Hi < 0
+	}
+	r.Verdict = "~"
 	if r.Significant && !math.IsNaN(r.Change) && math.Abs(r.Change) >= opts.MinChange {
-		worse := r.Change > 0 == higherWorse
+		worse := r.Change > 0 == r.HigherWorse
 		r.Verdict = "improvement"
 		if worse {
 			r.Verdict = "regression"
 		}
 	}
-	return r
 }
 
 // stageSettings reads each stage's load setting from the first results
@@ -548,21 +639,44 @@ func (g gateKey) judge(c *Comparison) Gate {
 		}
 	}
 	cg.Change = worse
-	tested := !math.IsNaN(r.P)
-	over := worse > g.max
-	cg.Pass = !over || (tested && !r.Significant)
 	limit := report.FormatDecimal(g.max*100, 2) + " %"
+	// The interval of the change, signed so that positive is worse.
+	wl, wh := r.Lo, r.Hi
+	if !r.HigherWorse {
+		wl, wh = -r.Hi, -r.Lo
+	}
 	switch {
-	case !over:
-		cg.Message = fmt.Sprintf("%s: %s, within %s", g.key, changeText(worse), limit)
-	case cg.Pass:
-		cg.Message = fmt.Sprintf("%s: %s, beyond %s but not significant (p=%s ≥ %g)", g.key, changeText(worse), limit, pText(r.P), c.Alpha)
-	case tested:
-		cg.Message = fmt.Sprintf("%s: %s, beyond %s and significant (p=%s)", g.key, changeText(worse), limit, pText(r.P))
+	case r.Base == 0 || math.IsNaN(wl) || math.IsNaN(wh):
+		// No interval: the value decides, as the rank test does for a
+		// latency (a regression beyond the limit must also be significant).
+		tested := !math.IsNaN(r.P)
+		over := worse > g.max
+		cg.Pass = !over || (tested && !r.Significant)
+		switch {
+		case !over:
+			cg.Message = fmt.Sprintf("%s: %s, within %s (no interval)", g.key, changeText(worse), limit)
+		case cg.Pass:
+			cg.Message = fmt.Sprintf("%s: %s, beyond %s but not significant (p=%s ≥ %g)", g.key, changeText(worse), limit, pText(r.P), c.Alpha)
+		default:
+			cg.Message = fmt.Sprintf("%s: %s, beyond %s (no interval)", g.key, changeText(worse), limit)
+		}
+	case wh <= g.max:
+		cg.Pass = true
+		cg.Message = fmt.Sprintf("%s: %s (95 %% interval %s), within %s", g.key, changeText(worse), intervalText(wl, wh), limit)
+	case wl > g.max:
+		cg.Message = fmt.Sprintf("%s: %s (95 %% interval %s), beyond %s", g.key, changeText(worse), intervalText(wl, wh), limit)
 	default:
-		cg.Message = fmt.Sprintf("%s: %s, beyond %s", g.key, changeText(worse), limit)
+		cg.Inconclusive = true
+		cg.Message = fmt.Sprintf("%s: %s (95 %% interval %s) straddles %s: the runs cannot tell (%s)", g.key, changeText(worse),
+			intervalText(wl, wh), limit, c.Noise)
 	}
 	return cg
+}
+
+// intervalText formats a change's interval, worse positive: "+3.1 % to
+// +12.4 %".
+func intervalText(lo, hi float64) string {
+	return signed(lo*100) + " % to " + signed(hi*100) + " %"
 }
 
 func changeText(worse float64) string {
@@ -593,12 +707,15 @@ func pText(p float64) string {
 // minimum change). The offered loads, gates and warnings follow.
 func WriteText(w io.Writer, c *Comparison) error {
 	var b strings.Builder
+	if len(c.Workload) > 0 {
+		fmt.Fprintf(&b, "DIFFERENT WORKLOADS: %s: the changes below measure the workload as much as the server\n\n", strings.Join(c.Workload, "; "))
+	}
 	for i, t := range c.Tables {
 		if i > 0 {
 			b.WriteString("\n")
 		}
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "%s\t%s\t%s\tchange\tp\t\t\n", t.Scope, c.BaseLabel, c.NewLabel)
+		fmt.Fprintf(tw, "%s\t%s\t%s\tchange\t95 %% interval\tp\t\t\n", t.Scope, c.BaseLabel, c.NewLabel)
 		for _, r := range t.Rows {
 			name := r.Metric
 			if r.Stat != "" {
@@ -616,19 +733,33 @@ func WriteText(w io.Writer, c *Comparison) error {
 			if math.IsNaN(r.P) && verdict == "~" {
 				verdict = ""
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, compareValue(r.Base, r.Unit), compareValue(r.New, r.Unit),
-				change, pText(r.P), n, verdict)
+			iv := "-"
+			if !math.IsNaN(r.Lo) && !math.IsNaN(r.Hi) {
+				iv = fmt.Sprintf("[%s, %s] %%", signed(r.Lo*100), signed(r.Hi*100))
+			}
+			if !math.IsNaN(r.Lo) && verdict == "" {
+				verdict = "~"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, compareValue(r.Base, r.Unit), compareValue(r.New, r.Unit),
+				change, iv, pText(r.P), n, verdict)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 		fmt.Fprintf(&b, "load: %s %s; %s %s\n", c.BaseLabel, loadText(t.BaseLoad), c.NewLabel, loadText(t.NewLoad))
 	}
-	fmt.Fprintf(&b, "(latencies in ms; p: two-sided Mann-Whitney U test on per-request values, Holm-adjusted over each table's metrics; ~: not significant at α=%g or under %s %% change)\n",
-		c.Alpha, report.FormatDecimal(c.MinChange*100, 1))
+	noise := fmt.Sprintf("between runs (%d against %d): run-to-run noise measured, Welch's interval over the runs' figures", c.BaseCount, c.NewCount)
+	if c.Noise != "between runs" {
+		noise = "within runs: each run's own sampling error; run-to-run noise is unknown (give several runs a side: BASE… vs NEW…)"
+	}
+	fmt.Fprintf(&b, "(latencies in ms; 95 %% interval of the change: %s; p: Mann-Whitney U on per-request values, Holm-adjusted; ~: the interval holds 0 or the change is under %s %%)\n",
+		noise, report.FormatDecimal(c.MinChange*100, 1))
 	for _, g := range c.Gates {
 		mark := "ok"
-		if !g.Pass {
+		switch {
+		case g.Inconclusive:
+			mark = "??"
+		case !g.Pass:
 			mark = "FAIL"
 		}
 		fmt.Fprintf(&b, "gate %s: %s\n", mark, g.Message)

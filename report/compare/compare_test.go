@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"errors"
 	"flag"
 	"path/filepath"
 
@@ -176,9 +177,16 @@ func TestCompareSameDistribution(t *testing.T) {
 
 func TestCompareFlagsOfferedLoad(t *testing.T) {
 	t.Parallel()
-	c, err := Runs(compareAggregate(t, 1, 100*msec, 10*msec, 20), compareAggregate(t, 1, 100*msec, 10*msec, 40), Options{})
+	base, cand := compareAggregate(t, 1, 100*msec, 10*msec, 20), compareAggregate(t, 1, 100*msec, 10*msec, 40)
+	if _, err := Runs(base, cand, Options{}); !errors.Is(err, ErrDifferentWorkloads) || !strings.Contains(err.Error(), "20 req/s") {
+		t.Errorf("a different offered load compared without --different-workloads: %v", err)
+	}
+	c, err := Runs(base, cand, Options{DifferentWorkloads: true})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(c.Workload) != 1 || !strings.Contains(c.Workload[0], "stage 1 (open)") {
+		t.Errorf("workload differences %q", c.Workload)
 	}
 	w := strings.Join(c.Warnings, "\n")
 	if !strings.Contains(w, "open: different offered loads: base open, poisson 20 req/s") ||

@@ -28,6 +28,10 @@ const (
 	pTokens     = iota // output tokens received, from every request
 	pWarmTokens        // output tokens received by warmup requests
 	pWarmPrompt        // prompt tokens of warmup requests whose prefill completed (first token, or the end of a whole response)
+	pDone              // measured requests completed ok, at their end
+	pTTFTSum           // TTFT of measured ok requests, seconds, at their send
+	pTTFTCount         // measured ok requests with a TTFT, at their send
+	pEndTokens         // output tokens a request received, counted at its end (every sent request)
 	numPoints
 )
 
@@ -242,4 +246,39 @@ func (s *bins) peakInFlight(from, to time.Duration) float64 {
 		}
 	}
 	return peak
+}
+
+// shareAtLeast returns the share of [from, to) during which the mean of
+// step quantity q over a bin was at least level (bins cut by from or to
+// count in proportion); 0 for an empty interval.
+func (s *bins) shareAtLeast(q int, from, to time.Duration, level float64) float64 {
+	if len(s.b) == 0 || to <= from {
+		return 0
+	}
+	w := s.w()
+	ws := w.Seconds()
+	var cur, in float64
+	for i := range s.b {
+		lo := time.Duration(s.base+int64(i)) * w
+		hi := lo + w
+		mean := cur + s.b[i].p[q]/ws
+		cur += s.b[i].d[q]
+		if hi <= from || lo >= to {
+			continue
+		}
+		if mean >= level {
+			in += (min(hi, to) - max(lo, from)).Seconds()
+		}
+	}
+	return in / (to - from).Seconds()
+}
+
+// firstPoint returns the start of the first bin holding point quantity q.
+func (s *bins) firstPoint(q int) (time.Duration, bool) {
+	for i := range s.b {
+		if s.b[i].points[q] != 0 {
+			return time.Duration(s.base+int64(i)) * s.w(), true
+		}
+	}
+	return 0, false
 }

@@ -50,6 +50,21 @@ type Correlator struct {
 	whole    int           // ok requests answered by a whole (not streamed) response
 	lo, hi   time.Duration // earliest send and latest end of a sent request
 	gaps     []time.Duration
+	loads    map[int]*loadSpan // per stage: the measured arrivals' span
+	caps     map[int]stageCap  // per stage: its cap on requests in flight, from the first header
+}
+
+// loadSpan is when a stage's measured arrivals came, first to last.
+type loadSpan struct {
+	first, last time.Duration
+	n, dropped  int
+}
+
+// stageCap is a stage's bound on requests in flight: its workers (closed
+// loop) or its max_concurrency (open loop).
+type stageCap struct {
+	n    int
+	open bool
 }
 
 // stall is a measured request's worst chunk gaps, for preemption
@@ -66,7 +81,9 @@ type span struct{ from, to time.Duration }
 func (s span) overlaps(from, to time.Duration) bool { return s.from < to && s.to > from }
 
 // New returns an empty Correlator.
-func New() *Correlator { return &Correlator{stages: map[int]*bins{}} }
+func New() *Correlator {
+	return &Correlator{stages: map[int]*bins{}, loads: map[int]*loadSpan{}, caps: map[int]stageCap{}}
+}
 
 // AddHeader reads the scrape interval from a results file's resolved
 // scenario and keeps the first scenario for the HTML report. With several
@@ -80,6 +97,16 @@ func (c *Correlator) AddHeader(h *results.Header) {
 	}
 	if h.Spec == nil {
 		return
+	}
+	for i, st := range h.Spec.Load.Stages {
+		if _, ok := c.caps[i]; ok {
+			continue
+		}
+		if st.Open() {
+			c.caps[i] = stageCap{n: st.MaxConcurrency, open: true}
+		} else {
+			c.caps[i] = stageCap{n: st.Concurrency}
+		}
 	}
 	if d := h.Spec.ScrapeInterval(); d > 0 && (c.interval == 0 || d < c.interval) {
 		c.interval = d
@@ -101,14 +128,13 @@ func (c *Correlator) Scenario() json.RawMessage { return c.scenario }
 // measured (not warmup) ok request counts for the TTFT-while-waiting
 // share.
 func (c *Correlator) AddResult(r *results.Result) {
+	if !r.Warmup && r.Scheduled > 0 {
+		c.arrival(r)
+	}
 	if r.Sent == 0 || r.Outcome == results.Dropped {
 		return
 	}
-	s := c.stages[r.Stage]
-	if s == nil {
-		s = &bins{}
-		c.stages[r.Stage] = s
-	}
+	s := c.bins(r.Stage)
 	chunks := r.ChunkTimes
 	n := len(chunks)
 	first, last, end := r.FirstToken, r.LastToken, r.End
@@ -132,9 +158,14 @@ func (c *Correlator) AddResult(r *results.Result) {
 	c.sent = true
 	s.step(qFlight, r.Sent, 1)
 	s.step(qFlight, end, -1)
+	if !r.Warmup && r.Outcome == results.OK {
+		s.point(pDone, end, 1)
+	}
 	if !r.Warmup && r.Outcome == results.OK && first > r.Sent {
 		s.step(qTTFT, r.Sent, 1)
 		s.step(qTTFT, first, -1)
+		s.point(pTTFTSum, r.Sent, (first - r.Sent).Seconds())
+		s.point(pTTFTCount, r.Sent, 1)
 	}
 	prompt := float64(r.PromptTokens)
 	if prompt == 0 {
@@ -150,6 +181,7 @@ func (c *Correlator) AddResult(r *results.Result) {
 		if r.Outcome == results.OK {
 			c.whole++
 			s.point(pTokens, end, float64(r.OutputTokens))
+			s.point(pEndTokens, end, float64(r.OutputTokens))
 			s.point(pWarmTokens, end, warm*float64(r.OutputTokens))
 			s.point(pWarmPrompt, end, warm*prompt)
 		}
@@ -170,12 +202,37 @@ func (c *Correlator) AddResult(r *results.Result) {
 	}
 	s.step(qDec, stop, -1)
 	s.step(qCtx, stop, -(prompt + total))
+	s.point(pEndTokens, end, total)
 	if !r.Warmup {
 		var spans []span
 		spans, c.gaps = p99Spans(r.Sent, chunks, c.gaps)
 		if len(spans) > 0 {
 			c.stalls = append(c.stalls, stall{seq: r.Seq, stage: r.Stage, spans: spans})
 		}
+	}
+}
+
+// bins returns stage st's timeline, made on first use.
+func (c *Correlator) bins(st int) *bins {
+	s := c.stages[st]
+	if s == nil {
+		s = &bins{}
+		c.stages[st] = s
+	}
+	return s
+}
+
+// arrival records a measured request's arrival (sent or dropped) on its
+// stage's load span.
+func (c *Correlator) arrival(r *results.Result) {
+	l := c.loads[r.Stage]
+	if l == nil {
+		l = &loadSpan{first: r.Scheduled, last: r.Scheduled}
+		c.loads[r.Stage] = l
+	}
+	l.first, l.last, l.n = min(l.first, r.Scheduled), max(l.last, r.Scheduled), l.n+1
+	if r.Outcome == results.Dropped {
+		l.dropped++
 	}
 }
 
@@ -244,11 +301,12 @@ type Window struct {
 	Preemptions float64 // server preemptions during the window (counter delta)
 	// ServerTokensPerSec is the server's generation tokens per second (the
 	// counter's rate over the window); NaN when the counter moves only when
-	// a request ends (results.Reading.CountersAtEnd), whose per-window rate
-	// means nothing.
+	// a request ends (see countersAtEnd), whose per-window rate means
+	// nothing.
 	ServerTokensPerSec float64
 
 	serverTokens float64 // the counter's increase over the window, whatever its granularity
+	endTokens    float64 // output tokens of the requests that ended in the window
 }
 
 // Seconds returns the window's length in seconds.
@@ -286,8 +344,56 @@ func (c *Correlator) timeline() timeline {
 		tl.windows = c.fixedWindows(tl.nominal)
 	}
 	c.fill(tl.windows)
+	if tl.scraped {
+		tl.countersAtEnd = countersAtEnd(tl.windows, tl.countersAtEnd)
+		for i := range tl.windows {
+			if tl.countersAtEnd {
+				// A window's counter rate says when requests ended, not how
+				// fast tokens came.
+				tl.windows[i].ServerTokensPerSec = math.NaN()
+			}
+		}
+	}
 	markSteady(tl.windows)
 	return tl
+}
+
+// countersAtEnd tells, from the series themselves, whether the server's
+// generation counter moves as tokens are generated or only when a request
+// ends (as llama.cpp's and llm-d's inference simulator's do): the
+// counter's cumulative increase, at the end of every window, is set
+// against the tokens the client had received by then and against the
+// tokens of the requests that had ended by then, and the closer of the
+// two, by the summed absolute difference, wins when it is at most half as
+// far as the other. Cumulative sums keep a request that ended on a
+// window's edge (counted by the server in one window, received by the
+// client in the next) from counting twice. When neither reading wins
+// (requests shorter than a window look the same either way, and either
+// reading then does), hint decides: what the scrape profile says of its
+// engine.
+func countersAtEnd(ws []Window, hint bool) bool {
+	var server, received, ended, perToken, atEnd float64
+	n := 0
+	for _, w := range ws {
+		received += w.OutputTokens
+		ended += w.endTokens
+		if math.IsNaN(w.serverTokens) {
+			continue
+		}
+		server += w.serverTokens
+		perToken += math.Abs(server - received)
+		atEnd += math.Abs(server - ended)
+		n++
+	}
+	switch {
+	case n < 3:
+		return hint
+	case atEnd <= perToken/2:
+		return true
+	case perToken <= atEnd/2:
+		return false
+	}
+	return hint
 }
 
 // serverSamples returns the successful samples of the most-scraped target,
@@ -423,11 +529,6 @@ func serverWindow(s []results.Sample, ivs []results.Interval) Window {
 	w.Preemptions = delta(results.Preemptions)
 	w.serverTokens = delta(results.GenerationTokens)
 	w.ServerTokensPerSec = w.serverTokens / w.Seconds()
-	if s[len(s)-1].CountersAtEnd {
-		// The server counts a request's tokens when it ends: a window's
-		// counter rate says when requests ended, not how fast tokens came.
-		w.ServerTokensPerSec = math.NaN()
-	}
 	return w
 }
 
@@ -464,6 +565,7 @@ func (c *Correlator) fill(ws []Window) {
 		for i, st := range idx {
 			steps, points := cursors[i].integrals(w.From, w.To)
 			w.OutputTokens += points[pTokens]
+			w.endTokens += points[pEndTokens]
 			flight += steps[qFlight]
 			dec += steps[qDec]
 			ctx += steps[qCtx]

@@ -2,7 +2,9 @@
 // reported on one timeline, and says what that explains: the memory-bound
 // decode law, throughput against KV-cache usage, the client-versus-server
 // cross-check, TTFT spent behind a queue, preemption attribution, and
-// whether each stage saturated the server.
+// the figures each stage's saturation verdict rests on: what its load
+// offered and was served, how long the client's cap held, and the
+// server's queue against its ceiling (Load), and the queue's trend.
 //
 // It consumes request records (results.Result) and scrape samples
 // (results.Sample) in any order, from any number of files, through a
@@ -10,5 +12,6 @@
 // as it arrives, so memory follows the run's duration, not its tokens. It
 // produces Windows (the timeline, cut at the scrape times) and a
 // Correlation, the "correlation" section of summary.json. Its figures are
-// data; package report writes the sentences that state them.
+// data; package report decides the verdicts and writes the sentences that
+// state them.
 package correlate

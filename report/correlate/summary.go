@@ -54,7 +54,10 @@ type Correlation struct {
 
 	// CountersAtEnd is true when the server counts a request's tokens only
 	// when it ends: there is no server rate per window, and the cross-check
-	// compares totals over the run.
+	// compares totals over the run. It is told from the series themselves
+	// (the counter's steps against the tokens received and against the
+	// requests ending), whatever the profile; the profile's word decides
+	// only when the series cannot.
 	CountersAtEnd bool `json:"counters_at_end,omitempty"`
 
 	Stages []StageCorrelation `json:"stages"`
@@ -87,7 +90,11 @@ type StageCorrelation struct {
 	ToS           float64 `json:"to_s"`   // last window's end
 	Windows       int     `json:"windows"`
 	SteadyWindows int     `json:"steady_windows"`
-	Streams       float64 `json:"streams"` // median decoding streams over the full windows
+	// SteadyAfterS is how long after its first window the stage's first
+	// steady window began (its stream count within 10 % of the stage's
+	// median): when the steady state was reached. Absent when it never was.
+	SteadyAfterS *float64 `json:"steady_after_s,omitempty"`
+	Streams      float64  `json:"streams"` // median decoding streams over the full windows
 
 	// Start and End are the means of the first and last N steady windows
 	// (N = steady windows / 4, between 1 and 10); Drop is 1 − end/start
@@ -124,11 +131,16 @@ type StageCorrelation struct {
 	AffectedRequests int      `json:"preemption_affected_requests"`
 	AffectedSeqs     []uint64 `json:"preemption_affected_seqs,omitempty"`
 
-	// Verdict is "saturated" (waiting grew by at least one request while
-	// throughput stayed within ±10 %), "queueing" (requests waited, but not
-	// both conditions), "not saturated" (nothing waited, or only briefly)
-	// or "unknown" (no waiting metric); VerdictReason says why with the
-	// numbers (package report writes it).
+	// Load is what the client offered the stage and the server served
+	// while its load was on; nil when no measured request arrived.
+	Load *Load `json:"load,omitempty"`
+
+	// Verdict says whether the stage saturated the server: "saturated",
+	// "queueing" (requests waited, but the server was not shown to be at
+	// its limit), "not saturated", "unknown" (nothing the run measured
+	// can tell) or "not enough data" (too few successful requests);
+	// VerdictReason says why, with the numbers. Package report decides
+	// both from Load and the figures below.
 	Verdict       string `json:"verdict"`
 	VerdictReason string `json:"verdict_reason"`
 
@@ -139,6 +151,65 @@ type StageCorrelation struct {
 	WaitingWindows   int     `json:"-"`
 	QueuedWindows    int     `json:"-"`
 	ThroughputChange float64 `json:"-"`
+	// Trend is what the server's queue alone says over the whole stage:
+	// VerdictSaturated when waiting grew by at least one request from the
+	// stage's first windows to its last while the client's output tok/s
+	// over the windows with requests waiting stayed within ±10 %;
+	// VerdictQueueing when requests waited in at least a quarter of the
+	// windows; VerdictNotSaturated when they did not; VerdictUnknown with
+	// no waiting gauge.
+	Trend string `json:"-"`
+}
+
+// Load is what the client offered a stage and what the server served
+// while the stage's load was on: from its first measured arrival (sent
+// or dropped) to its last, the drain after the last arrival left out, so
+// that a queue emptying once the load stops does not hide one that was
+// full while it was on.
+type Load struct {
+	FromS    float64 `json:"from_s"` // first arrival, seconds from the epoch
+	ToS      float64 `json:"to_s"`   // last arrival
+	Arrivals int     `json:"arrivals"`
+	Dropped  int     `json:"dropped"` // arrivals dropped at the cap, never sent
+	// Loop is "closed" or "open" ("" when the results hold no scenario);
+	// Cap the requests in flight the client allowed: a closed loop's
+	// workers, an open loop's max_concurrency (0: unknown).
+	Loop string `json:"loop,omitempty"`
+	Cap  int    `json:"cap,omitempty"`
+	Open bool   `json:"-"`
+	// OfferedPerSec is an open loop's arrivals per second over the span;
+	// ServedPerSec the measured requests completed ok per second from the
+	// first completion to the span's end (a server that keeps up serves
+	// what it is offered once the first responses come back); nil when
+	// the span is too short or too few completed in it.
+	OfferedPerSec *float64 `json:"offered_per_s,omitempty"`
+	ServedPerSec  *float64 `json:"served_per_s,omitempty"`
+	Completed     int      `json:"completed"` // ok completions counted in ServedPerSec
+	// InFlightMean is the mean number of requests in flight over the
+	// span; AtCapShare the share of the span with the cap's worth in
+	// flight (nil without a cap).
+	InFlightMean float64  `json:"in_flight_mean"`
+	AtCapShare   *float64 `json:"at_cap_share,omitempty"`
+	// TTFTStartMS and TTFTEndMS are the mean TTFT of the ok requests sent
+	// in the span's first and last quarter.
+	TTFTStartMS *float64 `json:"ttft_start_ms,omitempty"`
+	TTFTEndMS   *float64 `json:"ttft_end_ms,omitempty"`
+	// The server over the windows inside the span (absent when it does
+	// not export the gauge): requests waiting and running, the share of
+	// windows with a request waiting, and the share with waiting at its
+	// ceiling, the cap less the requests running (within one request, or
+	// 10 % of the ceiling, and at least one request): every request the
+	// client could send that the server did not run was waiting.
+	Windows     int      `json:"windows"`
+	WaitingMean *float64 `json:"waiting_mean,omitempty"`
+	WaitingMax  *float64 `json:"waiting_max,omitempty"`
+	RunningMean *float64 `json:"running_mean,omitempty"`
+	RunningMax  *float64 `json:"running_max,omitempty"`
+	QueuedShare *float64 `json:"queued_share,omitempty"`
+	PinnedShare *float64 `json:"pinned_share,omitempty"`
+	// CeilingMean is the mean ceiling (cap − running) over the windows
+	// PinnedShare judged.
+	CeilingMean *float64 `json:"ceiling_mean,omitempty"`
 }
 
 // Stage verdicts.
@@ -147,6 +218,9 @@ const (
 	VerdictQueueing     = "queueing"
 	VerdictNotSaturated = "not saturated"
 	VerdictUnknown      = "unknown"
+	// VerdictInsufficient is a stage with too few successful requests
+	// for any verdict.
+	VerdictInsufficient = "not enough data"
 )
 
 // KVPoint is the mean throughput of the windows near one KV-usage level.
@@ -232,6 +306,7 @@ func (c *Correlator) Correlation(names map[int]string) *Correlation {
 			name = fmt.Sprintf("stage-%d", i)
 		}
 		sc := stageCorrelation(i, name, ws)
+		sc.Load = c.load(i, ws)
 		if s, ok := share(ttft[i], waited[i]); ok {
 			sc.TTFTWaitingShare = &s
 		}
@@ -267,6 +342,10 @@ func stageCorrelation(index int, name string, ws []Window) StageCorrelation {
 		sc.FromS = round(mine[0].From.Seconds(), 3)
 		sc.ToS = round(mine[len(mine)-1].To.Seconds(), 3)
 	}
+	if len(steady) > 0 && len(mine) > 0 {
+		after := round((steady[0].From - mine[0].From).Seconds(), 3)
+		sc.SteadyAfterS = &after
+	}
 	if len(full) > 0 {
 		d := make([]float64, len(full))
 		for i, w := range full {
@@ -290,7 +369,7 @@ func stageCorrelation(index int, name string, ws []Window) StageCorrelation {
 	sc.Preemptions = sumOf(mine, func(w *Window) float64 { return w.Preemptions })
 	sc.RunningMax = maxOf(mine, func(w *Window) float64 { return w.Running })
 	sc.KVUsageMax = maxOf(mine, func(w *Window) float64 { return w.KVUsagePerc })
-	verdict(&sc, mine)
+	trend(&sc, mine)
 	return sc
 }
 
@@ -499,12 +578,12 @@ func (c *Correlator) affected(ws []Window) map[int][]uint64 {
 	return out
 }
 
-// verdict decides whether the stage saturated the server: waiting grew by
-// at least one request from its first N windows to its last N, while the
-// client's output tok/s over the windows with requests waiting stayed
-// within ±10 % (first half against second half). It records the figures
-// the decision rests on; package report states them in VerdictReason.
-func verdict(sc *StageCorrelation, ws []Window) {
+// trend reads the server's queue over the stage (StageCorrelation.Trend):
+// did waiting grow by at least one request from its first N windows to
+// its last N while the client's output tok/s over the windows with
+// requests waiting stayed within ±10 % (first half against second half).
+// It records the figures it rests on.
+func trend(sc *StageCorrelation, ws []Window) {
 	var waiting []float64
 	for _, w := range ws {
 		if !math.IsNaN(w.Waiting) {
@@ -514,7 +593,7 @@ func verdict(sc *StageCorrelation, ws []Window) {
 	sc.WaitingWindows = len(waiting)
 	sc.ThroughputChange = math.NaN()
 	if len(waiting) == 0 {
-		sc.Verdict = VerdictUnknown
+		sc.Trend = VerdictUnknown
 		return
 	}
 	n := edgeCount(len(waiting))
@@ -522,7 +601,7 @@ func verdict(sc *StageCorrelation, ws []Window) {
 	peak := slices.Max(waiting)
 	sc.WaitingStart, sc.WaitingEnd, sc.WaitingMax = ptrRound(start, 3), ptrRound(end, 3), ptrRound(peak, 3)
 	if peak == 0 {
-		sc.Verdict = VerdictNotSaturated
+		sc.Trend = VerdictNotSaturated
 		return
 	}
 	var queued []float64
@@ -533,7 +612,7 @@ func verdict(sc *StageCorrelation, ws []Window) {
 	}
 	sc.QueuedWindows = len(queued)
 	if 4*len(queued) < len(waiting) {
-		sc.Verdict = VerdictNotSaturated
+		sc.Trend = VerdictNotSaturated
 		return
 	}
 	if len(queued) >= 2 {
@@ -546,9 +625,9 @@ func verdict(sc *StageCorrelation, ws []Window) {
 	flat := !math.IsNaN(sc.ThroughputChange) && math.Abs(sc.ThroughputChange) <= 0.10
 	switch {
 	case grows && flat:
-		sc.Verdict = VerdictSaturated
+		sc.Trend = VerdictSaturated
 	default:
-		sc.Verdict = VerdictQueueing
+		sc.Trend = VerdictQueueing
 	}
 }
 
@@ -600,4 +679,100 @@ func StageSpans(ws []Window) map[int][2]time.Duration {
 func round(x float64, digits int) float64 {
 	p := math.Pow(10, float64(digits))
 	return math.Round(x*p) / p
+}
+
+// Thresholds of Load's figures.
+const (
+	// minServedSpan and minServed bound ServedPerSec: the completions
+	// must span a second and number five.
+	minServedSpan = time.Second
+	minServed     = 5
+)
+
+// load computes stage st's Load.
+func (c *Correlator) load(st int, ws []Window) *Load {
+	span, s := c.loads[st], c.stages[st]
+	if span == nil || s == nil {
+		return nil
+	}
+	cp, known := c.caps[st]
+	from, to := span.first, span.last
+	l := &Load{FromS: round(from.Seconds(), 3), ToS: round(to.Seconds(), 3), Arrivals: span.n, Cap: cp.n, Open: cp.open}
+	if known {
+		l.Loop = map[bool]string{true: "open", false: "closed"}[cp.open]
+	}
+	l.Dropped = span.dropped
+	steps, _ := s.cursor().integrals(from, to)
+	secs := (to - from).Seconds()
+	if secs > 0 {
+		l.InFlightMean = round(steps[qFlight]/secs, 3)
+		if cp.open && span.n >= 2 {
+			l.OfferedPerSec = ptrRound(float64(span.n-1)/secs, 3)
+		}
+		if cp.n > 0 {
+			l.AtCapShare = ptrRound(s.shareAtLeast(qFlight, from, to, float64(cp.n)-0.5), 3)
+		}
+		q := (to - from) / 4
+		l.TTFTStartMS = meanTTFT(s, from, from+q)
+		l.TTFTEndMS = meanTTFT(s, to-q, to+1)
+	}
+	if first, ok := s.firstPoint(pDone); ok && to-first >= minServedSpan {
+		_, p := s.cursor().integrals(first, to)
+		if n := int(math.Round(p[pDone])); n >= minServed {
+			l.Completed = n
+			l.ServedPerSec = ptrRound(float64(n)/(to-first).Seconds(), 3)
+		}
+	}
+	loadServer(l, st, ws, from, to)
+	return l
+}
+
+// meanTTFT is the mean TTFT, in milliseconds, of the ok requests sent in
+// [from, to); nil when none was.
+func meanTTFT(s *bins, from, to time.Duration) *float64 {
+	_, p := s.cursor().integrals(from, to)
+	if p[pTTFTCount] < 0.5 {
+		return nil
+	}
+	return ptrRound(1000*p[pTTFTSum]/p[pTTFTCount], 1)
+}
+
+// loadServer fills the server's figures of a Load from stage st's
+// windows whose middle lies in [from, to].
+func loadServer(l *Load, st int, ws []Window, from, to time.Duration) {
+	var waiting, running, ceilings []float64
+	queued, pinned := 0, 0
+	for _, w := range ws {
+		mid := (w.From + w.To) / 2
+		if w.Stage != st || mid < from || mid > to || math.IsNaN(w.Waiting) {
+			continue
+		}
+		waiting = append(waiting, w.Waiting)
+		if w.Waiting >= 1 {
+			queued++
+		}
+		if math.IsNaN(w.Running) {
+			continue
+		}
+		running = append(running, w.Running)
+		if ceiling := float64(l.Cap) - w.Running; l.Cap > 0 && ceiling >= 1 {
+			ceilings = append(ceilings, ceiling)
+			if w.Waiting >= max(1, ceiling-max(1, 0.1*ceiling)) {
+				pinned++
+			}
+		}
+	}
+	l.Windows = len(waiting)
+	if len(waiting) == 0 {
+		return
+	}
+	l.WaitingMean, l.WaitingMax = ptrRound(mean(waiting), 3), ptrRound(slices.Max(waiting), 3)
+	l.QueuedShare = ptrRound(float64(queued)/float64(len(waiting)), 3)
+	if len(running) > 0 {
+		l.RunningMean, l.RunningMax = ptrRound(mean(running), 3), ptrRound(slices.Max(running), 3)
+	}
+	if len(ceilings) > 0 {
+		l.PinnedShare = ptrRound(float64(pinned)/float64(len(ceilings)), 3)
+		l.CeilingMean = ptrRound(mean(ceilings), 3)
+	}
 }

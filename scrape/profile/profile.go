@@ -83,7 +83,9 @@ type Profile struct {
 	ReplicaLabels []string
 
 	// CountersAtEnd is true when the engine adds a request's tokens to its
-	// counters only when the request ends (results.Reading.CountersAtEnd).
+	// counters only when the request ends (results.Reading.CountersAtEnd):
+	// a hint, which the correlation uses only when the series themselves
+	// cannot tell.
 	CountersAtEnd bool
 
 	// Sources lists, for each meaning the engine can export, candidate
