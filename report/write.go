@@ -99,9 +99,7 @@ func WriteText(w io.Writer, s *Summary) error {
 			ms(lag.P50, 1), ms(lag.P99, 1), name, ms(from.P50, 1), ms(from.P99, 1))
 	}
 	writeTurns(&b, s.Overall.TTFTByTurn)
-	for _, st := range s.Stages {
-		writeSessions(&b, st.Name, st.Sessions)
-	}
+	writeSessionFigures(&b, s)
 	if len(s.Overall.Errors) > 0 {
 		b.WriteString("errors:")
 		for _, k := range slices.Sorted(maps.Keys(s.Overall.Errors)) {
@@ -112,12 +110,6 @@ func WriteText(w io.Writer, s *Summary) error {
 			for _, m := range s.Overall.ErrorMessages[k] {
 				fmt.Fprintf(&b, "  %s: %s\n", k, m)
 			}
-		}
-	}
-	if len(s.PrefixCache) > 0 {
-		b.WriteString("prefix cache:\n")
-		for _, pc := range s.PrefixCache {
-			fmt.Fprintf(&b, "  stage %s: %s\n", pc.Name, pc.Statement)
 		}
 	}
 	if c := s.Correlation; c != nil && len(c.Findings) > 0 {
@@ -244,6 +236,20 @@ func writeTurns(b *strings.Builder, rows []TurnTTFT) {
 			ms(r.P50, r.Count), ms(r.P90, r.Count), ms(r.P99, r.Count), float64(r.PromptTokens)/float64(max(r.Count, 1)), cached)
 	}
 	_ = tw.Flush() // writes to a strings.Builder cannot fail
+}
+
+// writeSessionFigures writes the session stages' figures and the
+// prefix-cache statements.
+func writeSessionFigures(b *strings.Builder, s *Summary) {
+	for _, st := range s.Stages {
+		writeSessions(b, st.Name, st.Sessions)
+	}
+	if len(s.PrefixCache) > 0 {
+		b.WriteString("prefix cache:\n")
+		for _, pc := range s.PrefixCache {
+			fmt.Fprintf(b, "  stage %s: %s\n", pc.Name, pc.Statement)
+		}
+	}
 }
 
 // writeSessions writes a session stage's session figures.

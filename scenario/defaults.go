@@ -102,40 +102,41 @@ func (sc *Scenario) Defaults() {
 		l.CircuitBreaker.Failures = DefaultBreakerFailures
 	}
 	for i := range l.Stages {
-		st := &l.Stages[i]
-		if st.Name == "" {
-			st.Name = fmt.Sprintf("stage-%d", i)
-		}
-		if st.Until != nil && st.Until.Confidence == 0 {
-			st.Until.Confidence = DefaultUntilConfidence
-		}
-		st.Session.defaults()
-		if !st.Open() {
-			continue
-		}
-		if st.Overflow == "" {
-			st.Overflow = OverflowDrop
-		}
-		if tr := st.Trace; tr != nil && tr.Speedup == 0 {
-			tr.Speedup = 1
-		}
-		if st.Replay() {
-			if st.MaxConcurrency == 0 {
-				st.MaxConcurrency = DefaultMaxConcurrency
-			}
-			continue
-		}
-		if st.Arrival == "" {
-			st.Arrival = ArrivalPoisson
-		}
-		if st.Burstiness == 0 && st.Arrival == ArrivalGamma {
-			st.Burstiness = DefaultBurstiness
-		}
-		if st.MaxConcurrency == 0 {
-			st.MaxConcurrency = DefaultMaxConcurrency
-		}
+		l.Stages[i].defaults(i)
 	}
 	sc.Sweep.defaults()
+}
+
+// defaults fills stage i's unset fields.
+func (st *Stage) defaults(i int) {
+	if st.Name == "" {
+		st.Name = fmt.Sprintf("stage-%d", i)
+	}
+	if st.Until != nil && st.Until.Confidence == 0 {
+		st.Until.Confidence = DefaultUntilConfidence
+	}
+	st.Session.defaults()
+	if !st.Open() {
+		return
+	}
+	if st.Overflow == "" {
+		st.Overflow = OverflowDrop
+	}
+	if tr := st.Trace; tr != nil && tr.Speedup == 0 {
+		tr.Speedup = 1
+	}
+	if st.MaxConcurrency == 0 {
+		st.MaxConcurrency = DefaultMaxConcurrency
+	}
+	if st.Replay() {
+		return
+	}
+	if st.Arrival == "" {
+		st.Arrival = ArrivalPoisson
+	}
+	if st.Burstiness == 0 && st.Arrival == ArrivalGamma {
+		st.Burstiness = DefaultBurstiness
+	}
 }
 
 func (d *Dist) defaults() {
