@@ -15,7 +15,8 @@ import (
 // flight.
 type Kind interface {
 	// Name says what kind of stage it is: "closed loop", "open loop",
-	// "trace replay", "conversation" or "sessions".
+	// "trace replay", "conversation", "sessions", "sessions trace replay"
+	// or "prime".
 	Name() string
 	// Describe says, in one line, what the stage sends (this shard's share).
 	Describe() string

@@ -38,7 +38,14 @@
 //     a count (concurrency) or started at a rate, each a program drawn
 //     from the spec (SessionSpec: turns, message and reply lengths, think
 //     time, tool rounds, sub-agent fan-outs, compaction) by
-//     Prompts.SessionTurn, its messages' texts from Prompts.Text.
+//     Prompts.SessionTurn, its messages' texts from Prompts.Text; or the
+//     sessions of a sessions trace (session.trace, TraceSession), each
+//     turn at its timestamp or after the reply before it.
+//
+// With prompts.prefix_cache (PrefixCache) synthetic prompts start with
+// shared prefixes long enough to make a target share of their tokens a
+// prefix-cache hit, and a stage with prime: true sends each prefix once
+// before the measured stages.
 //
 // With prompts.conversation the requests of closed-loop stages are the
 // turns of multi-turn chat sessions: a worker runs a session's turns in
