@@ -61,3 +61,6 @@ type ToolCall struct {
 	Name      string
 	Arguments string // JSON text
 }
+
+// Body returns the JSON body Do sends for r.
+func (r *Request) Body() ([]byte, error) { return encodeBody(r) }

@@ -56,9 +56,9 @@ type Aggregate struct {
 	ending       int           // headers that promise an End record
 	ends         []results.End // End records read
 	warnings     []string
-	skipped      map[string]int // records not aggregated, by reason
-	writeErr     string         // why the run's results file stopped being written (WriteFailed)
-	buf          []time.Duration
+	skipped      map[string]int    // records not aggregated, by reason
+	writeErr     string            // why the run's results file stopped being written (WriteFailed)
+	obs          [][]time.Duration // scratch: one record's observations, per latency metric
 
 	hosts, versions map[string]bool // distinct hosts and server versions of the headers
 
@@ -202,11 +202,19 @@ func (a *Aggregate) Add(r *results.Result) {
 		st = newStageAgg(len(a.latency))
 		a.stages[r.Stage] = st
 	}
-	a.buf = st.add(r, a.latency, a.buf, a.log.ignoreEOS)
+	// Each latency metric's observations of r, once: the stage's
+	// histograms and the per-request log both read them.
+	if len(a.obs) != len(a.latency) {
+		a.obs = make([][]time.Duration, len(a.latency))
+	}
+	for i, m := range a.latency {
+		a.obs[i] = m.Observe(r, a.obs[i][:0])
+	}
+	st.add(r, a.obs, a.log.ignoreEOS)
 	if !r.Warmup && a.sessionStage(r.Stage) {
 		st.addSession(r)
 	}
-	a.buf = a.log.add(r, a.buf)
+	a.log.add(r, a.latency, a.obs)
 	a.corr.AddResult(r)
 }
 
@@ -279,7 +287,9 @@ func (s *stageAgg) keepMessage(class, msg string) {
 	}
 }
 
-func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.Duration, ignoreEOS bool) []time.Duration {
+// add counts r into the stage; obs holds r's observations of each latency
+// metric, in the aggregate's order.
+func (s *stageAgg) add(r *results.Result, obs [][]time.Duration, ignoreEOS bool) {
 	s.addEnded(r)
 	if r.Warmup {
 		s.req.Warmup++
@@ -287,7 +297,7 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 			s.warmEnds = append(s.warmEnds, r.End)
 			s.warmInputs = append(s.warmInputs, int32(r.Inputs))
 		}
-		return buf
+		return
 	}
 	s.req.Scheduled++
 	s.req.Retried += int64(r.Retries)
@@ -307,7 +317,7 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 		s.req.Canceled++
 	case results.Dropped:
 		s.req.Dropped++
-		return buf
+		return
 	}
 	start := r.Sent
 	if start == 0 {
@@ -353,13 +363,23 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 	s.addTurn(r)
 	// Every latency metric defines itself for ok requests only, except the
 	// schedule lag, which every sent request has.
-	for i, m := range latency {
-		buf = m.Observe(r, buf[:0])
-		for _, d := range buf {
-			record(s.hist[i], d)
-		}
+	for i, o := range obs {
+		recordAll(s.hist[i], o)
 	}
-	return buf
+}
+
+// recordAll records ds into h, a run of equal values (in h's unit, µs) at
+// once: a fast stream's chunks come in bursts whose gaps are all 0 µs.
+func recordAll(h *hdrhistogram.Histogram, ds []time.Duration) {
+	for j := 0; j < len(ds); {
+		us := min(max(int64(ds[j]/time.Microsecond), histMinUS), histMaxUS)
+		k := j + 1
+		for k < len(ds) && min(max(int64(ds[k]/time.Microsecond), histMinUS), histMaxUS) == us {
+			k++
+		}
+		_ = h.RecordValues(us, int64(k-j)) // cannot fail: us is clamped into range
+		j = k
+	}
 }
 
 // merge adds o into s.
@@ -575,6 +595,8 @@ func (a *Aggregate) harness() *results.Harness {
 		out.LatenessP50MS, out.LatenessP99MS = max(out.LatenessP50MS, h.LatenessP50MS), max(out.LatenessP99MS, h.LatenessP99MS)
 		out.LatenessMaxMS, out.GCPauseMS = max(out.LatenessMaxMS, h.LatenessMaxMS), max(out.GCPauseMS, h.GCPauseMS)
 		out.GCCycles, out.BlockedMS = max(out.GCCycles, h.GCCycles), max(out.BlockedMS, h.BlockedMS)
+		out.OtherCores = max(out.OtherCores, h.OtherCores)
+		out.ReaderBusyShare, out.FullReadShare = max(out.ReaderBusyShare, h.ReaderBusyShare), max(out.FullReadShare, h.FullReadShare)
 	}
 	return out
 }
@@ -667,9 +689,17 @@ func received(r *results.Result) float64 {
 		}
 		return 0
 	}
+	if len(r.ChunkTokens) != len(r.ChunkTimes) {
+		// ChunkTokensAt spreads OutputTokens over the chunks (one each
+		// when the server said none): they sum to it.
+		if r.OutputTokens > 0 {
+			return float64(r.OutputTokens)
+		}
+		return float64(len(r.ChunkTimes))
+	}
 	n := 0
-	for i := range r.ChunkTimes {
-		n += r.ChunkTokensAt(i)
+	for _, k := range r.ChunkTokens {
+		n += int(k)
 	}
 	return float64(n)
 }

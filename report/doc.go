@@ -17,6 +17,13 @@
 // (results.Metrics) says which figures exist, their units and direction;
 // Stage.Dist and Stage.Figure read them from a summary.
 //
+// The aggregate's memory does not grow with the number of requests:
+// histograms, time bins that coarsen with the run's length, and the
+// per-request figures (goodput, rank tests, latency over time) of at most
+// 100,000 completed requests a stage, then of a uniform sample of that
+// many chosen by a hash of each request (so whatever the order of the
+// records), which the verdict's note then names.
+//
 // The shards of a sharded run (results.Header.Shard) merge through the
 // same path: Reader checks they are one complete set of one scenario,
 // reads them in shard order so the summary does not depend on the order

@@ -49,7 +49,7 @@ type Harness struct {
 	Limited            bool    `json:"limited"`
 	Reason             string  `json:"reason,omitempty"`
 	Cores              int     `json:"cores"`                // GOMAXPROCS
-	CPUShare           float64 `json:"cpu_share"`            // process CPU over wall time × cores
+	CPUShare           float64 `json:"cpu_share"`            // process CPU over the load's wall time × cores
 	SimulatorInProcess bool    `json:"simulator_in_process"` // the simulator shared the process's CPU
 	LatenessP50MS      float64 `json:"sched_latency_p50_ms"` // how long goroutines waited, runnable, to run, ms
 	LatenessP99MS      float64 `json:"sched_latency_p99_ms"`
@@ -57,6 +57,17 @@ type Harness struct {
 	GCPauseMS          float64 `json:"gc_pause_ms"` // garbage-collection pauses during the run, in all
 	GCCycles           int     `json:"gc_cycles"`
 	BlockedMS          float64 `json:"writer_blocked_ms"` // request goroutines blocked on the results writer, in all
+	// OtherCores is how many cores other processes kept busy during the
+	// load, on average (Linux; 0 elsewhere): the machine's CPU not left
+	// to this one.
+	OtherCores float64 `json:"other_processes_cores,omitempty"`
+	// FullReadShare is the share of the stream readers' reads that found
+	// a full buffer waiting: near 1 when the readers, not the server, set
+	// the pace, near 0 when they wait for each chunk. ReaderBusyShare is
+	// the share of their reading time spent between reads (decoding,
+	// recording, waiting for a CPU) rather than inside them.
+	ReaderBusyShare float64 `json:"reader_busy_share,omitempty"`
+	FullReadShare   float64 `json:"full_read_share,omitempty"`
 }
 
 // End is the last record of a run that ended by itself, interrupted or

@@ -421,8 +421,18 @@ func drawTimeline(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[
 	}
 }
 
+// maxMarks bounds the requests the latency panel draws one by one: past
+// it, each series is drawn as per-bin quantile bands, so that the plots
+// and report.html keep their size whatever the number of requests.
+const maxMarks = 5000
+
+// bandBins is how many time bins the bands have across the run.
+const bandBins = 150
+
 // latencyOverTime is the timeline's panel of each finished request's TTFT
 // and E2E by the time it was sent: where overload begins, TTFT climbs.
+// With more than maxMarks requests a series is drawn as its median and
+// p10–p90 band per time bin instead of a mark per request.
 func latencyOverTime(lat *report.Scope) *plot.Plot {
 	// No axis label: gonum centres it on the arithmetic middle of the
 	// range, far up a log axis, and pads the panel to fit it; the ticks
@@ -440,6 +450,11 @@ func latencyOverTime(lat *report.Scope) *plot.Plot {
 			}
 		}
 		if len(pts) == 0 {
+			continue
+		}
+		if len(pts) > maxMarks {
+			addBands(p, pts, m.label, colour(k), lat.Sampled())
+			entries++
 			continue
 		}
 		sc, err := plotter.NewScatter(pts)
@@ -467,6 +482,80 @@ func latencyOverTime(lat *report.Scope) *plot.Plot {
 		p.Y.Tick.Marker = msTicks{niceTicks{}}
 	}
 	return p
+}
+
+// addBands draws pts (time, value) as the median of each of bandBins time
+// bins, a line, over the band between their 10th and 90th percentiles.
+// sampled, when not "", says the points are a sample of the requests.
+func addBands(p *plot.Plot, pts plotter.XYs, label string, c color.Color, sampled string) {
+	qs := binQuantiles(pts, bandBins, []float64{0.1, 0.5, 0.9})
+	if len(qs) == 0 {
+		return
+	}
+	var band, mid plotter.XYs
+	for _, b := range qs {
+		band = append(band, plotter.XY{X: b.x, Y: b.q[0]})
+		mid = append(mid, plotter.XY{X: b.x, Y: b.q[1]})
+	}
+	for i := len(qs) - 1; i >= 0; i-- {
+		band = append(band, plotter.XY{X: qs[i].x, Y: qs[i].q[2]})
+	}
+	poly, err := plotter.NewPolygon(band)
+	if err != nil {
+		return
+	}
+	r, g, bl, _ := c.RGBA()
+	poly.Color = color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(bl >> 8), 70}
+	poly.LineStyle.Width = 0
+	line, err := plotter.NewLine(mid)
+	if err != nil {
+		return
+	}
+	line.Color, line.Width = c, vg.Points(1.2)
+	p.Add(poly, line)
+	what := fmt.Sprintf("%s median, p10–p90 band over %d requests", label, len(pts))
+	if sampled != "" {
+		what += " (a sample)"
+	}
+	p.Legend.Add(what, line, poly)
+}
+
+// binQuantile is one time bin's quantiles.
+type binQuantile struct {
+	x float64   // the bin's middle
+	q []float64 // the quantiles asked for, in order
+}
+
+// binQuantiles splits pts into n equal bins of X and returns, for each
+// bin holding at least 3 points, the quantiles qs of their Y (nearest
+// rank), in X order.
+func binQuantiles(pts plotter.XYs, n int, qs []float64) []binQuantile {
+	x0, x1 := math.Inf(1), math.Inf(-1)
+	for _, pt := range pts {
+		x0, x1 = min(x0, pt.X), max(x1, pt.X)
+	}
+	w := (x1 - x0) / float64(n)
+	if !(w > 0) {
+		w, n = 1, 1
+	}
+	bins := make([][]float64, n)
+	for _, pt := range pts {
+		i := min(int((pt.X-x0)/w), n-1)
+		bins[i] = append(bins[i], pt.Y)
+	}
+	var out []binQuantile
+	for i, ys := range bins {
+		if len(ys) < 3 {
+			continue
+		}
+		slices.Sort(ys)
+		b := binQuantile{x: x0 + (float64(i)+0.5)*w}
+		for _, q := range qs {
+			b.q = append(b.q, ys[max(int(math.Ceil(q*float64(len(ys))))-1, 0)])
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 // drawStageBand names the stages under the time axis of the data area dc
