@@ -70,7 +70,7 @@ func (v *validator) conversation(sc *Scenario) {
 		if st.Trace != nil {
 			field = "trace"
 		}
-		if st.Open() {
+		if st.Open() && st.Session == nil {
 			v.add(fmt.Sprintf("load.stages[%d].%s", i, field),
 				"a conversation runs in closed-loop stages: concurrency is the number of users, each sending its next turn after the reply")
 		}

@@ -57,6 +57,7 @@ func (sc *Scenario) Validate() error {
 	v.request(sc)
 	v.prompts(sc)
 	v.conversation(sc)
+	v.prefixCache(sc)
 	v.scrape(&sc.Scrape, sc.Target.AllowRemote)
 	v.load(sc)
 	v.budgets(sc)
@@ -506,10 +507,17 @@ func (v *validator) load(sc *Scenario) {
 			v.add(f+".name", "%q is also the name of stage %d", st.Name, j)
 		}
 		names[st.Name] = i
-		if st.Trace != nil {
+		if st.Trace != nil && st.Session == nil {
 			v.traceStage(sc, i)
 			v.bounds(f, st)
 			continue
+		}
+		if st.Session != nil {
+			v.sessionStage(sc, i)
+			if st.Trace != nil || st.Session.Trace != nil {
+				v.bounds(f, st)
+				continue
+			}
 		}
 		v.stage(f, st)
 	}
@@ -556,7 +564,7 @@ func (v *validator) stage(f string, st *Stage) {
 			v.add(f+".overflow", "applies to open-loop stages (rate or trace) only: a closed loop never has more than concurrency requests")
 		}
 	}
-	if st.Requests == 0 && st.Duration == 0 {
+	if st.Requests == 0 && st.Duration == 0 && st.Session == nil && !st.Prime {
 		v.add(f, "needs a bound: requests, duration or both")
 	}
 	v.bounds(f, st)
