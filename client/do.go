@@ -271,9 +271,10 @@ type wholeResponse struct {
 	} `json:"choices"`
 	// Data holds one object per embedded input; only their count is read
 	// (the vectors are skipped).
-	Data  []struct{}      `json:"data"`
-	Usage *openai.Usage   `json:"usage"`
-	Error json.RawMessage `json:"error"`
+	Data    []struct{}      `json:"data"`
+	Usage   *openai.Usage   `json:"usage"`
+	Timings *wireTimings    `json:"timings"` // llama.cpp's server
+	Error   json.RawMessage `json:"error"`
 }
 
 // readWhole reads a JSON response body into res. Only E2E is measured:
@@ -329,6 +330,9 @@ func (c *Client) readWhole(ctx, rctx context.Context, res *results.Result, body 
 		}
 		if d := w.Usage.CompletionTokensDetails; d != nil {
 			res.ReasoningTokens = d.ReasoningTokens
+		}
+		if t := w.Timings; t != nil && res.CachedTokens == 0 {
+			res.CachedTokens = t.CacheN // llama.cpp reports its cache hits in timings only
 		}
 	} else {
 		// The whole text is at hand, so counting it is cheap here.

@@ -60,7 +60,15 @@ type wireUsage struct {
 type wireChunk struct {
 	Choices []wireChoice    `json:"choices"`
 	Usage   wireUsage       `json:"usage"`
-	Error   json.RawMessage `json:"error"` // vLLM/SGLang/TGI in-band error: an object, or a string (older TGI)
+	Timings wireTimings     `json:"timings"` // llama.cpp's server, on its last chunk
+	Error   json.RawMessage `json:"error"`   // vLLM/SGLang/TGI in-band error: an object, or a string (older TGI)
+}
+
+// wireTimings is llama.cpp's per-request timings: cache_n is the prompt
+// tokens it reused from the slot's cache, which its usage does not
+// report.
+type wireTimings struct {
+	CacheN int `json:"cache_n"`
 }
 
 // usageAbsent marks wireChunk.Usage before a decode: a "usage" member that is
@@ -285,6 +293,9 @@ func (s *stream) handleData(v []byte, now time.Time) *failure {
 		res.CachedTokens = sc.usage.PromptTokensDetails.CachedTokens
 		res.ReasoningTokens = sc.usage.CompletionTokensDetails.ReasoningTokens
 	}
+	if sc.cacheN > 0 && (!hasUsage || sc.usage.PromptTokensDetails.CachedTokens == 0) {
+		res.CachedTokens = sc.cacheN // llama.cpp reports its cache hits in timings only
+	}
 	if !tokens {
 		return nil
 	}
@@ -337,6 +348,7 @@ type chunkScan struct {
 	finish          []byte // valid until the next decode
 	hasUsage        bool
 	usage           wireUsage
+	cacheN          int // llama.cpp's timings.cache_n; usageAbsent when not sent
 }
 
 // decodeChunk reads the facts of one chunk: with the scanner (scan.go)
@@ -365,6 +377,7 @@ func (s *stream) decodeFull(v []byte) (chunkScan, *failure) {
 	clear(ck.Choices[:cap(ck.Choices)])
 	ck.Choices = ck.Choices[:0]
 	ck.Usage = wireUsage{PromptTokens: usageAbsent, CompletionTokens: usageAbsent}
+	ck.Timings.CacheN = usageAbsent
 	ck.Error = ck.Error[:0]
 	if err := gojson.UnmarshalOf(v, ck, gojson.DecodeNoCopyString()); err != nil {
 		return chunkScan{}, &failure{results.ErrMalformedChunk, fmt.Sprintf("%v: %s", err, excerpt(v))}
@@ -389,6 +402,7 @@ func (s *stream) decodeFull(v []byte) (chunkScan, *failure) {
 	}
 	out.usage = ck.Usage
 	out.hasUsage = ck.Usage.PromptTokens != usageAbsent || ck.Usage.CompletionTokens != usageAbsent
+	out.cacheN = ck.Timings.CacheN
 	return out, nil
 }
 
