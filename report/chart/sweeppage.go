@@ -195,13 +195,18 @@ func (pp *ParetoPlot) Flat() string {
 }
 
 // LabelsNote says how many point labels the last Render left out because
-// they had no free place beside their point; "" when none.
+// they had no free place beside their point; "" when none. (Render keeps
+// the count, so a ParetoPlot is rendered by one goroutine at a time.)
 func (pp *ParetoPlot) LabelsNote() string {
 	if pp.omitted == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s left out where %s have overlapped another label or point; the values table names every value.",
-		report.FormatCount(pp.omitted, "label was", "labels were"), map[bool]string{true: "it would", false: "they would"}[pp.omitted == 1])
+	they := "they"
+	if pp.omitted == 1 {
+		they = "it"
+	}
+	return fmt.Sprintf("%s left out where %s would have overlapped another label or point; the values table names every value.",
+		report.FormatCount(pp.omitted, "label was", "labels were"), they)
 }
 
 // Render draws the plot as PNG and SVG.
