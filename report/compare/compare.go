@@ -79,11 +79,11 @@ type Comparison struct {
 	// (one run a side: sampling error only, run-to-run noise unknown).
 	Noise     string `json:"noise"`
 	BaseCount int    `json:"base_runs"`
+	NewCount  int    `json:"new_runs"`
 	// HistoryRuns is how many runs of the base's workload the history
 	// holds (the noise comes from them when Noise is "history": at least
 	// three); 0 without a history.
 	HistoryRuns int `json:"history_runs,omitempty"`
-	NewCount  int    `json:"new_runs"`
 	// Workload lists how the two sides' workloads differ; empty when they
 	// asked the same of the server.
 	Workload []string `json:"workload_differences,omitempty"`
