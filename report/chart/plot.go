@@ -331,7 +331,7 @@ func timelineNotes(ws []correlate.Window) (kv, preempt bool, notes []string) {
 		case !anyKV:
 			notes = append(notes, "The server exports no KV-cache usage: no panel for it.")
 		case !kv:
-			notes = append(notes, "The server's KV-cache usage read 0 % in every scrape (no cache in use, or none reported): no panel for it.")
+			notes = append(notes, "The server's KV-cache usage gauge read 0 % in every scrape (it does not measure this server's cache): no panel for it.")
 		}
 		switch {
 		case !anyPreempt:

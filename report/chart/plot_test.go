@@ -166,7 +166,7 @@ func TestTimelineNotes(t *testing.T) {
 		{"no preemption", []correlate.Window{win(40, 0, 3), win(60, 0, 4)}, true, false,
 			[]string{"The server preempted no request: no panel for preemptions."}},
 		{"KV all zero", []correlate.Window{win(0, 0, 3), win(0, 0, 4)}, false, false, // a server run without its KV cache
-			[]string{"The server's KV-cache usage read 0 % in every scrape (no cache in use, or none reported): no panel for it.",
+			[]string{"The server's KV-cache usage gauge read 0 % in every scrape (it does not measure this server's cache): no panel for it.",
 				"The server preempted no request: no panel for preemptions."}},
 		{"no KV, no counter", []correlate.Window{win(nan, nan, 3)}, false, false,
 			[]string{"The server exports no KV-cache usage: no panel for it.", "The server exports no preemption counter: no panel for it."}},
