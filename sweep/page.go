@@ -92,10 +92,10 @@ func Page(s *Summary) *chart.SweepPage {
 	pg.Load, pg.Pareto = loadPlots(s)
 	switch {
 	case pg.Load == nil:
-		pg.Notes = append(pg.Notes, "No load curves: no run has figures.")
+		pg.Omitted = append(pg.Omitted, "No load curves: no run has figures.")
 	case loadParam(s) == "" && flatLoad(pg.Load):
 		pg.Load = nil
-		pg.Notes = append(pg.Notes, "No load curves: every value served the same load (the sweep varies a server setting at one offered load).")
+		pg.Omitted = append(pg.Omitted, "No load curves: every value served the same load (the sweep varies a server setting at one offered load).")
 	}
 	return pg
 }

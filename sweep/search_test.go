@@ -340,8 +340,8 @@ func TestPageLoadCurves(t *testing.T) {
 		t.Errorf("load curves of a concurrency sweep: %+v", load.Load)
 	}
 	flat := Page(mk("max_num_batched_tokens", func(int) float64 { return 2.42 }))
-	if flat.Load != nil || len(flat.Notes) == 0 || !strings.Contains(flat.Notes[0], "served the same load") {
-		t.Errorf("a server-setting sweep at one load: curves %+v, notes %q", flat.Load, flat.Notes)
+	if flat.Load != nil || len(flat.Omitted) == 0 || !strings.Contains(flat.Omitted[0], "served the same load") {
+		t.Errorf("a server-setting sweep at one load: curves %+v, plots left out %q", flat.Load, flat.Omitted)
 	}
 	if flat.Pareto == nil {
 		t.Error("the Pareto plot is dropped too")

@@ -376,6 +376,8 @@ type SweepPage struct {
 	Rows     []SweepPageRow
 	Failures []string // runs that failed, with why
 	Notes    []string
+	// Omitted says of each plot left out why, where the plots are.
+	Omitted []string
 
 	Sweep  *SweepPlot
 	Load   *LoadPlot
@@ -403,7 +405,7 @@ type SweepPageRow struct {
 // WriteSweepHTML writes the page: self-contained, plots inline as SVG,
 // nothing loaded from anywhere.
 func WriteSweepHTML(w io.Writer, p *SweepPage) error {
-	data := sweepHTMLData{P: p}
+	data := sweepHTMLData{P: p, Omitted: slices.Clone(p.Omitted)}
 	for _, f := range []struct {
 		name, title string
 		r           interface {
