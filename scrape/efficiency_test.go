@@ -15,7 +15,6 @@ import (
 	"github.com/servebench/servebench/scrape/profile"
 )
 
-
 // TestParseDCGM reads a DCGM exporter page of four GPUs (testdata/SOURCES.md)
 // into per-GPU series in the meanings' units, and restricts it to one pod's
 // GPUs.
