@@ -632,6 +632,7 @@ func (a *Aggregate) stageSummary(s *stageAgg, index int, name string) Stage {
 		*st.Dist(m.Name) = dist(s.hist[i])
 	}
 	st.TTFTByTurn = s.turnRows()
+	var w window
 	if st.Duration > 0 {
 		warmOut, warmPrompt := a.corr.WarmupReceived(index, s.first, s.last)
 		completed, inputs := s.req.OK, s.req.Inputs
@@ -646,9 +647,12 @@ func (a *Aggregate) stageSummary(s *stageAgg, index int, name string) Stage {
 		st.OutputTokensPerSec = round(out/st.Duration, 3)
 		st.TotalTokensPerSec = round((out+s.recvPrompt+warmPrompt)/st.Duration, 3)
 		st.RequestsPerSec = round(float64(completed)/st.Duration, 3)
+		w = window{output: out, prompt: s.recvPrompt + warmPrompt, requests: float64(completed)}
 	}
 	if s.haveRange {
 		st.PeakOutputTokensPerSec, st.PeakInFlight = a.corr.Peaks(index, s.first, s.last)
+		w.from, w.to = s.first, s.last
+		st.Efficiency = a.efficiency(&st, w)
 	}
 	return st
 }

@@ -278,6 +278,10 @@ func p99Spans(sent time.Duration, chunks, buf []time.Duration) ([]span, []time.D
 // other records).
 func (c *Correlator) AddSample(s results.Sample) { c.samples = append(c.samples, s) }
 
+// Samples returns every sample added, the server's and the GPU
+// telemetry's, in the order added. The caller must not modify them.
+func (c *Correlator) Samples() []results.Sample { return c.samples }
+
 // Window is one interval of the common timeline: what the client saw and
 // what the server reported during it. Server figures are NaN when no scrape
 // covers the window or the server does not export them.
@@ -406,6 +410,9 @@ func countersAtEnd(ws []Window, hint bool) bool {
 func (c *Correlator) serverSamples(tl *timeline) []results.Sample {
 	count := map[string]int{}
 	for i := range c.samples {
+		if c.samples[i].GPU {
+			continue // GPU telemetry: its own series (gpu.go)
+		}
 		if c.samples[i].OK {
 			count[c.samples[i].Target]++
 			tl.okSamples++
@@ -422,7 +429,7 @@ func (c *Correlator) serverSamples(tl *timeline) []results.Sample {
 	}
 	var out []results.Sample
 	for i := range c.samples {
-		if s := c.samples[i]; s.OK && s.Target == target {
+		if s := c.samples[i]; s.OK && !s.GPU && s.Target == target {
 			out = append(out, s)
 		}
 	}
