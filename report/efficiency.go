@@ -42,6 +42,15 @@ type Efficiency struct {
 	// SpecDecode is the server's speculative decoding over the window;
 	// nil when it exports none.
 	SpecDecode *results.SpecDecode `json:"spec_decode,omitempty"`
+
+	// Goodput is the share of finished requests meeting every objective
+	// of the scenario's slo (vLLM's definition); nil without an slo, when
+	// every output token counts as good. GoodTokensPerJoule and
+	// GoodTokensPerUSD are the output tokens times that share, per joule
+	// and per dollar: what a sweep ranks by (sweep.rank_by).
+	Goodput            *float64 `json:"goodput,omitempty"`
+	GoodTokensPerJoule float64  `json:"good_output_tokens_per_j,omitempty"`
+	GoodTokensPerUSD   float64  `json:"good_output_tokens_per_usd,omitempty"`
 }
 
 // CostFigures is a stage's price and what it bought.
@@ -123,7 +132,33 @@ func (a *Aggregate) efficiency(st *Stage, w window) *Efficiency {
 	if sd, ok := results.SpecDecodeOver(samples, from, to); ok {
 		e.SpecDecode = &sd
 	}
+	a.goodPer(st, e, output)
 	return e
+}
+
+// goodPer fills the goodput share and the good tokens per joule and per
+// dollar.
+func (a *Aggregate) goodPer(st *Stage, e *Efficiency, output float64) {
+	share := 1.0
+	if a.spec != nil && a.spec.SLO.Set() {
+		var stages []int
+		if st.Index >= 0 {
+			stages = []int{st.Index}
+		}
+		sc := a.log.scopeOf(stages)
+		g, _, ok := sc.goodput(a.spec.SLO.TTFTMs, a.spec.SLO.TPOTMs, a.spec.SLO.E2EMs)
+		if !ok {
+			return
+		}
+		share = g
+		e.Goodput = &g
+	}
+	if en := e.Energy; en != nil && en.Joules > 0 {
+		e.GoodTokensPerJoule = round(share*output/en.Joules, 6)
+	}
+	if c := e.Cost; c != nil && c.USD > 0 {
+		e.GoodTokensPerUSD = round(share*output/c.USD, 3)
+	}
 }
 
 func hasGPUSamples(samples []results.Sample) bool {
