@@ -86,6 +86,9 @@ func TestEfficiencyOnTheSimulator(t *testing.T) {
 	t.Logf("J/token %.6f against the model's %.6f (%+.3f %%); power mean %.1f W peak %.1f W; interval %v",
 		e.JoulesPerToken, truth, 100*(e.JoulesPerToken/truth-1), e.Energy.AvgPowerW, e.Energy.PeakPowerW, e.JoulesPerTokenCI)
 
+	if g := sum.Correlation.GPU; g == nil || g.PowerW == nil || g.Util == nil || g.GPUs != 2 {
+		t.Errorf("correlation's GPU = %+v, want power and utilisation of 2 GPUs on the timeline", g)
+	}
 	es := v.eng.Stats()
 	if want := 1 + float64(es.SpecAccepted)/float64(es.SpecDrafts); e.SpecDecode.AcceptLength != want {
 		t.Errorf("mean acceptance length %v, want the engine's %v exactly", e.SpecDecode.AcceptLength, want)

@@ -314,6 +314,12 @@ type Window struct {
 	// nothing.
 	ServerTokensPerSec float64
 
+	// GPU telemetry (NaN without it): mean power of all GPUs over the
+	// window, in watts; their power limit; GPU utilisation, SM and DRAM
+	// activity, and the share of time the power cap held the clocks down,
+	// 0..1, means of the GPUs and of the samples in the window.
+	PowerW, PowerLimitW, GPUUtil, SMActive, DRAMActive, PowerCapped float64
+
 	serverTokens float64 // the counter's increase over the window, whatever its granularity
 	endTokens    float64 // output tokens of the requests that ended in the window
 }
@@ -353,6 +359,7 @@ func (c *Correlator) timeline() timeline {
 		tl.windows = c.fixedWindows(tl.nominal)
 	}
 	c.fill(tl.windows)
+	c.fillGPU(tl.windows)
 	if tl.scraped {
 		tl.countersAtEnd = countersAtEnd(tl.windows, tl.countersAtEnd)
 		for i := range tl.windows {
