@@ -104,4 +104,3 @@ func (x *Exporter) ObserveSample(s *results.Sample) {
 		x.eff.sample(s)
 	}
 }
-
