@@ -201,6 +201,25 @@ type Calibration struct {
 	// repeated runs (or stages) of one load, included in Covariance; nil
 	// when no load was repeated, and the band is then the fit's alone.
 	BetweenRuns *BetweenRuns `yaml:"between_runs,omitempty"`
+	// Power is how the power model was fitted; nil when the runs had no
+	// GPU telemetry (idle_power_w and max_power_w are then unset).
+	Power *PowerFit `yaml:"power,omitempty"`
+}
+
+// PowerFit is the fit of a twin's power model to GPU telemetry.
+type PowerFit struct {
+	// Covariance of (idle_power_w, max_power_w), watts squared.
+	Covariance [][]float64 `yaml:"covariance"`
+	// OccupancyMin and OccupancyMax are the batch occupancy (decoding
+	// streams over max_num_seqs) the GPU intervals spanned: power beyond
+	// them is extrapolated.
+	OccupancyMin float64 `yaml:"occupancy_min"`
+	OccupancyMax float64 `yaml:"occupancy_max"`
+	Intervals    int     `yaml:"intervals"` // GPU intervals fitted
+	// ResidualW is the standard deviation of an interval's power about
+	// the fitted line, watts a GPU: how far the linear law misses a
+	// window, which a prediction's band includes.
+	ResidualW float64 `yaml:"residual_w"`
 }
 
 // CalibratedRange is what a twin's runs covered.
