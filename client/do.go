@@ -271,16 +271,17 @@ type wholeResponse struct {
 	} `json:"choices"`
 	// Data holds one object per embedded input; only their count is read
 	// (the vectors are skipped).
-	Data  []struct{}      `json:"data"`
-	Usage *openai.Usage   `json:"usage"`
-	Error json.RawMessage `json:"error"`
+	Data    []struct{}      `json:"data"`
+	Usage   *openai.Usage   `json:"usage"`
+	Timings *wireTimings    `json:"timings"` // llama.cpp's server
+	Error   json.RawMessage `json:"error"`
 }
 
 // readWhole reads a JSON response body into res. Only E2E is measured:
 // FirstToken, FirstContent and LastToken stay zero. When text is not nil,
 // the reply's content is appended to it.
 func (c *Client) readWhole(ctx, rctx context.Context, res *results.Result, body io.Reader, text *[]byte) {
-	b, err := io.ReadAll(io.LimitReader(body, MaxBodyBytes+1))
+	b, err := io.ReadAll(io.LimitReader(body, maxBodyBytes+1))
 	now := time.Now()
 	res.End = c.since(now)
 	if err != nil {
@@ -291,8 +292,8 @@ func (c *Client) readWhole(ctx, rctx context.Context, res *results.Result, body 
 		}
 		return
 	}
-	if len(b) > MaxBodyBytes {
-		c.setFailure(res, &failure{results.ErrMalformedChunk, fmt.Sprintf("response body over %d bytes", MaxBodyBytes)})
+	if len(b) > maxBodyBytes {
+		c.setFailure(res, &failure{results.ErrMalformedChunk, fmt.Sprintf("response body over %d bytes", maxBodyBytes)})
 		return
 	}
 	var w wholeResponse
@@ -329,6 +330,9 @@ func (c *Client) readWhole(ctx, rctx context.Context, res *results.Result, body 
 		}
 		if d := w.Usage.CompletionTokensDetails; d != nil {
 			res.ReasoningTokens = d.ReasoningTokens
+		}
+		if t := w.Timings; t != nil && res.CachedTokens == 0 {
+			res.CachedTokens = t.CacheN // llama.cpp reports its cache hits in timings only
 		}
 	} else {
 		// The whole text is at hand, so counting it is cheap here.

@@ -60,7 +60,15 @@ type wireUsage struct {
 type wireChunk struct {
 	Choices []wireChoice    `json:"choices"`
 	Usage   wireUsage       `json:"usage"`
-	Error   json.RawMessage `json:"error"` // vLLM/SGLang/TGI in-band error: an object, or a string (older TGI)
+	Timings wireTimings     `json:"timings"` // llama.cpp's server, on its last chunk
+	Error   json.RawMessage `json:"error"`   // vLLM/SGLang/TGI in-band error: an object, or a string (older TGI)
+}
+
+// wireTimings is llama.cpp's per-request timings: cache_n is the prompt
+// tokens it reused from the slot's cache, which its usage does not
+// report.
+type wireTimings struct {
+	CacheN int `json:"cache_n"`
 }
 
 // usageAbsent marks wireChunk.Usage before a decode: a "usage" member that is
@@ -75,8 +83,8 @@ type failure struct {
 
 func (f *failure) Error() string { return string(f.class) + ": " + f.msg }
 
-// errLineTooLong reports an SSE line over MaxLineBytes.
-var errLineTooLong = fmt.Errorf("sse line longer than %d bytes", MaxLineBytes)
+// errLineTooLong reports an SSE line over maxLineBytes.
+var errLineTooLong = fmt.Errorf("sse line longer than %d bytes", maxLineBytes)
 
 // stream holds the per-request state of the SSE reader and the chunk
 // decoder. It is pooled by the Client and reset for each request; it is not
@@ -198,14 +206,14 @@ func (s *stream) readLine() ([]byte, error) {
 	if err != nil && errors.Is(err, bufio.ErrBufferFull) {
 		s.long = append(s.long[:0], line...)
 		for errors.Is(err, bufio.ErrBufferFull) {
-			if len(s.long) > MaxLineBytes {
+			if len(s.long) > maxLineBytes {
 				return nil, errLineTooLong
 			}
 			line, err = s.br.ReadSlice('\n')
 			s.long = append(s.long, line...)
 		}
 		line = s.long
-		if len(line) > MaxLineBytes+2 {
+		if len(line) > maxLineBytes+2 {
 			return nil, errLineTooLong
 		}
 	}
@@ -285,6 +293,9 @@ func (s *stream) handleData(v []byte, now time.Time) *failure {
 		res.CachedTokens = sc.usage.PromptTokensDetails.CachedTokens
 		res.ReasoningTokens = sc.usage.CompletionTokensDetails.ReasoningTokens
 	}
+	if sc.cacheN > 0 && (!hasUsage || sc.usage.PromptTokensDetails.CachedTokens == 0) {
+		res.CachedTokens = sc.cacheN // llama.cpp reports its cache hits in timings only
+	}
 	if !tokens {
 		return nil
 	}
@@ -337,6 +348,7 @@ type chunkScan struct {
 	finish          []byte // valid until the next decode
 	hasUsage        bool
 	usage           wireUsage
+	cacheN          int // llama.cpp's timings.cache_n; usageAbsent when not sent
 }
 
 // decodeChunk reads the facts of one chunk: with the scanner (scan.go)
@@ -365,6 +377,7 @@ func (s *stream) decodeFull(v []byte) (chunkScan, *failure) {
 	clear(ck.Choices[:cap(ck.Choices)])
 	ck.Choices = ck.Choices[:0]
 	ck.Usage = wireUsage{PromptTokens: usageAbsent, CompletionTokens: usageAbsent}
+	ck.Timings.CacheN = usageAbsent
 	ck.Error = ck.Error[:0]
 	if err := gojson.UnmarshalOf(v, ck, gojson.DecodeNoCopyString()); err != nil {
 		return chunkScan{}, &failure{results.ErrMalformedChunk, fmt.Sprintf("%v: %s", err, excerpt(v))}
@@ -389,6 +402,7 @@ func (s *stream) decodeFull(v []byte) (chunkScan, *failure) {
 	}
 	out.usage = ck.Usage
 	out.hasUsage = ck.Usage.PromptTokens != usageAbsent || ck.Usage.CompletionTokens != usageAbsent
+	out.cacheN = ck.Timings.CacheN
 	return out, nil
 }
 
@@ -472,14 +486,14 @@ func errorMessage(v []byte) string {
 	return excerpt(v)
 }
 
-// excerpt returns at most ErrorExcerptBytes of b as a string, cut on a
+// excerpt returns at most errorExcerptBytes of b as a string, cut on a
 // UTF-8 boundary and marked when cut.
 func excerpt(b []byte) string {
 	b = bytes.TrimSpace(b)
-	if len(b) <= ErrorExcerptBytes {
+	if len(b) <= errorExcerptBytes {
 		return string(b)
 	}
-	n := ErrorExcerptBytes - len("…")
+	n := errorExcerptBytes - len("…")
 	for n > 0 && b[n]&0xC0 == 0x80 { // do not cut inside a rune
 		n--
 	}

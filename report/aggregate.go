@@ -43,20 +43,22 @@ const scheduleLagWarnMS = 10
 // depend on the order of records, so files from several machines merge.
 // An Aggregate is not safe for concurrent use.
 type Aggregate struct {
-	latency  []results.Metric // the latency metrics, in table order: stageAgg.hist is indexed alike
-	stages   map[int]*stageAgg
-	log      requestLog
-	corr     *correlate.Correlator
-	names    map[int]string
-	meta     Summary
-	spec     *results.Spec
-	files    int
-	ending   int           // headers that promise an End record
-	ends     []results.End // End records read
-	warnings []string
-	skipped  map[string]int    // records not aggregated, by reason
-	writeErr string            // why the run's results file stopped being written (WriteFailed)
-	obs      [][]time.Duration // scratch: one record's observations, per latency metric
+	latency []results.Metric // the latency metrics, in table order: stageAgg.hist is indexed alike
+	stages  map[int]*stageAgg
+	// cacheSamples are the scrapes' prefix-cache and KV figures (cache.go).
+	cacheSamples []cacheSample
+	log          requestLog
+	corr         *correlate.Correlator
+	names        map[int]string
+	meta         Summary
+	spec         *results.Spec
+	files        int
+	ending       int           // headers that promise an End record
+	ends         []results.End // End records read
+	warnings     []string
+	skipped      map[string]int    // records not aggregated, by reason
+	writeErr     string            // why the run's results file stopped being written (WriteFailed)
+	obs          [][]time.Duration // scratch: one record's observations, per latency metric
 
 	hosts, versions map[string]bool // distinct hosts and server versions of the headers
 
@@ -209,12 +211,19 @@ func (a *Aggregate) Add(r *results.Result) {
 		a.obs[i] = m.Observe(r, a.obs[i][:0])
 	}
 	st.add(r, a.obs, a.log.ignoreEOS)
+	if !r.Warmup && a.sessionStage(r.Stage) {
+		st.addSession(r)
+	}
 	a.log.add(r, a.latency, a.obs)
 	a.corr.AddResult(r)
 }
 
 // AddSample accumulates one scrape sample.
-func (a *Aggregate) AddSample(s results.Sample) { a.corr.AddSample(s); a.log.sample(&s) }
+func (a *Aggregate) AddSample(s results.Sample) {
+	a.corr.AddSample(s)
+	a.log.sample(&s)
+	a.addCacheSample(&s)
+}
 
 // stageAgg accumulates the counts and latency histograms of one stage.
 type stageAgg struct {
@@ -233,8 +242,10 @@ type stageAgg struct {
 	// window (from the correlator's bins) and warmEnds, they give the
 	// window's rates.
 	recvOutput, recvPrompt float64
-	warmEnds               []time.Duration // ends of the warmup requests that completed ok
-	warmInputs             []int32         // and the texts each embedded (embeddings), alike
+	warmEnds               []time.Duration        // ends of the warmup requests that completed ok
+	warmInputs             []int32                // and the texts each embedded (embeddings), alike
+	ended                  map[int64]int64        // prompt tokens of the ok requests by cacheBin of their end, warmup included (cache.go)
+	sessions               map[uint64]*sessionAgg // a session stage's measured sessions (sessions.go)
 
 	turns map[int]*turnAgg // conversation turns' TTFT by turn row (turns.go); nil without
 
@@ -279,6 +290,7 @@ func (s *stageAgg) keepMessage(class, msg string) {
 // add counts r into the stage; obs holds r's observations of each latency
 // metric, in the aggregate's order.
 func (s *stageAgg) add(r *results.Result, obs [][]time.Duration, ignoreEOS bool) {
+	s.addEnded(r)
 	if r.Warmup {
 		s.req.Warmup++
 		if r.Outcome == results.OK {
@@ -372,6 +384,12 @@ func recordAll(h *hdrhistogram.Histogram, ds []time.Duration) {
 
 // merge adds o into s.
 func (s *stageAgg) merge(o *stageAgg) {
+	for bin, n := range o.ended {
+		if s.ended == nil {
+			s.ended = map[int64]int64{}
+		}
+		s.ended[bin] += n
+	}
 	s.req.Scheduled += o.req.Scheduled
 	s.req.OK += o.req.OK
 	s.req.Failed += o.req.Failed
@@ -392,6 +410,7 @@ func (s *stageAgg) merge(o *stageAgg) {
 	}
 	s.req.Truncated += o.req.Truncated
 	s.mergeTurns(o)
+	s.mergeSessions(o)
 	for i, h := range o.hist {
 		s.hist[i].Merge(h)
 	}
@@ -459,6 +478,7 @@ func (a *Aggregate) Summary() *Summary {
 	}
 	out.Workload = workload(a.spec)
 	out.Correlation = a.corr.Correlation(a.names)
+	out.PrefixCache = a.prefixCache()
 	out.Warnings = append([]string(nil), a.warnings...)
 	for _, why := range slices.Sorted(maps.Keys(a.skipped)) {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d request records were skipped: they have %s (a damaged or foreign results file?)", a.skipped[why], why))
@@ -638,6 +658,13 @@ func (a *Aggregate) stageSummary(s *stageAgg, index int, name string) Stage {
 		*st.Dist(m.Name) = dist(s.hist[i])
 	}
 	st.TTFTByTurn = s.turnRows()
+	if s.sessions != nil {
+		var slo *results.SLO
+		if a.spec != nil {
+			slo = a.spec.SLO
+		}
+		st.Sessions = s.sessionSummary(st.Duration, slo)
+	}
 	var w window
 	if st.Duration > 0 {
 		warmOut, warmPrompt := a.corr.WarmupReceived(index, s.first, s.last)

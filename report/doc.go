@@ -29,4 +29,10 @@
 // reads them in shard order so the summary does not depend on the order
 // of the files, keeps one shard's scrapes of a server, and the summary
 // says which shards it holds and how far apart they began (shards.go).
+//
+// A session stage's records add session figures (sessions.go: sessions
+// completed per second, durations, context reached, session goodput), and
+// the prefix-cache figures (cache.go) prove a target hit rate from the
+// server's own counter deltas, beside the responses' usage, and say what
+// the KV figures suggest when it was missed.
 package report

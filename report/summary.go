@@ -67,6 +67,13 @@ type Summary struct {
 	// scenario has none.
 	Verdict *Verdict `json:"verdict,omitempty"`
 
+	// PrefixCache holds the share of prompt tokens the server served from
+	// its prefix cache, from its counters and from usage, for each stage
+	// measured against a target hit rate (prompts.prefix_cache), with the
+	// verdict, and for each session or conversation stage; absent when
+	// there is none.
+	PrefixCache []PrefixCache `json:"prefix_cache,omitempty"`
+
 	// Correlation joins the requests with the server's scraped metrics on
 	// one timeline; nil when no request was sent.
 	Correlation *correlate.Correlation `json:"correlation,omitempty"`
@@ -106,8 +113,12 @@ type Stage struct {
 	TotalTokensPerSec  float64 `json:"total_tokens_per_s"`
 	RequestsPerSec     float64 `json:"requests_per_s"`
 	// TTFTByTurn is the TTFT of a conversation scenario's turns by turn
-	// index (absent otherwise).
+	// index, or of a session stage's requests by their index in the
+	// session (its sub-agents' left out); absent otherwise.
 	TTFTByTurn []TurnTTFT `json:"ttft_by_turn_ms,omitempty"`
+	// Sessions is what a session stage's sessions did; absent for other
+	// stages.
+	Sessions *Sessions `json:"sessions,omitempty"`
 	// InputsPerSec is the embeddings throughput: the texts embedded by the
 	// requests completed ok in the window, per second (absent for
 	// generation).

@@ -203,6 +203,12 @@ type Result struct {
 	// that is not part of one, as in files written before conversations.
 	Session uint64 `json:"session,omitempty"`
 	Turn    int    `json:"turn,omitempty"`
+	// Agent is, in a session stage, 0 for the session's own requests and
+	// k for those of its k-th sub-agent (whose Turn counts its own
+	// requests). SessionEnd flags the session's last request: a session
+	// completed when that request did.
+	Agent      int  `json:"agent,omitempty"`
+	SessionEnd bool `json:"session_end,omitempty"`
 
 	Scheduled    time.Duration `json:"scheduled_ns"`               // when the load model wanted it sent
 	Sent         time.Duration `json:"sent_ns,omitempty"`          // just before the request was written

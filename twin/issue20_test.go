@@ -89,9 +89,18 @@ func TestIssue20TwinSlots(t *testing.T) {
 		t.Skip("real-time runs")
 	}
 	t.Parallel()
+	// Calibration and truth are real-time runs: a machine too busy to keep
+	// a schedule slows the calibration's steps and inflates the twin's
+	// costs (a prediction of 634 ms against 150 ms was seen so).
+	if o := sleepOvershoot(); o > 2*time.Millisecond {
+		t.Skipf("the machine is too busy for real-time runs: 1 ms sleeps wake %v late (p90)", o)
+	}
+
 	for _, props := range []bool{true, false} {
 		t.Run(fmt.Sprintf("props=%v", props), func(t *testing.T) {
 			t.Parallel()
+			watch := sync.OnceValue(watchMachine())
+			defer watch()
 			srv := slotserver.Start(t, slotserver.Config{Slots: 4, StepOverhead: 4 * time.Millisecond, PerSeq: 500 * time.Microsecond,
 				Metrics: "llamacpp", CountersAtEnd: true, Props: props})
 			d, _ := slotRun(t, srv.URL, 24, [2]int{1, 6}, [2]int{4, 12})
@@ -117,6 +126,9 @@ func TestIssue20TwinSlots(t *testing.T) {
 			}
 			_, want := slotRun(t, srv.URL, 24, [2]int{8, 16})
 			if got, w := p.Central.TTFTP50, want.Overall.TTFT.P50; relErr(got, w) > 0.35 {
+				if busy := watch(); busy > 0.05 {
+					t.Skipf("TTFT p50 at 8 predicted %.1f ms, measured %.1f ms, while the machine could not keep a real-time schedule %.0f %% of the time: not judged", got, w, 100*busy)
+				}
 				t.Errorf("TTFT p50 at 8 predicted %.1f ms, measured %.1f ms: the queue behind 4 slots is not predicted", got, w)
 			}
 		})

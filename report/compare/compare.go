@@ -20,7 +20,7 @@ import (
 // Compare defaults.
 const (
 	DefaultAlpha     = 0.05 // significance level of the rank test
-	DefaultMinChange = 0.05 // smallest relative change flagged, as a fraction
+	defaultMinChange = 0.05 // smallest relative change flagged, as a fraction
 	// offeredTolerance is how far apart (relative) two open-loop stages'
 	// realised arrival rates may be before the comparison is flagged.
 	offeredTolerance = 0.10
@@ -38,7 +38,7 @@ type Options struct {
 	// MinChange is the smallest relative change (a fraction) that is
 	// flagged as a regression or improvement, however significant: with
 	// thousands of requests, a 1 % shift is significant and still noise on
-	// a shared machine. 0 means DefaultMinChange; negative means none.
+	// a shared machine. 0 means defaultMinChange; negative means none.
 	MinChange float64
 	// MaxRegression turns the comparison into a gate: each key
 	// "[SCOPE:]METRIC[.STAT]" ("ttft_ms.p99", "closed-8:itl_ms.p50",
@@ -270,7 +270,7 @@ func (o *Options) defaults() {
 		o.Alpha = DefaultAlpha
 	}
 	if o.MinChange == 0 {
-		o.MinChange = DefaultMinChange
+		o.MinChange = defaultMinChange
 	}
 	o.MinChange = max(o.MinChange, 0)
 	if o.BaseLabel == "" {
