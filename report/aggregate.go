@@ -541,11 +541,8 @@ func (a *Aggregate) Summary() *Summary {
 	if w := a.promptWarning(&overall.tokens); w != "" {
 		out.Warnings = append(out.Warnings, w)
 	}
-	if e := out.Overall.Efficiency; e != nil && e.SpecDecode != nil && e.SpecDecode.AcceptLength > 1.05 &&
-		a.spec != nil && !a.spec.Request.ContinuousUsage && out.Overall.ITLChunk.Count > 0 {
-		out.Warnings = append(out.Warnings, fmt.Sprintf(
-			"speculative decoding gained %.3g tokens a step, so chunks carry several tokens; without request.continuous_usage the client cannot tell how many each carried and spreads a response's tokens evenly over its chunks: per-token ITL is then an average, and itl_chunk_ms keeps the gaps as they came",
-			e.SpecDecode.AcceptLength))
+	if w := a.specChunkWarning(&out.Overall); w != "" {
+		out.Warnings = append(out.Warnings, w)
 	}
 	return &out
 }

@@ -197,10 +197,15 @@ func (a *Aggregate) joulesPerTokenCI(st *Stage, value float64) *[2]float64 {
 }
 
 // writeEfficiency writes the energy, cost and speculative-decoding lines
-// of a stage (the whole run's, in the terminal summary).
-func writeEfficiency(b *strings.Builder, scope string, e *Efficiency) {
+// of a stage (the whole run's, in the terminal summary; pooled when it
+// pools several stages).
+func writeEfficiency(b *strings.Builder, pooled bool, e *Efficiency) {
 	if e == nil {
 		return
+	}
+	scope := ""
+	if pooled {
+		scope = ", all stages"
 	}
 	if en := e.Energy; en != nil {
 		fmt.Fprintf(b, "energy%s: %s J over the load, %s; mean %s W, peak %s W on %d GPU(s): %s J per output token%s, %s output tokens per J, %s J per request\n",
@@ -283,4 +288,16 @@ func measureEfficiency(st *Stage, metric string) measure {
 		m.note = "judged on the value: too few scrape windows for a 95 % interval, or a price per token, which is exact"
 	}
 	return m
+}
+
+// specChunkWarning warns, when speculative decoding made chunks carry
+// several tokens and the client could not count them (no continuous
+// usage), that per-token ITL spreads them evenly; "" otherwise.
+func (a *Aggregate) specChunkWarning(st *Stage) string {
+	e := st.Efficiency
+	if e == nil || e.SpecDecode == nil || e.SpecDecode.AcceptLength <= 1.05 || a.spec == nil || a.spec.Request.ContinuousUsage || st.ITLChunk.Count == 0 {
+		return ""
+	}
+	return fmt.Sprintf("speculative decoding gained %.3g tokens a step, so chunks carry several tokens; without request.continuous_usage the client cannot tell how many each carried and spreads a response's tokens evenly over its chunks: per-token ITL is then an average, and itl_chunk_ms keeps the gaps as they came",
+		e.SpecDecode.AcceptLength)
 }

@@ -88,11 +88,7 @@ func WriteText(w io.Writer, s *Summary) error {
 		if err := writeOverall(&b, s.Overall, len(s.Stages) != 1); err != nil {
 			return err
 		}
-		scope := ""
-		if len(s.Stages) != 1 {
-			scope = ", all stages"
-		}
-		writeEfficiency(&b, scope, s.Overall.Efficiency)
+		writeEfficiency(&b, len(s.Stages) != 1, s.Overall.Efficiency)
 		b.WriteString("\n")
 	}
 	if lag := s.Overall.ScheduleLag; lag.Count > 0 && lag.P99 >= 1 {

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,5 +110,33 @@ func TestEfficiencyOnTheSimulator(t *testing.T) {
 	}
 	if tpot := st.TPOT.Mean; math.Abs(st.ITL.Mean-tpot) > 0.02*tpot {
 		t.Errorf("ITL mean %.4f ms, TPOT mean %.4f ms: per-token ITL should average to TPOT", st.ITL.Mean, tpot)
+	}
+}
+
+// TestSpecChunksWithoutContinuousUsage: with a draft and no continuous
+// usage, the client cannot count a chunk's tokens, and the summary says
+// that per-token ITL spreads them evenly.
+func TestSpecChunksWithoutContinuousUsage(t *testing.T) {
+	t.Parallel()
+	doc := strings.Replace(efficiencyDoc, "continuous_usage: true", "continuous_usage: false", 1)
+	doc = strings.Replace(doc, "requests: 120", "requests: 24", 1)
+	sc, err := scenario.Parse("efficiency.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := sim.ConfigFromURL(sc.SimTarget())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Simulate(context.Background(), sc, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, w := range sum.Warnings {
+		found = found || strings.Contains(w, "without request.continuous_usage the client cannot tell how many each carried")
+	}
+	if !found {
+		t.Errorf("warnings %q lack the one on speculative chunks", sum.Warnings)
 	}
 }
