@@ -67,6 +67,8 @@ type CostFigures struct {
 	// price (from the output rate's batch-means interval); nil for
 	// per-token prices, which are exact, or too few windows.
 	USDPerMTokCI *[2]float64 `json:"usd_per_mtok_ci,omitempty"`
+
+	hourly bool // priced by the GPU-hour (else by the token)
 }
 
 // window is what a stage's measured window [from, to] holds: output
@@ -112,7 +114,7 @@ func (a *Aggregate) efficiency(st *Stage, w window) *Efficiency {
 	case !ok:
 		e.CostNote = "not priced (per_gpu_hour without cost.gpus needs GPU telemetry to count the GPUs)"
 	default:
-		c := &CostFigures{USD: round(p.USD, 9), Basis: p.Basis}
+		c := &CostFigures{USD: round(p.USD, 9), Basis: p.Basis, hourly: cost.Hourly()}
 		if output > 0 {
 			c.USDPerMTok = round(p.USD/output*1e6, 6)
 			if lo, hi, ok := a.RateInterval(st, ciLevel); ok && cost.Hourly() && lo > 0 {
@@ -282,10 +284,13 @@ func measureEfficiency(st *Stage, metric string) measure {
 		return measure{note: "no output token in the window"}
 	}
 	m := measure{value: value, samples: tokens, ok: true}
-	if ci != nil {
+	switch {
+	case ci != nil:
 		m.lo, m.hi, m.loOK, m.hiOK = ci[0], ci[1], true, true
-	} else {
-		m.note = "judged on the value: too few scrape windows for a 95 % interval, or a price per token, which is exact"
+	case metric == "usd_per_mtok" && !e.Cost.hourly:
+		m.note = "judged on the value: a price per token is exact"
+	default:
+		m.note = "judged on the value: fewer than five full scrape windows for a 95 % interval"
 	}
 	return m
 }

@@ -431,6 +431,8 @@ func formatNumber(x float64, unit string) string {
 		return trimFloat(x, 0)
 	case "ms":
 		return trimFloat(x, 3) + " ms"
+	case "J/token", "$/1M tokens":
+		return sig(x) + " " + unit // costs are small numbers: four significant digits
 	}
 	return trimFloat(x, 1) + " " + unit
 }

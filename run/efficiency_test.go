@@ -21,6 +21,7 @@ request: {ignore_eos: true, include_usage: true, continuous_usage: true}
 prompts: {input_tokens: 200, output_tokens: 120}
 scrape: {interval: 250ms}
 cost: {per_gpu_hour: 3.5}
+budgets: {overall: {joules_per_token: {max: 0.1}, usd_per_mtok: {max: 100}}}
 load:
   stages: [{concurrency: 6, requests: 120}]
 `
@@ -89,6 +90,12 @@ func TestEfficiencyOnTheSimulator(t *testing.T) {
 
 	if g := sum.Correlation.GPU; g == nil || g.PowerW == nil || g.Util == nil || g.GPUs != 2 {
 		t.Errorf("correlation's GPU = %+v, want power and utilisation of 2 GPUs on the timeline", g)
+	}
+	// The budgets are judged on the efficiency figures: 0.154 J a token
+	// misses 0.1; the price meets $100.
+	if v := sum.Verdict; v == nil || len(v.Checks) != 2 || v.Checks[0].Status != "missed" || v.Checks[1].Status != "met" ||
+		*v.Checks[0].Measured != e.JoulesPerToken {
+		t.Errorf("verdict %+v", v)
 	}
 	es := v.eng.Stats()
 	if want := 1 + float64(es.SpecAccepted)/float64(es.SpecDrafts); e.SpecDecode.AcceptLength != want {
