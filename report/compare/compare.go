@@ -53,6 +53,10 @@ type Options struct {
 	// interval comes from the run-to-run spread (Welch); otherwise from
 	// each run's own sampling error, and run-to-run noise is unknown.
 	BaseRuns, NewRuns []*report.Aggregate
+	// History holds earlier baseline runs' figures (a history file): with
+	// at least three runs of the base's workload and no repeats on both
+	// sides, a change's interval comes from the spread the history shows.
+	History []HistoryRun
 	// DifferentWorkloads compares runs whose workloads differ (lengths,
 	// API, dataset, stage shapes) instead of refusing: the first line of
 	// the output says so.
@@ -76,6 +80,10 @@ type Comparison struct {
 	Noise     string `json:"noise"`
 	BaseCount int    `json:"base_runs"`
 	NewCount  int    `json:"new_runs"`
+	// HistoryRuns is how many runs of the base's workload the history
+	// holds (the noise comes from them when Noise is "history": at least
+	// three); 0 without a history.
+	HistoryRuns int `json:"history_runs,omitempty"`
 	// Workload lists how the two sides' workloads differ; empty when they
 	// asked the same of the server.
 	Workload []string `json:"workload_differences,omitempty"`
@@ -232,8 +240,13 @@ func Runs(base, cand *report.Aggregate, opts Options) (*Comparison, error) {
 	}
 	c := &Comparison{BaseLabel: opts.BaseLabel, NewLabel: opts.NewLabel, Alpha: opts.Alpha, MinChange: opts.MinChange, Pass: true,
 		Noise: "within runs", BaseCount: max(len(opts.BaseRuns), 1), NewCount: max(len(opts.NewRuns), 1), Workload: diffs}
-	if cp.between() {
+	switch {
+	case cp.between():
 		c.Noise = "between runs"
+	case len(opts.History) > 0:
+		if cp.hist, c.HistoryRuns = noiseFrom(opts.History, bs); cp.hist != nil {
+			c.Noise = "history"
+		}
 	}
 	c.Tables = append(c.Tables, cp.table("overall", &bs.Overall, &ns.Overall, nil, nil))
 	tables, warnings := cp.stageTables()
@@ -290,6 +303,7 @@ type comparer struct {
 	extra          map[string][]string // "scope:metric" → the stats a gate names
 	gated          map[string]bool     // "scope:metric" gated
 	bRuns, nRuns   []*report.Summary   // each side's runs, when it pools several
+	hist           *historyNoise       // the history's noise; nil: none used
 }
 
 // stageTables compares the stages the two runs share, by name (when
@@ -369,7 +383,7 @@ func (cp *comparer) table(scope string, bst, nst *report.Stage, bIdx, nIdx []int
 			b, _ := m.bd.Stat(stat)
 			n, _ := m.nd.Stat(stat)
 			r := newRow(m.metric, stat, "ms", b, n, m.nb, m.nn, m.adjusted, m.shift, true, cp.opts)
-			r.Lo, r.Hi = cp.interval(scope, bst, nst, m.metric, stat, b)
+			r.Lo, r.Hi = cp.interval(scope, bst, nst, m.metric, stat, b, r.Change)
 			r.judge(cp.opts)
 			t.Rows = append(t.Rows, r)
 		}
@@ -392,7 +406,7 @@ func (cp *comparer) table(scope string, bst, nst *report.Stage, bIdx, nIdx []int
 			n = mean(runValues(cp.nRuns, scope, name, ""))
 		}
 		r := newRow(name, "", m.Unit, b, n, 0, 0, math.NaN(), 0, !m.HigherIsBetter, cp.opts)
-		r.Lo, r.Hi = cp.interval(scope, bst, nst, name, "", b)
+		r.Lo, r.Hi = cp.interval(scope, bst, nst, name, "", b, r.Change)
 		r.judge(cp.opts)
 		t.Rows = append(t.Rows, r)
 	}
@@ -752,8 +766,14 @@ func WriteText(w io.Writer, c *Comparison) error {
 		fmt.Fprintf(&b, "load: %s %s; %s %s\n", c.BaseLabel, loadText(t.BaseLoad), c.NewLabel, loadText(t.NewLoad))
 	}
 	noise := fmt.Sprintf("between runs (%d against %d): run-to-run noise measured, Welch's interval over the runs' figures", c.BaseCount, c.NewCount)
-	if c.Noise != "between runs" {
-		noise = "within runs: each run's own sampling error; run-to-run noise is unknown (give several runs a side: BASE… vs NEW…)"
+	switch c.Noise {
+	case "history":
+		noise = fmt.Sprintf("the run-to-run spread of %d baseline runs in the history (%d against %d here)", c.HistoryRuns, c.BaseCount, c.NewCount)
+	case "within runs":
+		noise = "within runs: each run's own sampling error; run-to-run noise is unknown (give several runs a side: BASE… vs NEW…, or a --history)"
+		if c.HistoryRuns > 0 {
+			noise = fmt.Sprintf("within runs: each run's own sampling error; the history holds %d run(s) of this workload, %d are needed to measure the run-to-run noise", c.HistoryRuns, minHistory)
+		}
 	}
 	fmt.Fprintf(&b, "(latencies in ms; 95 %% interval of the change: %s; p: Mann-Whitney U on per-request values, Holm-adjusted; ~: the interval holds 0 or the change is under %s %%)\n",
 		noise, report.FormatDecimal(c.MinChange*100, 1))
