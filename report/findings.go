@@ -13,8 +13,8 @@ import (
 // findings states the correlation in sentences, most telling first,
 // leaving out the verdict sentences of the stages the conclusion states.
 // act are the sentences a user acts on (a stage that never steadied, a
-// client and server that disagree, preemptions, the other stages'
-// verdicts); detail is the analyst's material (each stage's throughput
+// client and server that disagree, preemptions, GPUs power-limited,
+// memory-bound or underused, the other stages' verdicts); detail is the analyst's material (each stage's throughput
 // change, throughput by KV-cache usage, the decode law's coefficients,
 // Pearson r, the cross-checks that agree), which report.html and the
 // verbose summary show.
@@ -30,6 +30,7 @@ func findings(c *correlate.Correlation, stated map[int]bool) (act, detail []stri
 	if p := preemptionFinding(c); p != "" {
 		act = append(act, p)
 	}
+	act = append(act, gpuFindings(c)...)
 	act = append(act, stageVerdicts(c, stated)...)
 	return act, details(c)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/servebench/servebench/internal/textable"
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scenario"
 )
 
 // Schema is the version of the sweep.json contract. It changes only when a
@@ -52,6 +53,11 @@ type Summary struct {
 	Search []SearchResult `json:"search,omitempty"`
 	// Budgets are the scenario's budgets, which every run was judged by.
 	Budgets *results.Budgets `json:"budgets,omitempty"`
+	// RankBy is what the recommendation maximised (scenario.Sweep.RankBy;
+	// empty: throughput), ParetoX the Pareto plot's x axis (empty: total
+	// output tokens/s).
+	RankBy  string `json:"rank_by,omitempty"`
+	ParetoX string `json:"pareto_x,omitempty"`
 }
 
 // Point is one combination of values, over its repeats.
@@ -123,6 +129,24 @@ type Metrics struct {
 	// beyond the p50 and p99 above, by metric and stat ("ttft_ms.p90"),
 	// so the trade-off plot draws the figure each budget is on.
 	Budgeted map[string]float64 `json:"budgeted,omitempty"`
+
+	// Efficiency (report.Efficiency), 0 when not measured or priced:
+	// joules per output token, output tokens per joule, the GPUs the
+	// telemetry saw, dollars per 1M output tokens, and the good output
+	// tokens (meeting the slo) per joule and per dollar.
+	JoulesPerToken     float64 `json:"joules_per_token,omitempty"`
+	TokensPerJoule     float64 `json:"output_tokens_per_j,omitempty"`
+	GPUs               float64 `json:"gpus,omitempty"`
+	USDPerMTok         float64 `json:"usd_per_mtok,omitempty"`
+	GoodTokensPerJoule float64 `json:"good_output_tokens_per_j,omitempty"`
+	GoodTokensPerUSD   float64 `json:"good_output_tokens_per_usd,omitempty"`
+}
+
+// efficiencyFields are the Metrics fields of the efficiency figures, which
+// are means over the runs that have them (a run without telemetry does
+// not pull the mean to 0) and keep six decimals.
+func efficiencyFields(m *Metrics) []*float64 {
+	return []*float64{&m.JoulesPerToken, &m.TokensPerJoule, &m.GPUs, &m.USDPerMTok, &m.GoodTokensPerJoule, &m.GoodTokensPerUSD}
 }
 
 // plottedMetrics are the budget metrics whose statistics the trade-off
@@ -132,14 +156,17 @@ var plottedMetrics = []string{"ttft_ms", "itl_ms"}
 // Recommendation is the value to use: among the combinations whose every
 // run completed (and met the budgets, when the scenario has budgets; had no
 // failed request, when it has none), the one with the highest output-token
-// throughput. Throughputs within 1 % count as equal (an open-loop load
+// throughput, or the most good output tokens per joule or per dollar
+// (sweep.rank_by). Throughputs within 1 % count as equal (an open-loop load
 // below capacity gives every value the offered rate), and the lowest E2E
 // p50 breaks the tie.
 type Recommendation struct {
 	Label  string            `json:"label,omitempty"` // empty when no combination qualifies
 	Values map[string]string `json:"values,omitempty"`
 	// Basis is "budgets" (the budgets were the filter) or "throughput"
-	// (no budgets: the filter is completed runs without failed requests).
+	// (no budgets: the filter is completed runs without failed requests),
+	// followed by ", good tokens per joule" or ", good tokens per dollar"
+	// when those were ranked by.
 	Basis  string `json:"basis"`
 	Reason string `json:"reason"` // one sentence, for people
 }
@@ -148,12 +175,17 @@ type Recommendation struct {
 // the TTFT and ITL statistics its overall budgets judge.
 func metricsOf(s *report.Summary) *Metrics {
 	o := &s.Overall
-	m := &Metrics{
+	return (&Metrics{
 		OK: float64(o.Requests.OK), Failed: float64(o.Requests.Failed), Dropped: float64(o.Requests.Dropped),
 		TTFTP50: o.TTFT.P50, TTFTP99: o.TTFT.P99, ITLP50: o.ITL.P50, ITLP99: o.ITL.P99,
 		TPOTP50: o.TPOT.P50, E2EP50: o.E2E.P50, E2EP99: o.E2E.P99,
 		OutputTokensPerSec: o.OutputTokensPerSec, RequestsPerSec: o.RequestsPerSec,
-	}
+	}).withEfficiency(o.Efficiency).withBudgeted(s)
+}
+
+// withBudgeted adds the TTFT and ITL statistics the run's overall budgets
+// judge beyond the p50 and p99.
+func (m *Metrics) withBudgeted(s *report.Summary) *Metrics {
 	if s.Verdict == nil {
 		return m
 	}
@@ -161,13 +193,28 @@ func metricsOf(s *report.Summary) *Metrics {
 		if c.Scope != "overall" || !slices.Contains(plottedMetrics, c.Metric) || c.Stat == "p50" || c.Stat == "p99" {
 			continue
 		}
-		if v, ok := o.Dist(c.Metric).Stat(c.Stat); ok {
+		if v, ok := s.Overall.Dist(c.Metric).Stat(c.Stat); ok {
 			if m.Budgeted == nil {
 				m.Budgeted = map[string]float64{}
 			}
 			m.Budgeted[c.Metric+"."+c.Stat] = v
 		}
 	}
+	return m
+}
+
+// withEfficiency adds a run's efficiency figures.
+func (m *Metrics) withEfficiency(e *report.Efficiency) *Metrics {
+	if e == nil {
+		return m
+	}
+	if en := e.Energy; en != nil {
+		m.JoulesPerToken, m.TokensPerJoule, m.GPUs = e.JoulesPerToken, e.TokensPerJoule, float64(en.GPUs)
+	}
+	if c := e.Cost; c != nil {
+		m.USDPerMTok = c.USDPerMTok
+	}
+	m.GoodTokensPerJoule, m.GoodTokensPerUSD = e.GoodTokensPerJoule, e.GoodTokensPerUSD
 	return m
 }
 
@@ -190,7 +237,26 @@ func meanMetrics(ms []*Metrics) *Metrics {
 	for _, f := range dst {
 		*f = math.Round(*f*1000) / 1000
 	}
-	// A budgeted statistic every run has, averaged likewise.
+	eff := efficiencyFields(&out)
+	for i := range eff {
+		n := 0
+		for _, m := range ms {
+			if x := *efficiencyFields(m)[i]; x != 0 {
+				*eff[i] += x
+				n++
+			}
+		}
+		if n > 0 {
+			*eff[i] = math.Round(*eff[i]/float64(n)*1e6) / 1e6
+		}
+	}
+	out.Budgeted = meanBudgeted(ms)
+	return &out
+}
+
+// meanBudgeted averages the budgeted statistics every run has.
+func meanBudgeted(ms []*Metrics) map[string]float64 {
+	var out map[string]float64
 	for k := range ms[0].Budgeted {
 		sum, n := 0.0, 0
 		for _, m := range ms {
@@ -199,13 +265,13 @@ func meanMetrics(ms []*Metrics) *Metrics {
 			}
 		}
 		if n == len(ms) {
-			if out.Budgeted == nil {
-				out.Budgeted = map[string]float64{}
+			if out == nil {
+				out = map[string]float64{}
 			}
-			out.Budgeted[k] = math.Round(sum/float64(n)*1000) / 1000
+			out[k] = math.Round(sum/float64(n)*1000) / 1000
 		}
 	}
-	return &out
+	return out
 }
 
 // verdictOf reads a run's budget verdict: nil without budgets (no
@@ -261,7 +327,29 @@ func (s *Summary) summarise(plan *Plan) {
 		pt.Metrics = meanMetrics(ms)
 		s.Points = append(s.Points, pt)
 	}
-	s.Recommendation = recommend(s.Points)
+	s.Recommendation = recommend(s.Points, s.RankBy)
+}
+
+// rankOf is the figure a sweep ranks by, its name in sentences, and why
+// a point without it is left out.
+func rankOf(rankBy string) (figure func(*Metrics) float64, name string, missing func(*Metrics) string) {
+	none := func(have float64, why string) func(*Metrics) string {
+		return func(m *Metrics) string {
+			if have == 0 {
+				return why
+			}
+			return "no request met the slo"
+		}
+	}
+	switch rankBy {
+	case scenario.RankGoodputPerJoule:
+		return func(m *Metrics) float64 { return m.GoodTokensPerJoule }, "good output tokens per joule",
+			func(m *Metrics) string { return none(m.JoulesPerToken, "no energy measured")(m) }
+	case scenario.RankGoodputPerDollar:
+		return func(m *Metrics) float64 { return m.GoodTokensPerUSD }, "good output tokens per dollar",
+			func(m *Metrics) string { return none(m.USDPerMTok, "not priced")(m) }
+	}
+	return func(m *Metrics) float64 { return m.OutputTokensPerSec }, "throughput", func(*Metrics) string { return "no throughput" }
 }
 
 func valueMap(vals []Value) map[string]string {
@@ -280,7 +368,8 @@ const tieFrac = 0.01
 // recommend picks the combination with the best throughput among those
 // that qualify (see Recommendation), or says why none does. Throughputs
 // within tieFrac of the best are a tie, broken by the lowest E2E p50.
-func recommend(points []Point) Recommendation {
+func recommend(points []Point, rankBy string) Recommendation {
+	figure, rankName, missing := rankOf(rankBy)
 	budgets := false
 	for _, p := range points {
 		budgets = budgets || p.BudgetsMet != nil
@@ -305,6 +394,8 @@ func recommend(points []Point) Recommendation {
 			why = append(why, p.Label+": "+missed)
 		case !budgets && p.Metrics.Failed > 0:
 			why = append(why, fmt.Sprintf("%s: %s", p.Label, report.FormatCountOf(p.Metrics.Failed, "failed request", "failed requests")))
+		case figure(p.Metrics) <= 0:
+			why = append(why, p.Label+": "+missing(p.Metrics))
 		default:
 			qualified = append(qualified, i)
 		}
@@ -315,11 +406,11 @@ func recommend(points []Point) Recommendation {
 	}
 	top := 0.0
 	for _, i := range qualified {
-		top = max(top, points[i].Metrics.OutputTokensPerSec)
+		top = max(top, figure(points[i].Metrics))
 	}
 	best, tied := -1, 0
 	for _, i := range qualified {
-		if points[i].Metrics.OutputTokensPerSec < top*(1-tieFrac) {
+		if figure(points[i].Metrics) < top*(1-tieFrac) {
 			continue
 		}
 		tied++
@@ -332,13 +423,21 @@ func recommend(points []Point) Recommendation {
 	m := p.Metrics
 	figures := fmt.Sprintf("%.1f output tokens/s, TTFT p50 %s p99 %s ms, ITL p50 %s p99 %s ms, E2E p50 %s ms",
 		m.OutputTokensPerSec, fmtMs(m.TTFTP50), fmtMs(m.TTFTP99), fmtMs(m.ITLP50), fmtMs(m.ITLP99), fmtMs(m.E2EP50))
+	switch rankBy {
+	case scenario.RankGoodputPerJoule:
+		rec.Basis += ", good tokens per joule"
+		figures = fmt.Sprintf("%s good output tokens per joule, %s J per token; ", fmtSig(m.GoodTokensPerJoule), fmtSig(m.JoulesPerToken)) + figures
+	case scenario.RankGoodputPerDollar:
+		rec.Basis += ", good tokens per dollar"
+		figures = fmt.Sprintf("%s good output tokens per dollar, $%s per 1M output tokens; ", fmtSig(m.GoodTokensPerUSD), fmtSig(m.USDPerMTok)) + figures
+	}
 	if budgets {
-		rec.Reason = fmt.Sprintf("%s meets every budget with the best throughput (%s)", p.Label, figures)
+		rec.Reason = fmt.Sprintf("%s meets every budget with the best %s (%s)", p.Label, rankName, figures)
 	} else {
-		rec.Reason = fmt.Sprintf("%s has the best throughput without failed requests (%s); the scenario has no budgets, so judge the latencies yourself", p.Label, figures)
+		rec.Reason = fmt.Sprintf("%s has the best %s without failed requests (%s); the scenario has no budgets, so judge the latencies yourself", p.Label, rankName, figures)
 	}
 	if tied > 1 {
-		rec.Reason += fmt.Sprintf("; %d values were within %g %% of the best throughput and it has the lowest E2E p50 of them", tied, tieFrac*100)
+		rec.Reason += fmt.Sprintf("; %d values were within %g %% of the best %s and it has the lowest E2E p50 of them", tied, tieFrac*100, rankName)
 	}
 	if len(why) > 0 {
 		rec.Reason += "; excluded: " + strings.Join(why, "; ")
@@ -347,6 +446,9 @@ func recommend(points []Point) Recommendation {
 }
 
 func fmtMs(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+
+// fmtSig formats x with four significant digits.
+func fmtSig(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }
 
 // WriteJSON writes the summary as indented JSON (the sweep.json format).
 func WriteJSON(w io.Writer, s *Summary) error {
@@ -363,7 +465,8 @@ func WriteJSON(w io.Writer, s *Summary) error {
 // parameter comes first.
 var csvHeader = []string{"repeat", "status", "ok", "failed", "dropped",
 	"ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms", "tpot_p50_ms", "e2e_p50_ms", "e2e_p99_ms",
-	"output_tokens_per_s", "requests_per_s", "budgets", "dir", "error"}
+	"output_tokens_per_s", "requests_per_s", "joules_per_token", "usd_per_mtok", "good_output_tokens_per_j", "good_output_tokens_per_usd",
+	"budgets", "dir", "error"}
 
 // WriteCSV writes one row per run (the sweep.csv format): the parameters'
 // values, then csvHeader's columns. Empty cells mean "no figure".
@@ -385,8 +488,15 @@ func WriteCSV(w io.Writer, s *Summary) error {
 				m.TPOTP50, m.E2EP50, m.E2EP99, m.OutputTokensPerSec, m.RequestsPerSec} {
 				row = append(row, num(x))
 			}
+			for _, x := range []float64{m.JoulesPerToken, m.USDPerMTok, m.GoodTokensPerJoule, m.GoodTokensPerUSD} {
+				if x == 0 {
+					row = append(row, "") // not measured, not priced
+				} else {
+					row = append(row, num(x))
+				}
+			}
 		} else {
-			row = append(row, make([]string, 12)...)
+			row = append(row, make([]string, 16)...)
 		}
 		budgets := ""
 		if r.BudgetsPass != nil {

@@ -40,6 +40,10 @@ type LoadPoint struct {
 	TPOTP50            float64
 	OutputTokensPerSec float64
 	Pass               *bool // met the budgets (nil: no verdict)
+	// ParetoX is the point's x in a Pareto plot with another axis than
+	// total throughput (ParetoPlot.XLabel): tokens/s per GPU, tokens per
+	// joule, $ per 1M tokens; 0 when unknown, and the point is not drawn.
+	ParetoX float64
 }
 
 // LoadSeries is one curve: the points of one combination of the other
@@ -119,24 +123,49 @@ func (lp *LoadPlot) panel(yLabel string, f func(LoadPoint) [2]float64) *plot.Plo
 type ParetoPlot struct {
 	Title  string
 	Series []LoadSeries
+	// XLabel names the x axis when it is not total output throughput:
+	// the points' ParetoX is drawn instead. XLowerIsBetter says a
+	// smaller x is better ($ per 1M tokens), for the frontier.
+	XLabel         string
+	XLowerIsBetter bool
 
 	omitted int // labels the last Render left out (see LabelsNote)
+}
+
+// x is a point's x in pp.
+func (pp *ParetoPlot) x(p LoadPoint) float64 {
+	if pp.XLabel != "" {
+		return p.ParetoX
+	}
+	return p.OutputTokensPerSec
 }
 
 // Frontier returns the indexes of pts that no other point beats on both
 // total and per-user throughput, in order of total throughput.
 func Frontier(pts []LoadPoint) []int {
+	return FrontierBy(pts, func(p LoadPoint) float64 { return p.OutputTokensPerSec }, false)
+}
+
+// FrontierBy returns the indexes of pts that no other point beats on both
+// x (larger, or smaller when lowerBetter) and per-user throughput, in
+// order of x; a point without x (0) or per-user speed is left out.
+func FrontierBy(pts []LoadPoint, x func(LoadPoint) float64, lowerBetter bool) []int {
+	key := func(p LoadPoint) float64 {
+		if lowerBetter {
+			return -x(p)
+		}
+		return x(p)
+	}
 	var out []int
 	for i, a := range pts {
 		ua := perUser(a)
-		if ua <= 0 {
+		if ua <= 0 || x(a) <= 0 {
 			continue
 		}
 		dominated := false
 		for j, b := range pts {
 			ub := perUser(b)
-			if i != j && ub > 0 && b.OutputTokensPerSec >= a.OutputTokensPerSec && ub >= ua &&
-				(b.OutputTokensPerSec > a.OutputTokensPerSec || ub > ua) {
+			if i != j && ub > 0 && x(b) > 0 && key(b) >= key(a) && ub >= ua && (key(b) > key(a) || ub > ua) {
 				dominated = true
 				break
 			}
@@ -145,10 +174,13 @@ func Frontier(pts []LoadPoint) []int {
 			out = append(out, i)
 		}
 	}
-	slices.SortFunc(out, func(a, b int) int {
-		return cmpF(pts[a].OutputTokensPerSec, pts[b].OutputTokensPerSec)
-	})
+	slices.SortFunc(out, func(a, b int) int { return cmpF(x(pts[a]), x(pts[b])) })
 	return out
+}
+
+// Frontier returns the indexes of the points of s on pp's frontier.
+func (pp *ParetoPlot) Frontier(s LoadSeries) []int {
+	return FrontierBy(s.Points, pp.x, pp.XLowerIsBetter)
 }
 
 func perUser(p LoadPoint) float64 {
@@ -181,13 +213,17 @@ func (pp *ParetoPlot) Flat() string {
 	lo, hi, n := math.Inf(1), math.Inf(-1), 0
 	for _, s := range pp.Series {
 		for _, pt := range s.Points {
-			if perUser(pt) > 0 {
-				lo, hi, n = min(lo, pt.OutputTokensPerSec), max(hi, pt.OutputTokensPerSec), n+1
+			if x := pp.x(pt); perUser(pt) > 0 && x > 0 {
+				lo, hi, n = min(lo, x), max(hi, x), n+1
 			}
 		}
 	}
 	if n < 2 || hi > lo*(1+paretoFlat) {
 		return ""
+	}
+	if pp.XLabel != "" {
+		return fmt.Sprintf("No Pareto plot: every value had the same %s (%s–%s, within %.0f %%), so there is no trade-off against per-user speed to draw; "+
+			"the values table compares their per-user speed.", pp.XLabel, report.FormatNumber(lo), report.FormatNumber(hi), 100*paretoFlat)
 	}
 	return fmt.Sprintf("No Pareto plot: every value served the same total output (%s–%s tok/s, within %.0f %%), so there is no trade-off "+
 		"between total and per-user speed to draw; the values table compares their per-user speed.",
@@ -219,6 +255,9 @@ func (pp *ParetoPlot) Render() (pngData, svgData []byte, err error) {
 	p.Title.Text = pp.Title
 	p.Title.TextStyle.Font.Size = vg.Points(13)
 	p.X.Label.Text = "total output tokens/s"
+	if pp.XLabel != "" {
+		p.X.Label.Text = pp.XLabel
+	}
 	p.Y.Label.Text = "output tokens/s per user (1000 / TPOT p50)"
 	p.Legend.Top, p.Legend.Left = true, false
 	p.Legend.TextStyle.Font.Size = vg.Points(10)
@@ -229,7 +268,7 @@ func (pp *ParetoPlot) Render() (pngData, svgData []byte, err error) {
 	var all []plotter.XYs
 	var met, missed plotter.XYs
 	for si, s := range pp.Series {
-		pts, names, m, x := paretoPoints(s)
+		pts, names, m, x := pp.points(s)
 		if len(pts) == 0 {
 			continue
 		}
@@ -256,15 +295,15 @@ func (pp *ParetoPlot) Render() (pngData, svgData []byte, err error) {
 	return renderColumn([]*plot.Plot{p}, 10*vg.Inch, 6.5*vg.Inch, "pareto plot")
 }
 
-// paretoPoints are a series' points with a per-user speed, their labels,
-// and those that met and missed the budgets.
-func paretoPoints(s LoadSeries) (pts plotter.XYs, labels []string, met, missed plotter.XYs) {
+// points are a series' points with an x and a per-user speed, their
+// labels, and those that met and missed the budgets.
+func (pp *ParetoPlot) points(s LoadSeries) (pts plotter.XYs, labels []string, met, missed plotter.XYs) {
 	for _, pt := range s.Points {
 		u := perUser(pt)
-		if u <= 0 {
+		if u <= 0 || pp.x(pt) <= 0 {
 			continue
 		}
-		xy := plotter.XY{X: pt.OutputTokensPerSec, Y: u}
+		xy := plotter.XY{X: pp.x(pt), Y: u}
 		pts, labels = append(pts, xy), append(labels, pt.Label)
 		switch {
 		case pt.Pass == nil:
@@ -292,8 +331,8 @@ func (pp *ParetoPlot) addSeries(p *plot.Plot, s LoadSeries, pts plotter.XYs, c c
 	}
 	p.Legend.Add(name, sc)
 	var front plotter.XYs
-	for _, i := range Frontier(s.Points) {
-		front = append(front, plotter.XY{X: s.Points[i].OutputTokensPerSec, Y: perUser(s.Points[i])})
+	for _, i := range pp.Frontier(s) {
+		front = append(front, plotter.XY{X: pp.x(s.Points[i]), Y: perUser(s.Points[i])})
 	}
 	if len(front) > 1 {
 		if l, err := plotter.NewLine(front); err == nil {

@@ -253,6 +253,9 @@ func Runs(base, cand *report.Aggregate, opts Options) (*Comparison, error) {
 	c.Tables = append(c.Tables, tables...)
 	c.Warnings = append(c.Warnings, warnings...)
 	c.Warnings = append(c.Warnings, loadWarnings(c, bs, ns)...)
+	if w := SpecDraftWarning(c.BaseLabel, bs.Overall.Efficiency, c.NewLabel, ns.Overall.Efficiency); w != "" {
+		c.Warnings = append(c.Warnings, w)
+	}
 	for _, g := range gates {
 		cg := g.judge(c)
 		c.Pass = c.Pass && cg.Pass
@@ -823,4 +826,21 @@ func signed(x float64) string {
 func round(x float64, digits int) float64 {
 	p := math.Pow(10, float64(digits))
 	return math.Round(x*p) / p
+}
+
+// SpecDraftWarning warns when two runs' speculative decoding used
+// different draft lengths: the acceptance rate (accepted ÷ proposed)
+// falls arithmetically as drafts grow, whatever the drafter's quality, so
+// the mean acceptance length (tokens per step) is what compares. "" when
+// they drafted alike or either did not speculate.
+func SpecDraftWarning(baseLabel string, base *report.Efficiency, newLabel string, cand *report.Efficiency) string {
+	if base == nil || cand == nil || base.SpecDecode == nil || cand.SpecDecode == nil {
+		return ""
+	}
+	b, n := base.SpecDecode, cand.SpecDecode
+	if b.DraftLength == 0 || n.DraftLength == 0 || math.Abs(b.DraftLength-n.DraftLength) < 0.05 {
+		return ""
+	}
+	return fmt.Sprintf("speculative decoding drafted %.2g tokens in %s and %.2g in %s: the acceptance rate (%.1f %% against %.1f %%) falls as drafts grow whatever the drafter, so compare the mean acceptance length, %.3g against %.3g tokens per step",
+		b.DraftLength, baseLabel, n.DraftLength, newLabel, 100*b.AcceptanceRate, 100*n.AcceptanceRate, b.AcceptLength, n.AcceptLength)
 }

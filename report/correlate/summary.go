@@ -62,6 +62,9 @@ type Correlation struct {
 
 	Stages []StageCorrelation `json:"stages"`
 
+	// GPU is what the GPU telemetry showed under load; nil without any.
+	GPU *GPU `json:"gpu,omitempty"`
+
 	// Conclusion answers in one sentence whether the server saturated and
 	// what limited it (package report writes it); it is also the first of
 	// the findings.
@@ -331,6 +334,7 @@ func (c *Correlator) Correlation(names map[int]string) *Correlation {
 		sc.AffectedSeqs = seqs
 		out.Stages = append(out.Stages, sc)
 	}
+	out.GPU = c.gpuSummary(ws)
 	return out
 }
 
