@@ -475,6 +475,9 @@ func WriteSweepHTML(w io.Writer, p *SweepPage) error {
 		}
 		fig := htmlFigure{Name: f.name, Title: f.title, SVG: inline}
 		if f.name == "pareto" {
+			if p.Pareto.XLabel != "" {
+				fig.Title = "Per-user speed against " + p.Pareto.XLabel
+			}
 			if note := p.Pareto.LabelsNote(); note != "" {
 				fig.Notes = append(fig.Notes, note)
 			}
