@@ -60,7 +60,7 @@ func TestDocs(t *testing.T) {
 	for _, c := range commandFlags(context.Background()) {
 		flags[c.name] = map[string]bool{"help": true}
 		for _, f := range c.flags {
-			flags[c.name][f] = true
+			flags[c.name][f.name] = true
 		}
 	}
 	link := regexp.MustCompile(`\]\(([^)#:]+)(#[^)]*)?\)`)

@@ -105,8 +105,7 @@ func runCmd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if len(pos) > 1 {
-		fs.Usage()
-		return usagef("run: want one scenario file (or none, with the flags of a run), got %d", len(pos))
+		return usageFor(fs, "run: want one scenario file (or none, with the flags of a run), got %d", len(pos))
 	}
 	file := ""
 	if len(pos) == 1 {
@@ -140,7 +139,7 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	if *metricsAddr != "" {
 		lm, err := listenLive(*metricsAddr, sc.Target.AllowRemote, opts.Progress)
 		if err != nil {
-			return usageError{err}
+			return usageError{err: err}
 		}
 		defer lm.Close()
 		opts.Observer = lm
@@ -174,11 +173,11 @@ func runCmd(ctx context.Context, e env, args []string) error {
 func runDry(ctx context.Context, e env, sc *scenario.Scenario, sh scenario.Shard, metricsAddr string) error {
 	if metricsAddr != "" {
 		if err := live.CheckAddr(metricsAddr, sc.Target.AllowRemote); err != nil {
-			return usageError{err}
+			return usageError{err: err}
 		}
 	}
 	if err := run.DryRun(ctx, e.stdout, sc, sh); err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	return nil
 }
@@ -217,7 +216,7 @@ func runDir(name, out string, force bool) (dir string, created bool, err error) 
 	if err := run.PrepareDir(dir, force, chart.Renderer{}); err != nil {
 		var used *run.UsedDirError
 		if errors.As(err, &used) {
-			return "", false, usageError{err}
+			return "", false, usageError{err: err}
 		}
 		return "", false, fmt.Errorf("run: %w", err)
 	}
@@ -234,7 +233,7 @@ func runOutcome(ctx context.Context, e env, sum *report.Summary, dir string, cre
 	}
 	var cfgErr *run.ConfigError
 	if errors.As(runErr, &cfgErr) {
-		runErr = usageError{runErr}
+		runErr = usageError{err: runErr}
 	}
 	if sum == nil {
 		if created {
@@ -305,7 +304,7 @@ func runOptions(e env, sc *scenario.Scenario, dir string, quiet bool) (run.Optio
 	o := run.Options{Dir: dir, Terminal: e.isTerminal, Render: chart.Renderer{}}
 	key, err := run.APIKey(sc, e.getenv)
 	if err != nil {
-		return o, usageError{err}
+		return o, usageError{err: err}
 	}
 	o.APIKey = key
 	if !quiet {
@@ -338,16 +337,16 @@ func scenarioFlagsInto(fs *flag.FlagSet, f *scenario.Flags) func(path string, ex
 		if path == "" {
 			sc, err := scenario.FromFlags(*f, all...)
 			if err != nil {
-				return nil, usageError{err}
+				return nil, usageError{err: err}
 			}
 			return sc, nil
 		}
 		sc, err := scenario.Load(path)
 		if err != nil {
-			return nil, usageError{err}
+			return nil, usageError{err: err}
 		}
 		if err := sc.ApplyFlags(*f, all...); err != nil {
-			return nil, usageError{err}
+			return nil, usageError{err: err}
 		}
 		return sc, nil
 	}
@@ -359,7 +358,7 @@ func runLoadFlags(fs *flag.FlagSet, f *scenario.Flags) {
 	fs.StringVar(&f.Model, "model", "", "the model `name` (target.model; default: the first of GET /v1/models)")
 	fs.IntVar(&f.Concurrency, "concurrency", 0, "a closed loop of `N` workers")
 	fs.Float64Var(&f.Rate, "rate", 0, "an open loop of `R` arrivals per second")
-	fs.StringVar(&f.Arrival, "arrival", "", "the open loop's arrival `process`: poisson (default), constant or gamma")
+	choiceVar(fs, &f.Arrival, "arrival", "", []string{"poisson", "constant", "gamma"}, "the open loop's arrival process: poisson (default), constant or gamma")
 	fs.IntVar(&f.Requests, "requests", 0, "stop the stage after `N` requests")
 	fs.DurationVar(&f.Duration, "duration", 0, "stop the stage after `D` (30s, 5m)")
 	fs.IntVar(&f.InputTokens, "input-tokens", 0, "prompts of `N` tokens")
@@ -367,7 +366,7 @@ func runLoadFlags(fs *flag.FlagSet, f *scenario.Flags) {
 	fs.StringVar(&f.Dataset, "dataset", "", "take the prompts from `FILE` (ShareGPT JSON, or JSONL)")
 	// The flags vllm bench serve users type, with vLLM's meaning.
 	fs.IntVar(&f.MaxConcurrency, "max-concurrency", 0, "at most `N` requests in flight; with --rate, excess arrivals wait client-side (as vLLM's --max-concurrency), alone a closed loop of N")
-	fs.StringVar(&f.Overflow, "overflow", "", "what an open loop does with an arrival finding the cap: `queue` (wait client-side) or drop (record it, never sent)")
+	choiceVar(fs, &f.Overflow, "overflow", "", []string{"queue", "drop"}, "what an open loop does with an arrival finding the cap: queue (wait client-side) or drop (record it, never sent)")
 	fs.Float64Var(&f.Burstiness, "burstiness", 0, "gamma arrivals of shape `B` (vLLM's --burstiness; 1 is Poisson, below 1 burstier)")
 	fs.IntVar(&f.Warmups, "num-warmups", 0, "send `N` warmup requests first, left out of the figures (added to --requests)")
 	fs.StringVar(&f.Seed, "seed", "", "the prompts' and arrivals' `seed` (prompts.seed)")

@@ -30,7 +30,7 @@ func selftestCmd(ctx context.Context, e env, args []string) error {
 	streams := fs.String("streams", "1,64,1000,10000", "stream counts to measure, comma-separated")
 	cfg := selftest.Config{}
 	fs.DurationVar(&cfg.Duration, "duration", 0, "length of each measurement (default 2s)")
-	format := fs.String("format", "text", "output format: text or json")
+	format := choiceFlag(fs, "format", "text", []string{"text", "json"}, "output format: text or json")
 	if pos, err := parseFlags(fs, args); err != nil || len(pos) > 0 {
 		return errors.Join(err, usagef("selftest: takes no arguments"))
 	}
