@@ -31,6 +31,7 @@ type env struct {
 	aborts         *abortHooks         // run on an abort (a second Ctrl-C) before exiting; nil: none
 	prog           string              // the program's name in usage texts; "" is bench
 	flagSets       func(*flag.FlagSet) // told of each flag set a command makes (completion reads them); nil: none
+	noPlots        bool                // runs draw no plots and no report.html (the tests under the race detector)
 }
 
 // benchWord is the program's name as the usage texts write it.

@@ -301,7 +301,7 @@ func shardFlags(shard, startAt string, scrapeShard int) (scenario.Shard, time.Ti
 // runOptions are the run library's options for a run from the command
 // line: the API key from the environment, progress on stderr.
 func runOptions(e env, sc *scenario.Scenario, dir string, quiet bool) (run.Options, error) {
-	o := run.Options{Dir: dir, Terminal: e.isTerminal, Render: chart.Renderer{}}
+	o := run.Options{Dir: dir, Terminal: e.isTerminal, Render: chart.Renderer{}, NoPlots: e.noPlots}
 	key, err := run.APIKey(sc, e.getenv)
 	if err != nil {
 		return o, usageError{err: err}
