@@ -36,9 +36,11 @@ func encodeBody(r *Request) ([]byte, error) {
 			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: r.System})
 		}
 		for _, m := range r.History {
-			msgs = append(msgs, openai.ChatCompletionMessage{Role: m.Role, Content: m.Content})
+			msgs = append(msgs, chatMessage(&m))
 		}
-		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: r.Prompt})
+		if r.Prompt != "" || len(r.History) == 0 {
+			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: r.Prompt})
+		}
 		body["messages"] = msgs
 		if len(r.Tools) > 0 {
 			body["tools"] = r.Tools
@@ -81,6 +83,19 @@ func encodeBody(r *Request) ([]byte, error) {
 		body[k] = v
 	}
 	return marshalBody(body)
+}
+
+// chatMessage is m as go-openai encodes it.
+func chatMessage(m *Message) openai.ChatCompletionMessage {
+	out := openai.ChatCompletionMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+	if len(m.ToolCalls) > 0 {
+		out.ToolCalls = make([]openai.ToolCall, len(m.ToolCalls))
+		for i, c := range m.ToolCalls {
+			out.ToolCalls[i] = openai.ToolCall{ID: c.ID, Type: openai.ToolTypeFunction,
+				Function: openai.FunctionCall{Name: c.Name, Arguments: c.Arguments}}
+		}
+	}
+	return out
 }
 
 func marshalBody(body map[string]any) ([]byte, error) {

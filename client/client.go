@@ -55,6 +55,10 @@ const (
 	idleConnExpiry = 90 * time.Second
 )
 
+// ConnWriteBytes is the client's per-connection write buffer, for a
+// sender that is to write alike (bench selftest's raw reader).
+const ConnWriteBytes = connWriteBytes
+
 // Config configures a Client. The zero value of each field selects its
 // documented default.
 type Config struct {
@@ -101,9 +105,13 @@ type Config struct {
 // a Result. It is safe for concurrent use; one Client serves a whole run.
 type Client struct {
 	root        string // scheme://host[:port][/prefix], without /v1
-	chatURL     string
-	complURL    string
-	embedURL    string
+	rootPath    string // the root's own path ("" or "/prefix")
+	chatPath    string // the request paths, the root's own path included
+	complPath   string
+	embedPath   string
+	pool        *wirePool // Do's connections (wire.go)
+	wireHeaders []byte    // the configured headers, rendered (wireHeaderBlock)
+	headerSet   map[string]bool
 	apiKey      string
 	epoch       time.Time
 	connect     time.Duration
@@ -117,6 +125,7 @@ type Client struct {
 	loadCounter func() (*tokenizer.Tokenizer, error)
 	chunks      atomic.Int64 // token-bearing chunks received, all requests
 	firsts      firstTokens  // first tokens received, all requests
+	readers     readerStats  // how the streams' reads went, all requests
 	requests    atomic.Uint64
 	// tokenizeDialect is the /tokenize body the server understood
 	// (tokenize.go); 0 until one has.
@@ -156,6 +165,42 @@ func (c *Client) FirstTokens() (n int64, sum time.Duration) {
 	return c.firsts.n.Load(), time.Duration(c.firsts.sumNS.Load())
 }
 
+// ReaderStats sums how the reads of finished streams went: whether the
+// readers kept up with the bytes or the bytes waited for them. A reader
+// that keeps up spends its time waiting inside reads, each of which
+// returns what little has arrived; a reader that is the bottleneck spends
+// its time between reads (decoding, recording, or waiting for a CPU) and
+// finds a full buffer at every read. All fields are totals since the
+// Client was made; differences between two calls describe the streams
+// that finished in between.
+type ReaderStats struct {
+	Streams   int64         // streams that read a body
+	Reads     int64         // reads of stream bodies
+	FullReads int64         // reads that found a full buffer's worth waiting
+	InRead    time.Duration // time spent inside reads
+	Reading   time.Duration // time from each stream's first read to its last read's end
+}
+
+// readerStats accumulates ReaderStats, one atomic add per field per stream.
+type readerStats struct {
+	streams, reads, full, inRead, reading atomic.Int64
+}
+
+func (r *readerStats) add(t *stampReader) {
+	r.streams.Add(1)
+	r.reads.Add(int64(t.reads))
+	r.full.Add(int64(t.full))
+	r.inRead.Add(int64(t.inRead))
+	r.reading.Add(int64(t.at.Sub(t.first)))
+}
+
+// ReaderStats returns the reader figures of the streams finished so far.
+// It is safe for concurrent use.
+func (c *Client) ReaderStats() ReaderStats {
+	return ReaderStats{Streams: c.readers.streams.Load(), Reads: c.readers.reads.Load(), FullReads: c.readers.full.Load(),
+		InRead: time.Duration(c.readers.inRead.Load()), Reading: time.Duration(c.readers.reading.Load())}
+}
+
 // New validates cfg and builds a Client with a transport tuned for many
 // concurrent streams: an idle pool of MaxConns connections to the one host,
 // no compression, HTTP/1.1 only, no proxy, no redirects, loopback only.
@@ -175,9 +220,6 @@ func New(cfg Config) (*Client, error) {
 	}
 	c := &Client{
 		root:      root,
-		chatURL:   root + "/v1/chat/completions",
-		complURL:  root + "/v1/completions",
-		embedURL:  root + "/v1/embeddings",
 		apiKey:    cfg.APIKey,
 		headers:   maps.Clone(cfg.Headers),
 		redact:    redact.New(append(slices.Collect(maps.Values(cfg.Headers)), cfg.APIKey)...),
@@ -191,9 +233,21 @@ func New(cfg Config) (*Client, error) {
 	if c.connect > 0 {
 		dialer.Timeout = c.connect
 	}
+	u, err := url.Parse(root)
+	if err != nil {
+		return nil, err
+	}
+	c.rootPath = u.Path
+	c.chatPath, c.complPath, c.embedPath = u.Path+"/v1/chat/completions", u.Path+"/v1/completions", u.Path+"/v1/embeddings"
+	if c.pool, err = newWirePool(root, maxConns, dialer, cfg.TLS); err != nil {
+		return nil, err
+	}
+	if c.wireHeaders, c.headerSet, err = wireHeaderBlock(cfg.Headers); err != nil {
+		return nil, fmt.Errorf("headers: %w", err)
+	}
 	c.transport = &http.Transport{
 		Proxy:               nil, // never route load through a proxy from the environment
-		DialContext:         resetDialer(dialer.DialContext),
+		DialContext:         dialer.DialContext,
 		MaxIdleConns:        maxConns,
 		MaxIdleConnsPerHost: maxConns,
 		IdleConnTimeout:     idleConnExpiry,
@@ -223,6 +277,7 @@ func New(cfg Config) (*Client, error) {
 // Close releases the idle connections of the pool. The Client must not be
 // used afterwards.
 func (c *Client) Close() {
+	c.pool.closeIdle()
 	c.transport.CloseIdleConnections()
 }
 
@@ -265,7 +320,8 @@ const (
 )
 
 // WarmUp opens up to n connections to the server, at once, and leaves them
-// in the idle pool (n is capped at the pool size, Config.MaxConns), so
+// in the idle pool of Do's connections (n is capped at the pool size,
+// Config.MaxConns), so
 // that the first n concurrent requests of a run do not pay for a dial, and
 // a burst of dials does not inflate the first TTFTs. It holds n GET
 // /v1/models requests open at once, so each has its own connection; any
@@ -279,7 +335,7 @@ const (
 // more as it needs them. It reports what it did, with its duration; its
 // error is the first one met when no connection could be opened.
 func (c *Client) WarmUp(ctx context.Context, n int) (results.WarmUp, error) {
-	n = min(n, c.transport.MaxIdleConnsPerHost)
+	n = min(n, c.pool.max)
 	w := results.WarmUp{Wanted: max(n, 0)}
 	if n <= 0 {
 		return w, nil
@@ -288,23 +344,24 @@ func (c *Client) WarmUp(ctx context.Context, n int) (results.WarmUp, error) {
 	wctx, cancel := context.WithTimeout(ctx, warmDeadline)
 	defer cancel()
 	type answer struct {
-		resp *http.Response
+		conn *wireConn
 		err  error
 	}
+	head := c.getHead("/v1/models")
 	answers := make(chan answer, n)
 	for range n {
 		go func() {
-			req, err := http.NewRequestWithContext(wctx, http.MethodGet, c.root+"/v1/models", nil)
-			if err != nil {
-				answers <- answer{err: err}
-				return
+			conn, err := c.pool.dial(wctx)
+			if err == nil {
+				if err = conn.probe(wctx, head); err != nil {
+					conn.nc.Close()
+					conn = nil
+				}
 			}
-			c.setHeaders(req)
-			resp, err := c.http.Do(req)
-			answers <- answer{resp, err}
+			answers <- answer{conn, err}
 		}()
 	}
-	var held []*http.Response
+	var held []*wireConn
 	var firstErr error
 	idle := time.NewTimer(warmDeadline)
 	defer idle.Stop()
@@ -314,10 +371,10 @@ func (c *Client) WarmUp(ctx context.Context, n int) (results.WarmUp, error) {
 			got++
 			switch {
 			case a.err == nil && wctx.Err() == nil:
-				held = append(held, a.resp)
+				held = append(held, a.conn)
 				idle.Reset(max(warmIdle, 5*time.Since(began)))
 			case a.err == nil:
-				a.resp.Body.Close() // answered after the warm-up gave up
+				a.conn.nc.Close() // answered after the warm-up gave up
 			case firstErr == nil && wctx.Err() == nil:
 				firstErr = a.err
 			}
@@ -326,10 +383,9 @@ func (c *Client) WarmUp(ctx context.Context, n int) (results.WarmUp, error) {
 		}
 	}
 	// Every answered request held its connection until now: they are
-	// distinct, and go back to the pool drained.
-	for _, resp := range held {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-		resp.Body.Close()
+	// distinct, and go to the pool.
+	for _, conn := range held {
+		c.pool.put(conn)
 	}
 	w.Opened, w.Duration = len(held), time.Since(began)
 	if len(held) == 0 && firstErr != nil {

@@ -5,9 +5,7 @@ import (
 
 	"github.com/servebench/servebench/results"
 
-	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,10 +13,8 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -79,12 +75,12 @@ func (c *Client) do(ctx context.Context, r *Request, keep bool) (res results.Res
 			res.PromptTokensDiff = res.PromptTokens - res.InputTokens - r.PromptOverhead
 		}
 	}()
-	url := c.chatURL
+	path := c.chatPath
 	switch r.API {
 	case results.APICompletions:
-		url = c.complURL
+		path = c.complPath
 	case results.APIEmbeddings:
-		url = c.embedURL
+		path = c.embedPath
 	}
 	body, err := encodeBody(r)
 	if err != nil {
@@ -121,83 +117,59 @@ func (c *Client) do(ctx context.Context, r *Request, keep bool) (res results.Res
 
 	// A server that closes a kept-alive connection right after a response
 	// (llama.cpp's, among others) leaves a dead connection in the pool, and
-	// the next request sent on it fails before any response byte. The
-	// transport sends it again on a fresh connection when the request is
-	// marked idempotent, which the Idempotency-Key header does (net/http
-	// replays only such requests, only on a reused connection, and only
-	// when the failure came before the response). A send that was not
-	// written whole, or whose connection was reset (the server closed it
-	// with the request unread), was not processed; one written whole on a
-	// connection the server closed in order may have been (a server that
-	// closes a connection while it works on its request). The trace counts
-	// those (sends) as well as the connections the request took, and the
-	// record says both.
-	var conns atomic.Int32
-	var written atomic.Int64 // when the request was written, ns from the epoch
-	var sends sends
-	trace := &httptrace.ClientTrace{
-		GotConn: func(info httptrace.GotConnInfo) { conns.Add(1); sends.attempt(info.Conn) },
-		WroteRequest: func(info httptrace.WroteRequestInfo) {
-			written.Store(int64(c.since(time.Now())))
-			sends.wrote(info.Err == nil)
-		},
-	}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(rctx, trace), http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		res.Outcome, res.ErrorClass, res.Error = results.Failed, results.ErrConnect, err.Error()
-		return res, ""
-	}
-	defer func() {
-		res.Retries = max(int(conns.Load())-1, 0)
-		res.ResentWritten = sends.wholeBefore()
-		res.Written = time.Duration(written.Load())
-	}()
-	req.Header.Set("Idempotency-Key", c.requestKey())
-	req.Header.Set("Content-Type", "application/json")
-	if res.Stream {
-		req.Header.Set("Accept", "text/event-stream")
-	}
-	c.setHeaders(req)
-
+	// the next request sent on it fails before any response byte. Such a
+	// request was never processed: send gives it one more try on a fresh
+	// connection, and the connections it took are counted, so the retry is
+	// recorded.
+	head := c.requestHead(path, len(body), res.Stream)
 	sentAt := time.Now()
 	res.Sent = c.since(sentAt)
 	wd := c.watch(res.Sent, cancel)
 	cleanup = append(cleanup, wd.stop)
-	resp, err := c.http.Do(req)
+	x, conns, resent, err := c.pool.send(rctx, head, body, func() { res.Written = c.since(time.Now()) })
+	res.Retries, res.ResentWritten = max(conns-1, 0), resent
 	if err != nil {
 		c.fail(ctx, rctx, &res, err, results.ErrConnect)
 		return res, ""
 	}
-	cleanup = append(cleanup, func() { resp.Body.Close() })
+	cleanup = append(cleanup, x.release)
+	if drainBody := c.respond(ctx, rctx, &res, x, sentAt, wd, textp); drainBody != nil {
+		cleanup = append(cleanup, drainBody)
+		background = true
+	}
+	return res, ""
+}
+
+// respond reads the response of exchange x into res: an HTTP error, a
+// body that is not an event stream, a stream, or a whole response. After
+// a stream that ended with [DONE] it returns what reads the end of the
+// body (in the background, bounded by the watchdog), else nil.
+func (c *Client) respond(ctx, rctx context.Context, res *results.Result, x *exchange, sentAt time.Time, wd *watchdog, textp *[]byte) (drainBody func()) {
+	resp := x.resp
 	res.Headers = c.since(time.Now())
 	res.Status = resp.StatusCode
-
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+	switch {
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		wd.begin(res.Headers)
-		c.httpError(&res, resp)
-		return res, ""
-	}
-	if res.Stream && !isEventStream(resp) {
+		c.httpError(res, resp)
+	case res.Stream && !isEventStream(resp):
 		wd.begin(res.Headers)
-		c.notSSE(&res, resp)
-		return res, ""
-	}
-	if res.Stream {
-		if c.readStream(ctx, rctx, &res, resp.Body, sentAt, wd, r.MaxTokens, textp) {
+		c.notSSE(res, resp)
+	case res.Stream:
+		if c.readStream(ctx, rctx, res, x, sentAt, wd, textp) {
 			// [DONE] came: the record is complete. The end of the body is
 			// read in the background, bounded by the watchdog, so that the
 			// connection goes back to the pool without holding the worker
 			// (a server that keeps the body open after [DONE] cost every
 			// request of a closed loop the whole drain grace).
 			wd.drain(c.since(time.Now()))
-			cleanup = append(cleanup, func() { _, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) })
-			background = true
+			return func() { _, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) }
 		}
-	} else {
+	default:
 		wd.begin(res.Headers)
-		c.readWhole(ctx, rctx, &res, resp.Body, textp)
+		c.readWhole(ctx, rctx, res, resp.Body, textp)
 	}
-	return res, ""
+	return nil
 }
 
 // isEventStream reports whether a 2xx response to a streaming request is an
@@ -250,21 +222,18 @@ func printable(s string) string {
 
 // readStream reads an SSE body into res. It reports whether the stream
 // completed with [DONE], leaving the end of the body to the caller.
-func (c *Client) readStream(ctx, rctx context.Context, res *results.Result, body io.Reader, sentAt time.Time, wd *watchdog, maxTokens int, text *[]byte) (done bool) {
+func (c *Client) readStream(ctx, rctx context.Context, res *results.Result, x *exchange, sentAt time.Time, wd *watchdog, text *[]byte) (done bool) {
+	body := x.resp.Body
 	s := c.streams.Get().(*stream)
 	defer func() {
 		s.release()
 		c.streams.Put(s)
 	}()
-	if maxTokens > 0 {
-		res.ChunkTimes = make([]time.Duration, 0, min(maxTokens+1, 1<<16))
-	} else {
-		res.ChunkTimes = make([]time.Duration, 0, 256)
-	}
 	s.reset(body, res, c.epoch, sentAt)
-	s.live, s.firsts = &c.chunks, &c.firsts
+	s.live, s.firsts, s.stats = &c.chunks, &c.firsts, &c.readers
 	s.text = text
 	end, fail, readErr := s.pump(wd, c.since)
+	x.hot = s.src.reads >= hotReads && 4*s.src.full >= 3*s.src.reads
 	if fail == nil && readErr != nil && !errors.Is(readErr, io.EOF) {
 		if errors.Is(readErr, errLineTooLong) {
 			fail = &failure{results.ErrMalformedChunk, readErr.Error()}
@@ -302,9 +271,10 @@ type wholeResponse struct {
 	} `json:"choices"`
 	// Data holds one object per embedded input; only their count is read
 	// (the vectors are skipped).
-	Data  []struct{}      `json:"data"`
-	Usage *openai.Usage   `json:"usage"`
-	Error json.RawMessage `json:"error"`
+	Data    []struct{}      `json:"data"`
+	Usage   *openai.Usage   `json:"usage"`
+	Timings *wireTimings    `json:"timings"` // llama.cpp's server
+	Error   json.RawMessage `json:"error"`
 }
 
 // readWhole reads a JSON response body into res. Only E2E is measured:
@@ -360,6 +330,9 @@ func (c *Client) readWhole(ctx, rctx context.Context, res *results.Result, body 
 		}
 		if d := w.Usage.CompletionTokensDetails; d != nil {
 			res.ReasoningTokens = d.ReasoningTokens
+		}
+		if t := w.Timings; t != nil && res.CachedTokens == 0 {
+			res.CachedTokens = t.CacheN // llama.cpp reports its cache hits in timings only
 		}
 	} else {
 		// The whole text is at hand, so counting it is cheap here.
@@ -565,29 +538,22 @@ func (w *watchdog) fire() {
 }
 
 // pump reads SSE lines until [DONE], a failure or the end of the body,
-// stamping each line on arrival. It returns when reading ended, the failure
-// if a line failed the request, and the read error that ended the body.
+// each stamped with the read that completed it (stampReader). It returns
+// when reading ended, the failure if a line failed the request, and the
+// read error that ended the body.
 func (s *stream) pump(wd *watchdog, since func(time.Time) time.Duration) (end time.Time, fail *failure, readErr error) {
-	first := true
+	first, touched := true, 0
 	for {
 		line, err := s.readLine()
-		if len(line) == 0 && err == nil && !first {
-			// An event's blank separator: nothing to stamp. Half of an SSE
-			// stream's lines are these, and a clock read was a fifth of the
-			// client's cost per chunk.
-			if fail = s.handleLine(line, time.Time{}); fail != nil {
-				return time.Now(), fail, nil
-			}
-			continue
-		}
-		now := time.Now() // the line's arrival, before any decoding
+		now := s.src.at
 		if len(line) > 0 || err == nil {
 			if first {
 				first = false
 				wd.begin(since(now))
-			} else {
+			} else if s.src.reads != touched {
 				wd.touch(since(now))
 			}
+			touched = s.src.reads
 			if fail = s.handleLine(line, now); fail != nil {
 				return now, fail, nil
 			}
@@ -599,87 +565,4 @@ func (s *stream) pump(wd *watchdog, since func(time.Time) time.Duration) (end ti
 			return now, nil, err
 		}
 	}
-}
-
-// sends counts a request's attempts whose request was written whole, on
-// a connection that was not reset, before the transport abandoned them
-// for another connection: the server may have processed those. The
-// transport calls it from its goroutines, one attempt after the other.
-type sends struct {
-	mu    sync.Mutex
-	n     int      // attempts begun
-	whole int      // earlier attempts written whole
-	cur   bool     // the current attempt was written whole
-	conn  net.Conn // the current attempt's
-}
-
-// attempt begins an attempt on conn.
-func (s *sends) attempt(conn net.Conn) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.n > 0 && s.cur && !wasReset(s.conn) {
-		s.whole++
-	}
-	s.n++
-	s.cur, s.conn = false, conn
-}
-
-// wrote records the current attempt's write: whole or not.
-func (s *sends) wrote(whole bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.cur = whole
-}
-
-// wholeBefore is the number of attempts before the last that were written
-// whole.
-func (s *sends) wholeBefore() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.whole
-}
-
-// resetConn is a connection that remembers whether the peer reset it: a
-// server resets a connection it closes with data unread, so a request
-// written on a reset connection was not read whole.
-type resetConn struct {
-	net.Conn
-	reset atomic.Bool
-}
-
-func (c *resetConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	if err != nil && errors.Is(err, syscall.ECONNRESET) {
-		c.reset.Store(true)
-	}
-	return n, err
-}
-
-func (c *resetConn) Write(p []byte) (int, error) {
-	n, err := c.Conn.Write(p)
-	if err != nil && errors.Is(err, syscall.ECONNRESET) {
-		c.reset.Store(true)
-	}
-	return n, err
-}
-
-// resetDialer wraps dial's connections in resetConns.
-func resetDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(context.Context, string, string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return &resetConn{Conn: c}, nil
-	}
-}
-
-// wasReset reports whether conn (or the connection under a TLS one) was
-// reset by its peer.
-func wasReset(conn net.Conn) bool {
-	if tc, ok := conn.(*tls.Conn); ok {
-		conn = tc.NetConn()
-	}
-	rc, ok := conn.(*resetConn)
-	return ok && rc.reset.Load()
 }

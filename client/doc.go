@@ -18,21 +18,46 @@
 // wanted the request sent; Sent is taken just before the request is handed
 // to the transport (so it includes a dial when no pooled connection is
 // free); Headers when the response headers have been read. In a stream each
-// SSE line is stamped as soon as bufio returns it, before any JSON decoding.
+// SSE line is stamped with the moment the read that brought its last bytes
+// returned, before any decoding: the lines of one read arrived together.
 // ChunkTimes are offsets from Sent, not from the epoch.
+//
+// # Reading chunks
+//
+// A chunk is read by a byte scanner (scan.go) that finds the facts the
+// client records (a token-bearing delta, finish_reason, usage) while
+// checking the chunk is well-formed JSON, and by a per-stream template
+// for the chunks that differ from the previous one only in their token's
+// string. Whatever the scanner does not read exactly as the full decoder
+// would (an in-band error, an odd member name, invalid JSON) goes to the
+// full decoder; fuzz tests hold the two to the same facts, and
+// testdata/chunks holds each engine's chunk shapes with their sources.
 //
 // # Connections
 //
-// One Client serves a run. Its transport keeps an idle pool of
-// Config.MaxConns connections to the one host (HTTP/1.1, one stream per
-// connection, no compression, no proxy, no redirects, loopback addresses
-// only). Client.WarmUp opens that many connections before the load starts,
-// so that the first requests neither pay for a dial nor queue behind a
-// burst of them; it keeps those the server answers and stops waiting once
+// One Client serves a run. Do sends on connections of its own (wire.go):
+// HTTP/1.1, one stream per connection, no compression, no proxy, no
+// redirects, loopback addresses only, an idle pool of Config.MaxConns
+// connections to the one host. Each stream costs one goroutine, the
+// caller's (net/http's transport adds a reader and a writer goroutine per
+// connection), and one read buffer per connection: about 26 KiB per
+// in-flight stream in all (BenchmarkInFlight); a connection whose stream
+// outpaced its reader reads the next through a 64 KiB buffer. The request
+// is written in one write; the response head is read with net/http's
+// ReadResponse. An idle connection the server closed is found by a peek
+// before it is reused, and a request that failed on a reused connection
+// before any response byte is sent once more on a new one
+// (Result.Retries, and Result.ResentWritten when the first send had been
+// written whole on a connection closed in order). Client.WarmUp opens that
+// many connections before the load starts (a GET /v1/models on each), so
+// that the first requests neither pay for a dial nor queue behind a burst
+// of them; it keeps those the server answers and stops waiting once
 // answers stop (a server with few HTTP threads serves only so many at
 // once), so it never holds a run back for long, and it reports what it
-// opened and how long it took (results.WarmUp). A stream that ended with [DONE] is read to its end (at most
-// 200 ms more) so that its connection returns to the pool.
+// opened and how long it took (results.WarmUp). A stream that ended with
+// [DONE] is read to its end (at most 200 ms more) so that its connection
+// returns to the pool. The other calls (models, version, tokenize) go
+// through net/http.
 //
 // # Tokens and chunks
 //

@@ -12,7 +12,9 @@ type Request struct {
 
 	// History holds the earlier turns of a conversation (chat only), sent
 	// between the system message and Prompt: each turn's user message and
-	// the assistant's reply as received.
+	// the assistant's reply as received; or a session's messages, tool
+	// calls and results included. With History, an empty Prompt sends no
+	// user message after it: History ends with the message to answer.
 	History []Message
 	// Inputs are the texts of an embeddings request that embeds several at
 	// once; when empty, Prompt is the one input.
@@ -44,6 +46,21 @@ type Request struct {
 
 // Message is one message of a conversation's history.
 type Message struct {
-	Role    string // "user" or "assistant"
-	Content string
+	Role    string // "user", "assistant" or "tool"
+	Content string // omitted when empty (an assistant message that only calls tools)
+	// ToolCalls are an assistant message's function calls.
+	ToolCalls []ToolCall
+	// ToolCallID is the call a tool message answers.
+	ToolCallID string
 }
+
+// ToolCall is one function call of an assistant message, sent as
+// {"id", "type": "function", "function": {"name", "arguments"}}.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string // JSON text
+}
+
+// Body returns the JSON body Do sends for r.
+func (r *Request) Body() ([]byte, error) { return encodeBody(r) }

@@ -5,6 +5,7 @@ import (
 
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,7 +60,15 @@ type wireUsage struct {
 type wireChunk struct {
 	Choices []wireChoice    `json:"choices"`
 	Usage   wireUsage       `json:"usage"`
-	Error   json.RawMessage `json:"error"` // vLLM/SGLang/TGI in-band error: an object, or a string (older TGI)
+	Timings wireTimings     `json:"timings"` // llama.cpp's server, on its last chunk
+	Error   json.RawMessage `json:"error"`   // vLLM/SGLang/TGI in-band error: an object, or a string (older TGI)
+}
+
+// wireTimings is llama.cpp's per-request timings: cache_n is the prompt
+// tokens it reused from the slot's cache, which its usage does not
+// report.
+type wireTimings struct {
+	CacheN int `json:"cache_n"`
 }
 
 // usageAbsent marks wireChunk.Usage before a decode: a "usage" member that is
@@ -81,16 +90,27 @@ var errLineTooLong = fmt.Errorf("sse line longer than %d bytes", MaxLineBytes)
 // decoder. It is pooled by the Client and reset for each request; it is not
 // safe for concurrent use.
 type stream struct {
+	src  stampReader // the body, stamped at each read
 	br   *bufio.Reader
-	long []byte    // accumulates a line longer than br's buffer
-	ck   wireChunk // decode target, reused
+	long []byte // accumulates a line longer than br's buffer
+	// times holds the token-bearing chunks' times so far, each the gap
+	// from the previous one (from Sent for the first) as a varint;
+	// nchunks counts them and lastAt is the last one's offset from Sent.
+	times   []byte
+	nchunks int
+	lastAt  time.Duration
+	memo    []byte // the scanner's memo of this stream's chunks (scanChunk)
+	tmpl    chunkTemplate
+	ck      wireChunk // decode target, reused
+	sc      chunkScan // the current chunk's facts
 
 	res       *results.Result
 	live      *atomic.Int64 // the client's count of token-bearing chunks, for progress displays
 	firsts    *firstTokens  // the client's first-token counter, for progress displays
+	stats     *readerStats  // the client's reader figures
 	text      *[]byte       // when not nil, the reply's content and text are appended to it
 	epoch     time.Time
-	sentAt    time.Time // wall+monotonic time of Sent, for ChunkTimes offsets
+	sentAt    time.Time // wall+monotonic time of Sent, for the chunks' offsets
 	errEvent  bool      // the current SSE event is "event: error"
 	errData   bool      // a data line was seen for the current error event
 	done      bool      // data: [DONE] seen
@@ -100,6 +120,40 @@ type stream struct {
 	lastCum   int       // completion_tokens at the last token-bearing chunk
 
 	unreported int64 // token-bearing chunks not yet added to live
+}
+
+// stampReader reads the body and notes when each read returned: the
+// arrival of the bytes it brought, so of every line completed in them. A
+// read brings one chunk from a paced server and tens of them from a fast
+// one; stamping the read rather than each line costs one clock read per
+// read and gives the lines of one read the moment they arrived, not the
+// moment the reader got round to each.
+//
+// It also keeps what tells a reader that keeps up from one that does not
+// (ReaderStats): the time spent inside reads, and how many reads found a
+// whole buffer's worth of data waiting.
+type stampReader struct {
+	r      io.Reader
+	at     time.Time     // when the last read returned
+	reads  int           // reads so far
+	full   int           // reads that filled the buffer
+	inRead time.Duration // time inside reads
+	first  time.Time     // when the first read began
+}
+
+func (t *stampReader) Read(p []byte) (int, error) {
+	t0 := time.Now()
+	if t.reads == 0 {
+		t.first = t0
+	}
+	n, err := t.r.Read(p)
+	t.at = time.Now()
+	t.reads++
+	t.inRead += t.at.Sub(t0)
+	if n == len(p) {
+		t.full++
+	}
+	return n, err
 }
 
 // liveBatch is how many chunks a stream counts before adding them to the
@@ -120,11 +174,16 @@ func newStream() *stream {
 
 // reset prepares s for a request whose Result is res, sent at sentAt.
 func (s *stream) reset(body io.Reader, res *results.Result, epoch, sentAt time.Time) {
-	s.br.Reset(body)
+	s.src = stampReader{r: body, at: sentAt}
+	s.br.Reset(&s.src)
 	if cap(s.long) > 64<<10 {
 		s.long = nil // do not keep a rare huge buffer in the pool
 	}
-	s.long = s.long[:0]
+	if cap(s.times) > 256<<10 {
+		s.times = nil // do not keep a rare huge buffer in the pool
+	}
+	s.long, s.memo, s.times, s.nchunks, s.lastAt = s.long[:0], s.memo[:0], s.times[:0], 0, 0
+	s.tmpl.reset()
 	s.res, s.epoch, s.sentAt = res, epoch, sentAt
 	s.errEvent, s.errData, s.done, s.finished, s.usageSeen = false, false, false, false, false
 	s.perChunk, s.lastCum, s.unreported = true, 0, 0
@@ -133,6 +192,7 @@ func (s *stream) reset(body io.Reader, res *results.Result, epoch, sentAt time.T
 // release drops references to the request before s returns to the pool.
 func (s *stream) release() {
 	s.br.Reset(nil)
+	s.src = stampReader{}
 	s.res, s.text = nil, nil
 	clear(s.ck.Choices[:cap(s.ck.Choices)])
 	s.ck.Error = nil
@@ -143,7 +203,7 @@ func (s *stream) release() {
 // last unterminated line, if any, with io.EOF.
 func (s *stream) readLine() ([]byte, error) {
 	line, err := s.br.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
+	if err != nil && errors.Is(err, bufio.ErrBufferFull) {
 		s.long = append(s.long[:0], line...)
 		for errors.Is(err, bufio.ErrBufferFull) {
 			if len(s.long) > MaxLineBytes {
@@ -157,15 +217,19 @@ func (s *stream) readLine() ([]byte, error) {
 			return nil, errLineTooLong
 		}
 	}
-	line = bytes.TrimSuffix(line, []byte{'\n'})
-	line = bytes.TrimSuffix(line, []byte{'\r'})
+	if n := len(line); n > 0 && line[n-1] == '\n' {
+		line = line[:n-1]
+	}
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
 	return line, err
 }
 
 // handleLine processes one SSE line that arrived at now. It returns a
 // failure when the line ends the request as failed. Lines are handled as
 // they arrive rather than per dispatched event: each vLLM event is one data
-// line, and stamping at the line keeps the timestamp at byte arrival.
+// line, and stamping at the line's read keeps the timestamp at byte arrival.
 func (s *stream) handleLine(line []byte, now time.Time) *failure {
 	if len(line) == 0 { // end of event
 		if s.errEvent && !s.errData {
@@ -197,7 +261,9 @@ var doneMarker = []byte("[DONE]")
 
 // handleData processes the value of one data line.
 func (s *stream) handleData(v []byte, now time.Time) *failure {
-	v = bytes.TrimSpace(v) // TRT-LLM writes "data: {...} \n"
+	if n := len(v); n > 0 && (v[0] <= ' ' || v[n-1] <= ' ') {
+		v = bytes.TrimSpace(v) // TRT-LLM writes "data: {...} \n"
+	}
 	if s.errEvent {
 		s.errData = true
 		return &failure{results.ErrServerErrorEvent, errorMessage(v)}
@@ -209,8 +275,8 @@ func (s *stream) handleData(v []byte, now time.Time) *failure {
 		s.done = true
 		return nil
 	}
-	sc, f := s.decodeChunk(v)
-	if f != nil {
+	sc := &s.sc
+	if f := s.decodeChunk(v, sc); f != nil {
 		return f
 	}
 	res := s.res
@@ -220,14 +286,15 @@ func (s *stream) handleData(v []byte, now time.Time) *failure {
 		res.FinishReason = string(sc.finish)
 	}
 	hasUsage := sc.hasUsage
-	ck := &s.ck
-	ck.Usage = sc.usage
 	if hasUsage {
 		s.usageSeen = true
-		res.PromptTokens = max(ck.Usage.PromptTokens, 0)
-		res.OutputTokens = max(ck.Usage.CompletionTokens, 0)
-		res.CachedTokens = ck.Usage.PromptTokensDetails.CachedTokens
-		res.ReasoningTokens = ck.Usage.CompletionTokensDetails.ReasoningTokens
+		res.PromptTokens = max(sc.usage.PromptTokens, 0)
+		res.OutputTokens = max(sc.usage.CompletionTokens, 0)
+		res.CachedTokens = sc.usage.PromptTokensDetails.CachedTokens
+		res.ReasoningTokens = sc.usage.CompletionTokensDetails.ReasoningTokens
+	}
+	if sc.cacheN > 0 && (!hasUsage || sc.usage.PromptTokensDetails.CachedTokens == 0) {
+		res.CachedTokens = sc.cacheN // llama.cpp reports its cache hits in timings only
 	}
 	if !tokens {
 		return nil
@@ -243,7 +310,14 @@ func (s *stream) handleData(v []byte, now time.Time) *failure {
 		res.FirstContent = at
 	}
 	res.LastToken = at
-	res.ChunkTimes = append(res.ChunkTimes, now.Sub(s.sentAt))
+	// The chunk's time, kept compact while the stream lasts (finish
+	// expands it into ChunkTimes): the gap from the previous chunk as a
+	// varint, two to four bytes instead of eight, and nothing reserved
+	// ahead for a long answer.
+	d := now.Sub(s.sentAt)
+	s.times = binary.AppendVarint(s.times, int64(d-s.lastAt))
+	s.lastAt = d
+	s.nchunks++
 	// The live counter is shared by every stream: add in batches, so
 	// thousands of streams do not contend for its cache line per chunk.
 	if s.unreported++; s.unreported == liveBatch {
@@ -255,10 +329,10 @@ func (s *stream) handleData(v []byte, now time.Time) *failure {
 		} else {
 			// Tokens reported by chunks without text (harmony control
 			// tokens) are carried into the next token-bearing chunk.
-			k := max(ck.Usage.CompletionTokens-s.lastCum, 0)
-			s.lastCum = max(ck.Usage.CompletionTokens, s.lastCum)
+			k := max(sc.usage.CompletionTokens-s.lastCum, 0)
+			s.lastCum = max(sc.usage.CompletionTokens, s.lastCum)
 			if res.ChunkTokens == nil {
-				res.ChunkTokens = make([]int32, 0, cap(res.ChunkTimes))
+				res.ChunkTokens = make([]int32, 0, 64)
 			}
 			res.ChunkTokens = append(res.ChunkTokens, int32(min(k, 1<<31-1)))
 		}
@@ -274,17 +348,36 @@ type chunkScan struct {
 	finish          []byte // valid until the next decode
 	hasUsage        bool
 	usage           wireUsage
+	cacheN          int // llama.cpp's timings.cache_n; usageAbsent when not sent
 }
 
-// decodeChunk decodes one chunk with go-json into the reused wireChunk,
-// with the in-band error check. (A hand-written single-pass scanner of the
-// few members read was tried and measured slower than go-json on these
-// chunks: 491 against 434 ns in the same run.)
-func (s *stream) decodeChunk(v []byte) (chunkScan, *failure) {
+// decodeChunk reads the facts of one chunk: with the scanner (scan.go)
+// when the reply's text is not wanted, else, or when the scanner declines,
+// with the full decoder.
+func (s *stream) decodeChunk(v []byte, out *chunkScan) *failure {
+	if s.text == nil {
+		if s.tmpl.match(v, out) {
+			return nil
+		}
+		if sc, last, ok := scanChunk(v, &s.memo); ok {
+			*out = sc
+			s.tmpl.learn(v, last)
+			return nil
+		}
+	}
+	var f *failure
+	*out, f = s.decodeFull(v)
+	return f
+}
+
+// decodeFull decodes one chunk with go-json into the reused wireChunk,
+// with the in-band error check.
+func (s *stream) decodeFull(v []byte) (chunkScan, *failure) {
 	ck := &s.ck
 	clear(ck.Choices[:cap(ck.Choices)])
 	ck.Choices = ck.Choices[:0]
 	ck.Usage = wireUsage{PromptTokens: usageAbsent, CompletionTokens: usageAbsent}
+	ck.Timings.CacheN = usageAbsent
 	ck.Error = ck.Error[:0]
 	if err := gojson.UnmarshalOf(v, ck, gojson.DecodeNoCopyString()); err != nil {
 		return chunkScan{}, &failure{results.ErrMalformedChunk, fmt.Sprintf("%v: %s", err, excerpt(v))}
@@ -309,6 +402,7 @@ func (s *stream) decodeChunk(v []byte) (chunkScan, *failure) {
 	}
 	out.usage = ck.Usage
 	out.hasUsage = ck.Usage.PromptTokens != usageAbsent || ck.Usage.CompletionTokens != usageAbsent
+	out.cacheN = ck.Timings.CacheN
 	return out, nil
 }
 
@@ -328,7 +422,20 @@ func toolCallDelta(calls []wireToolCall) bool {
 // that ended reading (io.EOF for a clean end), or nil after [DONE].
 func (s *stream) finish(readErr error) *failure {
 	s.flushLive()
+	if s.stats != nil && s.src.reads > 0 {
+		s.stats.add(&s.src)
+	}
 	res := s.res
+	if s.nchunks > 0 {
+		res.ChunkTimes = make([]time.Duration, s.nchunks)
+		var at time.Duration
+		for i, b := 0, s.times; i < s.nchunks; i++ {
+			d, n := binary.Varint(b)
+			b = b[n:]
+			at += time.Duration(d)
+			res.ChunkTimes[i] = at
+		}
+	}
 	if !s.perChunk || len(res.ChunkTokens) != len(res.ChunkTimes) {
 		res.ChunkTokens = nil
 	}

@@ -129,3 +129,38 @@ func TestDoReply(t *testing.T) {
 		}
 	}
 }
+
+// TestToolMessagesBody: a session's history goes out as OpenAI's chat
+// messages: an assistant message that calls tools carries tool_calls
+// {id, type: function, function: {name, arguments}} (and its text when it
+// has one, no content key when not), a tool message its tool_call_id, and
+// an empty Prompt after a history sends no user message of its own.
+func TestToolMessagesBody(t *testing.T) {
+	t.Parallel()
+	r := &Request{API: results.APIChat, Model: "m", System: "sys", History: []Message{
+		{Role: "user", Content: "fix the bug"},
+		{Role: "assistant", Content: "looking", ToolCalls: []ToolCall{{ID: "call_1", Name: "tool", Arguments: "{}"}, {ID: "call_2", Name: "tool", Arguments: `{"a":1}`}}},
+		{Role: "tool", Content: "result one", ToolCallID: "call_1"},
+		{Role: "tool", Content: "result two", ToolCallID: "call_2"},
+		{Role: "assistant", ToolCalls: []ToolCall{{ID: "call_3", Name: "task", Arguments: "{}"}}},
+		{Role: "tool", Content: "sub-agent's answer", ToolCallID: "call_3"},
+	}}
+	b, err := encodeBody(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `"messages":[{"role":"system","content":"sys"},{"role":"user","content":"fix the bug"},` +
+		`{"role":"assistant","content":"looking","tool_calls":[{"id":"call_1","type":"function","function":{"name":"tool","arguments":"{}"}},` +
+		`{"id":"call_2","type":"function","function":{"name":"tool","arguments":"{\"a\":1}"}}]},` +
+		`{"role":"tool","content":"result one","tool_call_id":"call_1"},{"role":"tool","content":"result two","tool_call_id":"call_2"},` +
+		`{"role":"assistant","tool_calls":[{"id":"call_3","type":"function","function":{"name":"task","arguments":"{}"}}]},` +
+		`{"role":"tool","content":"sub-agent's answer","tool_call_id":"call_3"}]`
+	if !strings.Contains(string(b), want) {
+		t.Errorf("body %s\nwant it to hold %s", b, want)
+	}
+	r.History = nil
+	r.Prompt = "hello"
+	if b, _ := encodeBody(r); !strings.Contains(string(b), `{"role":"user","content":"hello"}]`) {
+		t.Errorf("a request without history lost its prompt: %s", b)
+	}
+}

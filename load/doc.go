@@ -14,8 +14,14 @@
 // One type per stage kind (see Kind): ClosedLoop (workers that send their
 // next request when the previous ends), OpenLoop (arrivals at a rate, with
 // a cap on requests in flight), TraceReplay (arrivals at a trace's
-// timestamps) and Conversation (closed-loop users whose turns carry their
-// history). Each says which drivers it runs under (Supports) and how its
+// timestamps), Conversation (closed-loop users whose turns carry their
+// history), Sessions (agent-like sessions held at a count or started at a
+// rate: tool loops, sub-agent fan-outs and compaction, every request
+// carrying the session's messages, tool calls and results included),
+// SessionReplay (a sessions trace's sessions at their timestamps, each
+// turn after the reply before it) and Prime (each shared prefix of
+// prompts.prefix_cache once, to fill the server's cache before the
+// measured stages). Each says which drivers it runs under (Supports) and how its
 // requests are built; the Load sequences the stages, keeps the timers in a
 // deterministic order, bounds the run by load.max_duration with the grace
 // period, and holds the one circuit breaker.

@@ -15,7 +15,8 @@ import (
 // flight.
 type Kind interface {
 	// Name says what kind of stage it is: "closed loop", "open loop",
-	// "trace replay" or "conversation".
+	// "trace replay", "conversation", "sessions", "sessions trace replay"
+	// or "prime".
 	Name() string
 	// Describe says, in one line, what the stage sends (this shard's share).
 	Describe() string
@@ -40,14 +41,20 @@ func newKind(sc *scenario.Scenario, i int, t *template) Kind {
 		b.prec = newPrecision(i, whole.Until)
 	}
 	switch {
+	case whole.Prime:
+		return &Prime{base: b}
+	case whole.Session != nil && whole.Session.Trace != nil:
+		return &SessionReplay{base: b}
+	case whole.Session != nil:
+		return &Sessions{base: b, spec: whole.Session, open: whole.Open()}
 	case whole.Trace != nil:
 		return &TraceReplay{arrivals: arrivals{base: b}}
 	case whole.Open():
-		return &OpenLoop{arrivals: arrivals{base: b}}
+		return withShapes(&OpenLoop{arrivals: arrivals{base: b}}, t, whole.Warmup.Shapes)
 	case sc.Prompts.Conversation != nil:
 		return &Conversation{workers: workers{base: b}, think: sc.Prompts.Conversation.ThinkTime.D()}
 	}
-	return &ClosedLoop{workers: workers{base: b}}
+	return withShapes(&ClosedLoop{workers: workers{base: b}}, t, whole.Warmup.Shapes)
 }
 
 // base is what every stage kind holds.

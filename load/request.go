@@ -18,11 +18,19 @@ type Request struct {
 	Scheduled time.Duration // when the load model wanted it sent, from the run's epoch
 	Session   uint64        // a conversation's session, from 1; 0 otherwise
 	Turn      int           // the turn within the session, from 1; 0 otherwise
+	// Agent is 0 for a session's own request, k for its k-th sub-agent's
+	// (a session stage's).
+	Agent int
+	// SessionEnd flags a session's last request (a session stage's).
+	SessionEnd bool
 
-	build func() Content
-	built Content // what Content returned, for the stage's next turn
-	reply bool
-	user  *user // a conversation's user
+	build  func() Content
+	built  Content // what Content returned, for the stage's next turn
+	reply  bool
+	user   *user       // a conversation's user
+	agent  *agent      // a session stage's agent
+	replay *replayTurn // a sessions trace's turn
+	shape  bool        // a warmup shape (shapesFirst), not the stage's own
 }
 
 // Content builds what the request carries. The driver calls it once per
@@ -43,6 +51,7 @@ func (r *Request) WantsReply() bool { return r.reply }
 func (r *Request) Fill(res *results.Result) {
 	res.Seq, res.Stage, res.Warmup, res.Scheduled = r.Seq, r.Stage, r.Warmup, r.Scheduled
 	res.Session, res.Turn = r.Session, r.Turn
+	res.Agent, res.SessionEnd = r.Agent, r.SessionEnd
 }
 
 // fill is Fill for a record the Load makes itself, with the request's API.
@@ -54,10 +63,13 @@ func (r *Request) fill(res *results.Result, t *template) {
 // Content is what a request carries. The driver adds the fields every
 // request of the scenario shares (target.api, the model, request.*).
 type Content struct {
-	System  string    // this request's system message; "" sends request.system
-	History []Message // earlier turns, oldest first (a conversation's)
-	Prompt  string    // the user message (chat) or the prompt (completions)
-	Inputs  []string  // an embeddings batch's texts (request.batch > 1); nil otherwise
+	System string // this request's system message; "" sends request.system
+	// History holds the messages before Prompt, oldest first: a
+	// conversation's earlier turns, or a session's every message (its
+	// Prompt is then "" and History ends with the message to answer).
+	History []Message
+	Prompt  string   // the user message (chat) or the prompt (completions); "" sends History alone
+	Inputs  []string // an embeddings batch's texts (request.batch > 1); nil otherwise
 	// InputTokens is the intended prompt length under the scenario's
 	// tokenizer: the history and the new message (all inputs of a batch).
 	InputTokens int
@@ -68,10 +80,21 @@ type Content struct {
 	Exact bool
 }
 
-// Message is one message of a conversation's history.
+// Message is one chat message of a request's history.
 type Message struct {
-	Role    string // "user" or "assistant"
-	Content string
+	Role    string // "user", "assistant" or "tool"
+	Content string // its text ("" with tool calls is sent as null)
+	// ToolCalls are an assistant message's calls of tools.
+	ToolCalls []ToolCall
+	// ToolCallID is the call a tool message answers.
+	ToolCallID string
+}
+
+// ToolCall is one call of a function tool in an assistant message.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string // JSON text
 }
 
 // Reply is the text of a response as received, and its length in tokens

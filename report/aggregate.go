@@ -43,20 +43,22 @@ const scheduleLagWarnMS = 10
 // depend on the order of records, so files from several machines merge.
 // An Aggregate is not safe for concurrent use.
 type Aggregate struct {
-	latency  []results.Metric // the latency metrics, in table order: stageAgg.hist is indexed alike
-	stages   map[int]*stageAgg
-	log      requestLog
-	corr     *correlate.Correlator
-	names    map[int]string
-	meta     Summary
-	spec     *results.Spec
-	files    int
-	ending   int           // headers that promise an End record
-	ends     []results.End // End records read
-	warnings []string
-	skipped  map[string]int // records not aggregated, by reason
-	writeErr string         // why the run's results file stopped being written (WriteFailed)
-	buf      []time.Duration
+	latency []results.Metric // the latency metrics, in table order: stageAgg.hist is indexed alike
+	stages  map[int]*stageAgg
+	// cacheSamples are the scrapes' prefix-cache and KV figures (cache.go).
+	cacheSamples []cacheSample
+	log          requestLog
+	corr         *correlate.Correlator
+	names        map[int]string
+	meta         Summary
+	spec         *results.Spec
+	files        int
+	ending       int           // headers that promise an End record
+	ends         []results.End // End records read
+	warnings     []string
+	skipped      map[string]int    // records not aggregated, by reason
+	writeErr     string            // why the run's results file stopped being written (WriteFailed)
+	obs          [][]time.Duration // scratch: one record's observations, per latency metric
 
 	hosts, versions map[string]bool // distinct hosts and server versions of the headers
 
@@ -200,13 +202,28 @@ func (a *Aggregate) Add(r *results.Result) {
 		st = newStageAgg(len(a.latency))
 		a.stages[r.Stage] = st
 	}
-	a.buf = st.add(r, a.latency, a.buf, a.log.ignoreEOS)
-	a.buf = a.log.add(r, a.buf)
+	// Each latency metric's observations of r, once: the stage's
+	// histograms and the per-request log both read them.
+	if len(a.obs) != len(a.latency) {
+		a.obs = make([][]time.Duration, len(a.latency))
+	}
+	for i, m := range a.latency {
+		a.obs[i] = m.Observe(r, a.obs[i][:0])
+	}
+	st.add(r, a.obs, a.log.ignoreEOS)
+	if !r.Warmup && a.sessionStage(r.Stage) {
+		st.addSession(r)
+	}
+	a.log.add(r, a.latency, a.obs)
 	a.corr.AddResult(r)
 }
 
 // AddSample accumulates one scrape sample.
-func (a *Aggregate) AddSample(s results.Sample) { a.corr.AddSample(s); a.log.sample(&s) }
+func (a *Aggregate) AddSample(s results.Sample) {
+	a.corr.AddSample(s)
+	a.log.sample(&s)
+	a.addCacheSample(&s)
+}
 
 // stageAgg accumulates the counts and latency histograms of one stage.
 type stageAgg struct {
@@ -225,8 +242,10 @@ type stageAgg struct {
 	// window (from the correlator's bins) and warmEnds, they give the
 	// window's rates.
 	recvOutput, recvPrompt float64
-	warmEnds               []time.Duration // ends of the warmup requests that completed ok
-	warmInputs             []int32         // and the texts each embedded (embeddings), alike
+	warmEnds               []time.Duration        // ends of the warmup requests that completed ok
+	warmInputs             []int32                // and the texts each embedded (embeddings), alike
+	ended                  map[int64]int64        // prompt tokens of the ok requests by cacheBin of their end, warmup included (cache.go)
+	sessions               map[uint64]*sessionAgg // a session stage's measured sessions (sessions.go)
 
 	turns map[int]*turnAgg // conversation turns' TTFT by turn row (turns.go); nil without
 
@@ -268,14 +287,17 @@ func (s *stageAgg) keepMessage(class, msg string) {
 	}
 }
 
-func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.Duration, ignoreEOS bool) []time.Duration {
+// add counts r into the stage; obs holds r's observations of each latency
+// metric, in the aggregate's order.
+func (s *stageAgg) add(r *results.Result, obs [][]time.Duration, ignoreEOS bool) {
+	s.addEnded(r)
 	if r.Warmup {
 		s.req.Warmup++
 		if r.Outcome == results.OK {
 			s.warmEnds = append(s.warmEnds, r.End)
 			s.warmInputs = append(s.warmInputs, int32(r.Inputs))
 		}
-		return buf
+		return
 	}
 	s.req.Scheduled++
 	s.req.Retried += int64(r.Retries)
@@ -295,7 +317,7 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 		s.req.Canceled++
 	case results.Dropped:
 		s.req.Dropped++
-		return buf
+		return
 	}
 	start := r.Sent
 	if start == 0 {
@@ -341,17 +363,33 @@ func (s *stageAgg) add(r *results.Result, latency []results.Metric, buf []time.D
 	s.addTurn(r)
 	// Every latency metric defines itself for ok requests only, except the
 	// schedule lag, which every sent request has.
-	for i, m := range latency {
-		buf = m.Observe(r, buf[:0])
-		for _, d := range buf {
-			record(s.hist[i], d)
-		}
+	for i, o := range obs {
+		recordAll(s.hist[i], o)
 	}
-	return buf
+}
+
+// recordAll records ds into h, a run of equal values (in h's unit, µs) at
+// once: a fast stream's chunks come in bursts whose gaps are all 0 µs.
+func recordAll(h *hdrhistogram.Histogram, ds []time.Duration) {
+	for j := 0; j < len(ds); {
+		us := min(max(int64(ds[j]/time.Microsecond), histMinUS), histMaxUS)
+		k := j + 1
+		for k < len(ds) && min(max(int64(ds[k]/time.Microsecond), histMinUS), histMaxUS) == us {
+			k++
+		}
+		_ = h.RecordValues(us, int64(k-j)) // cannot fail: us is clamped into range
+		j = k
+	}
 }
 
 // merge adds o into s.
 func (s *stageAgg) merge(o *stageAgg) {
+	for bin, n := range o.ended {
+		if s.ended == nil {
+			s.ended = map[int64]int64{}
+		}
+		s.ended[bin] += n
+	}
 	s.req.Scheduled += o.req.Scheduled
 	s.req.OK += o.req.OK
 	s.req.Failed += o.req.Failed
@@ -372,6 +410,7 @@ func (s *stageAgg) merge(o *stageAgg) {
 	}
 	s.req.Truncated += o.req.Truncated
 	s.mergeTurns(o)
+	s.mergeSessions(o)
 	for i, h := range o.hist {
 		s.hist[i].Merge(h)
 	}
@@ -439,6 +478,7 @@ func (a *Aggregate) Summary() *Summary {
 	}
 	out.Workload = workload(a.spec)
 	out.Correlation = a.corr.Correlation(a.names)
+	out.PrefixCache = a.prefixCache()
 	out.Warnings = append([]string(nil), a.warnings...)
 	for _, why := range slices.Sorted(maps.Keys(a.skipped)) {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d request records were skipped: they have %s (a damaged or foreign results file?)", a.skipped[why], why))
@@ -451,6 +491,7 @@ func (a *Aggregate) Summary() *Summary {
 		out.Warnings = append(out.Warnings, "LIMITED BY THE CLIENT: "+h.Reason+"; "+LimitedAdvice)
 	}
 	explain(out.Correlation, out.Harness, out.Stages, out.Workload)
+	out.Comparability = comparability(&out)
 	out.Incomplete = a.incomplete()
 	for _, e := range a.ends {
 		out.Until = append(out.Until, e.Until...)
@@ -554,6 +595,8 @@ func (a *Aggregate) harness() *results.Harness {
 		out.LatenessP50MS, out.LatenessP99MS = max(out.LatenessP50MS, h.LatenessP50MS), max(out.LatenessP99MS, h.LatenessP99MS)
 		out.LatenessMaxMS, out.GCPauseMS = max(out.LatenessMaxMS, h.LatenessMaxMS), max(out.GCPauseMS, h.GCPauseMS)
 		out.GCCycles, out.BlockedMS = max(out.GCCycles, h.GCCycles), max(out.BlockedMS, h.BlockedMS)
+		out.OtherCores = max(out.OtherCores, h.OtherCores)
+		out.ReaderBusyShare, out.FullReadShare = max(out.ReaderBusyShare, h.ReaderBusyShare), max(out.FullReadShare, h.FullReadShare)
 	}
 	return out
 }
@@ -609,6 +652,13 @@ func (a *Aggregate) stageSummary(s *stageAgg, index int, name string) Stage {
 		*st.Dist(m.Name) = dist(s.hist[i])
 	}
 	st.TTFTByTurn = s.turnRows()
+	if s.sessions != nil {
+		var slo *results.SLO
+		if a.spec != nil {
+			slo = a.spec.SLO
+		}
+		st.Sessions = s.sessionSummary(st.Duration, slo)
+	}
 	if st.Duration > 0 {
 		warmOut, warmPrompt := a.corr.WarmupReceived(index, s.first, s.last)
 		completed, inputs := s.req.OK, s.req.Inputs
@@ -639,9 +689,17 @@ func received(r *results.Result) float64 {
 		}
 		return 0
 	}
+	if len(r.ChunkTokens) != len(r.ChunkTimes) {
+		// ChunkTokensAt spreads OutputTokens over the chunks (one each
+		// when the server said none): they sum to it.
+		if r.OutputTokens > 0 {
+			return float64(r.OutputTokens)
+		}
+		return float64(len(r.ChunkTimes))
+	}
 	n := 0
-	for i := range r.ChunkTimes {
-		n += r.ChunkTokensAt(i)
+	for _, k := range r.ChunkTokens {
+		n += int(k)
 	}
 	return float64(n)
 }

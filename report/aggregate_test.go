@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/servebench/servebench/internal/golden"
 	"github.com/servebench/servebench/results"
 )
@@ -363,6 +365,24 @@ func TestPeaks(t *testing.T) {
 	}
 	if s.DurationS != 12.001 {
 		t.Errorf("duration %v s, want 12.001 (1 s to the last end at 13.001 s)", s.DurationS)
+	}
+}
+
+// TestRecordAll: recording runs of equal values at once gives the
+// histogram recording them one by one gives.
+func TestRecordAll(t *testing.T) {
+	var ds []time.Duration
+	for i := range 5000 {
+		ds = append(ds, time.Duration(i%7/3)*time.Millisecond+time.Duration(i%5)*time.Nanosecond) // runs, and sub-µs noise
+	}
+	ds = append(ds, -time.Second, 100*time.Hour) // clamped
+	a, b := hdrhistogram.New(histMinUS, histMaxUS, histSigFigs), hdrhistogram.New(histMinUS, histMaxUS, histSigFigs)
+	recordAll(a, ds)
+	for _, d := range ds {
+		record(b, d)
+	}
+	if !a.Equals(b) {
+		t.Errorf("recordAll's histogram differs from recording one by one")
 	}
 }
 

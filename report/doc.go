@@ -17,9 +17,22 @@
 // (results.Metrics) says which figures exist, their units and direction;
 // Stage.Dist and Stage.Figure read them from a summary.
 //
+// The aggregate's memory does not grow with the number of requests:
+// histograms, time bins that coarsen with the run's length, and the
+// per-request figures (goodput, rank tests, latency over time) of at most
+// 100,000 completed requests a stage, then of a uniform sample of that
+// many chosen by a hash of each request (so whatever the order of the
+// records), which the verdict's note then names.
+//
 // The shards of a sharded run (results.Header.Shard) merge through the
 // same path: Reader checks they are one complete set of one scenario,
 // reads them in shard order so the summary does not depend on the order
 // of the files, keeps one shard's scrapes of a server, and the summary
 // says which shards it holds and how far apart they began (shards.go).
+//
+// A session stage's records add session figures (sessions.go: sessions
+// completed per second, durations, context reached, session goodput), and
+// the prefix-cache figures (cache.go) prove a target hit rate from the
+// server's own counter deltas, beside the responses' usage, and say what
+// the KV figures suggest when it was missed.
 package report

@@ -16,6 +16,7 @@ func findings(c *correlate.Correlation, stated map[int]bool) []string {
 	if !c.Aligned && !strings.HasPrefix(c.Conclusion, cannotTell) {
 		out = append(out, "No server metrics were scraped: the timeline holds client-side figures only.")
 	}
+	out = append(out, steadiness(c)...)
 	for _, st := range c.Stages {
 		if st.Start == nil || st.End == nil || st.Drop == nil || st.SteadyWindows < 2 {
 			continue
@@ -242,4 +243,23 @@ func explain(c *correlate.Correlation, h *results.Harness, stages []Stage, w *Wo
 	}
 	c.Findings = append(c.Findings, dropsExplained(c, stages, w)...)
 	c.Findings = append(c.Findings, findings(c, stated)...)
+}
+
+// steadiness says of each stage that never reached a steady state, or
+// reached it late, what its figures then describe.
+func steadiness(c *correlate.Correlation) []string {
+	var out []string
+	for _, st := range c.Stages {
+		span := st.ToS - st.FromS
+		switch {
+		case st.Windows < 3 || span <= 0:
+		case st.SteadyWindows == 0:
+			out = append(out, fmt.Sprintf("Stage %q never reached a steady state: in none of its %d windows did the number of decoding streams hold within 10 %% of its median, "+
+				"so its figures mix ramp-up, drain and a load that kept changing; run it longer to measure a steady server.", st.Name, st.Windows))
+		case st.SteadyAfterS != nil && *st.SteadyAfterS > 0.25*span:
+			out = append(out, fmt.Sprintf("Stage %q reached a steady state only after %s of its %s (%d of %d windows steady): its figures include the ramp-up before it; a warmup of that length would leave it out.",
+				st.Name, FormatSeconds(*st.SteadyAfterS), FormatSeconds(span), st.SteadyWindows, st.Windows))
+		}
+	}
+	return out
 }

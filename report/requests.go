@@ -16,15 +16,19 @@ import (
 // objectives are only known when judging, and rank tests between runs
 // compare requests), token-count checks, and the server's KV usage and
 // preemption counter over time. It costs 4 bytes per per-request metric
-// (20 in all) and 4 for the send time per completed request. Aggregate feeds it from Add,
-// AddHeader and AddSample.
+// (20 in all), 4 for the send time and 8 for a key per completed request,
+// for at most maxKept requests a stage: beyond, it keeps a uniform sample
+// of that many (see stageLog.keep), so that its memory does not grow with
+// the length of a run. Aggregate feeds it from Add, AddHeader and
+// AddSample.
 type requestLog struct {
 	metrics   []results.Metric // the per-request metrics: latencies a budget may limit
 	stages    map[int]*stageLog
 	ignoreEOS bool // request.ignore_eos of the results file being read (the last header added)
 	points    []serverPoint
-	scrapes   int    // successful scrapes
-	profile   string // the metrics profile of the last one
+	row       []float32 // scratch: one request's figures
+	scrapes   int       // successful scrapes
+	profile   string    // the metrics profile of the last one
 }
 
 // unexported says why a server-side figure has no value when the scrapes
@@ -76,6 +80,8 @@ type stageLog struct {
 	// inside the burst.
 	figs      []float32
 	sent      []float32 // each completed request's send time, seconds from the run's epoch, in figs' order
+	keys      []uint64  // each one's sample key (sampleKey), in figs' order; a max-heap once full
+	ok        int64     // completed (ok) requests offered, kept or not
 	finished  int64     // ok + failed
 	checked   int64     // ok requests whose output-token count could be checked against max_tokens
 	mismatch  int64     // … of which differed
@@ -109,9 +115,11 @@ func (l *requestLog) stage(i int) *stageLog {
 	return s
 }
 
-func (l *requestLog) add(r *results.Result, buf []time.Duration) []time.Duration {
+// add logs r; obs holds its observations of each of the latency metrics
+// (the aggregate's, in its order), of which the log keeps its own.
+func (l *requestLog) add(r *results.Result, latency []results.Metric, obs [][]time.Duration) {
 	if r.Warmup {
-		return buf
+		return
 	}
 	s := l.stage(r.Stage)
 	if s.arrivals == 0 || r.Scheduled < s.schedFirst {
@@ -122,7 +130,7 @@ func (l *requestLog) add(r *results.Result, buf []time.Duration) []time.Duration
 	}
 	s.arrivals++
 	if r.Outcome == results.Dropped || r.Sent == 0 {
-		return buf
+		return
 	}
 	if !s.haveRange || r.Sent < s.from {
 		s.from = r.Sent
@@ -134,11 +142,11 @@ func (l *requestLog) add(r *results.Result, buf []time.Duration) []time.Duration
 	switch r.Outcome {
 	case results.Failed:
 		s.finished++
-		return buf
+		return
 	case results.OK:
 		s.finished++
 	default:
-		return buf
+		return
 	}
 	if l.ignoreEOS && !r.Estimated && r.MaxTokens > 0 {
 		s.checked++
@@ -146,20 +154,89 @@ func (l *requestLog) add(r *results.Result, buf []time.Duration) []time.Duration
 			s.mismatch++
 		}
 	}
-	s.sent = append(s.sent, float32(r.Sent.Seconds()))
+	row := l.row[:0]
 	for _, m := range l.metrics {
-		buf = m.Observe(r, buf[:0])
+		var o []time.Duration
+		for i := range latency {
+			if latency[i].Name == m.Name {
+				o = obs[i]
+				break
+			}
+		}
 		v := nan32
-		if len(buf) > 0 {
+		if len(o) > 0 {
 			var sum time.Duration
-			for _, d := range buf {
+			for _, d := range o {
 				sum += d
 			}
-			v = ms32(sum / time.Duration(len(buf)))
+			v = ms32(sum / time.Duration(len(o)))
 		}
-		s.figs = append(s.figs, v)
+		row = append(row, v)
 	}
-	return buf
+	l.row = row
+	s.keep(sampleKey(r), float32(r.Sent.Seconds()), row)
+}
+
+// maxKept is how many completed requests a stage's log keeps: a rank test
+// or a goodput share from that many is as sure as from all, and 100,000
+// requests cost about 3 MB.
+const maxKept = 100_000
+
+// sampleKey is a request's pseudo-random key: the log keeps the requests
+// with the smallest keys, so what it keeps does not depend on the order
+// the records came in (merged files, shards).
+func sampleKey(r *results.Result) uint64 {
+	x := r.Seq ^ uint64(r.Stage)<<48 ^ uint64(r.Sent)*0x9e3779b97f4a7c15
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// keep adds one completed request's figures (row) to the log: all of them
+// up to maxKept; then the maxKept with the smallest keys, a uniform
+// sample without replacement (bottom-k), kept in a max-heap on the key.
+func (s *stageLog) keep(key uint64, sent float32, row []float32) {
+	s.ok++
+	if len(s.keys) < maxKept {
+		s.keys, s.sent, s.figs = append(s.keys, key), append(s.sent, sent), append(s.figs, row...)
+		if len(s.keys) == maxKept {
+			for i := len(s.keys)/2 - 1; i >= 0; i-- {
+				s.down(i, len(row))
+			}
+		}
+		return
+	}
+	if key >= s.keys[0] {
+		return
+	}
+	s.keys[0], s.sent[0] = key, sent
+	copy(s.figs[:len(row)], row)
+	s.down(0, len(row))
+}
+
+// down restores the max-heap on keys below i; m is the figures per request.
+func (s *stageLog) down(i, m int) {
+	n := len(s.keys)
+	for {
+		j := 2*i + 1
+		if j >= n {
+			return
+		}
+		if j+1 < n && s.keys[j+1] > s.keys[j] {
+			j++
+		}
+		if s.keys[i] >= s.keys[j] {
+			return
+		}
+		s.keys[i], s.keys[j] = s.keys[j], s.keys[i]
+		s.sent[i], s.sent[j] = s.sent[j], s.sent[i]
+		for k := range m {
+			s.figs[i*m+k], s.figs[j*m+k] = s.figs[j*m+k], s.figs[i*m+k]
+		}
+		i = j
+	}
 }
 
 func (l *requestLog) sample(s *results.Sample) {
@@ -183,8 +260,9 @@ func ms32(d time.Duration) float32 { return float32(float64(d) / float64(time.Mi
 // scope is the requestLog of the stages a budget or comparison covers.
 type scope struct {
 	log       *requestLog
-	figs      []float32 // len(log.metrics) per completed request
-	sent      []float32 // per completed request
+	figs      []float32 // len(log.metrics) per completed request kept
+	sent      []float32 // per completed request kept
+	ok        int64     // completed requests, kept or not: more than len(sent) when the log sampled them
 	finished  int64
 	checked   int64
 	mismatch  int64
@@ -209,6 +287,7 @@ func (l *requestLog) scopeOf(idx []int) scope {
 		s := l.stages[i]
 		out.figs = append(out.figs, s.figs...)
 		out.sent = append(out.sent, s.sent...)
+		out.ok += s.ok
 		out.finished += s.finished
 		out.checked += s.checked
 		out.mismatch += s.mismatch
@@ -255,7 +334,21 @@ func (s *scope) goodput(ttftMs, tpotMs, e2eMs float64) (share float64, good int6
 			good++
 		}
 	}
+	if kept := int64(len(s.sent)); kept > 0 && kept < s.ok {
+		// A sample: the good share of the completed requests kept,
+		// applied to all the completed requests.
+		good = int64(math.Round(float64(good) * float64(s.ok) / float64(kept)))
+	}
 	return float64(good) / float64(s.finished), good, true
+}
+
+// sampled says, when the scope holds a sample of its completed requests
+// rather than all of them, how many of how many; "" otherwise.
+func (s *scope) sampled() string {
+	if kept := int64(len(s.sent)); kept < s.ok {
+		return fmt.Sprintf("from a uniform sample of %d of the %d completed requests", kept, s.ok)
+	}
+	return ""
 }
 
 // server returns the preemptions counted and the peak KV usage seen
@@ -355,6 +448,11 @@ func (s *Scope) Values(metric string) []float64 { return s.s.values(metric) }
 // metric in milliseconds (requests where it is undefined left out), in no
 // particular order: latency by start time, for the timeline.
 func (s *Scope) OverTime(metric string) (sent, values []float64) { return s.s.overTime(metric) }
+
+// Sampled says, when the scope holds a uniform sample of its completed
+// requests rather than all of them (more than a stage keeps), how many of
+// how many; "" when it holds them all.
+func (s *Scope) Sampled() string { return s.s.sampled() }
 
 // ArrivalsPerSec is the realised arrival rate of a single-stage scope:
 // scheduled requests, dropped ones included, over the span of their

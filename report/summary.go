@@ -43,6 +43,11 @@ type Summary struct {
 	Overall  Stage    `json:"overall"`
 	Stages   []Stage  `json:"stages"`
 	Warnings []string `json:"warnings,omitempty"`
+	// Comparability says what would differ if the same load were run with
+	// another benchmark client (drop or queue, warmup, token counts,
+	// arrival process, ITL per token or per chunk), with this run's
+	// numbers.
+	Comparability []string `json:"comparability,omitempty"`
 	// Incomplete says why the run did not complete (interrupted,
 	// load.max_duration reached, killed); empty when it did, or when the
 	// results files predate end records.
@@ -61,6 +66,13 @@ type Summary struct {
 	// Verdict is the outcome of the scenario's budgets; nil when the
 	// scenario has none.
 	Verdict *Verdict `json:"verdict,omitempty"`
+
+	// PrefixCache holds the share of prompt tokens the server served from
+	// its prefix cache, from its counters and from usage, for each stage
+	// measured against a target hit rate (prompts.prefix_cache), with the
+	// verdict, and for each session or conversation stage; absent when
+	// there is none.
+	PrefixCache []PrefixCache `json:"prefix_cache,omitempty"`
 
 	// Correlation joins the requests with the server's scraped metrics on
 	// one timeline; nil when no request was sent.
@@ -101,8 +113,12 @@ type Stage struct {
 	TotalTokensPerSec  float64 `json:"total_tokens_per_s"`
 	RequestsPerSec     float64 `json:"requests_per_s"`
 	// TTFTByTurn is the TTFT of a conversation scenario's turns by turn
-	// index (absent otherwise).
+	// index, or of a session stage's requests by their index in the
+	// session (its sub-agents' left out); absent otherwise.
 	TTFTByTurn []TurnTTFT `json:"ttft_by_turn_ms,omitempty"`
+	// Sessions is what a session stage's sessions did; absent for other
+	// stages.
+	Sessions *Sessions `json:"sessions,omitempty"`
 	// InputsPerSec is the embeddings throughput: the texts embedded by the
 	// requests completed ok in the window, per second (absent for
 	// generation).

@@ -33,10 +33,12 @@ type turnAgg struct {
 	prompt, cached int64
 }
 
-// addTurn records an ok conversation turn's TTFT in its turn row.
+// addTurn records an ok conversation turn's TTFT in its turn row (a
+// session's own requests only: a sub-agent's turns count from its own
+// first).
 func (s *stageAgg) addTurn(r *results.Result) {
 	d, ok := r.TTFT()
-	if r.Turn < 1 || r.Outcome != results.OK || !ok {
+	if r.Turn < 1 || r.Agent > 0 || r.Outcome != results.OK || !ok {
 		return
 	}
 	row := min(r.Turn, MaxTurnRows)

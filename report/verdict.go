@@ -193,6 +193,7 @@ func (j *judge) add(c Check, m *measure) {
 		margin = round(val-c.Limit, 6)
 	}
 	c.Measured, c.Margin, c.Samples = &val, &margin, m.samples
+	c.Note = m.note // how it was measured, when that needs saying
 	c.Status = status(c.Op, c.Limit, val, m)
 	if m.loOK && m.hiOK {
 		c.Interval = &[2]float64{round(m.lo, 6), round(m.hi, 6)}
@@ -287,9 +288,11 @@ func (j *judge) measure(st *Stage, sc *scope, metric, stat string) measure {
 		if !ok {
 			return measure{note: "no request finished"}
 		}
-		m := measure{value: share, samples: sc.finished, ok: true}
+		m := measure{value: share, samples: sc.finished, ok: true, note: sc.sampled()}
 		if lim := j.limit; lim > 0 && lim < 1 {
-			m.lo, m.hi = stats.Wilson(share, sc.finished, ciLevel)
+			// From a sample, the interval rests on the requests kept.
+			n := min(sc.finished, int64(len(sc.sent))+sc.finished-sc.ok)
+			m.lo, m.hi = stats.Wilson(share, n, ciLevel)
 			m.loOK, m.hiOK = true, true
 		}
 		return m

@@ -99,6 +99,7 @@ func WriteText(w io.Writer, s *Summary) error {
 			ms(lag.P50, 1), ms(lag.P99, 1), name, ms(from.P50, 1), ms(from.P99, 1))
 	}
 	writeTurns(&b, s.Overall.TTFTByTurn)
+	writeSessionFigures(&b, s)
 	if len(s.Overall.Errors) > 0 {
 		b.WriteString("errors:")
 		for _, k := range slices.Sorted(maps.Keys(s.Overall.Errors)) {
@@ -236,3 +237,37 @@ func writeTurns(b *strings.Builder, rows []TurnTTFT) {
 	}
 	_ = tw.Flush() // writes to a strings.Builder cannot fail
 }
+
+// writeSessionFigures writes the session stages' figures and the
+// prefix-cache statements.
+func writeSessionFigures(b *strings.Builder, s *Summary) {
+	for _, st := range s.Stages {
+		writeSessions(b, st.Name, st.Sessions)
+	}
+	if len(s.PrefixCache) > 0 {
+		b.WriteString("prefix cache:\n")
+		for _, pc := range s.PrefixCache {
+			fmt.Fprintf(b, "  stage %s: %s\n", pc.Name, pc.Statement)
+		}
+	}
+}
+
+// writeSessions writes a session stage's session figures.
+func writeSessions(b *strings.Builder, stage string, ss *Sessions) {
+	if ss == nil {
+		return
+	}
+	fmt.Fprintf(b, "sessions of stage %s: %d started, %d completed (%.3g/s), %d failed\n", stage, ss.Started, ss.Completed, ss.CompletedPerSec, ss.Failed)
+	if ss.Completed == 0 {
+		return
+	}
+	d := ss.Duration
+	fmt.Fprintf(b, "  duration p50 %s s, p90 %s s, max %s s; %.1f requests per session; context reached: mean %s tokens, largest %s\n",
+		secs(d.P50), secs(d.P90), secs(d.Max), ss.Requests.Mean, num(ss.Context.Mean), num(float64(ss.Context.Max)))
+	if ss.Good != nil {
+		fmt.Fprintf(b, "  goodput: %d of %d completed sessions met the slo at every request (%.3g/s)\n", *ss.Good, ss.Completed, deref(ss.GoodPerSec))
+	}
+}
+
+// secs formats milliseconds as seconds.
+func secs(msec float64) string { return fmt.Sprintf("%.2f", msec/1000) }

@@ -23,7 +23,7 @@ func randomResult(rng *rand.Rand) Result {
 		Seq: rng.Uint64(), Stage: rng.IntN(4), Warmup: rng.IntN(2) == 0,
 		Outcome: []Outcome{OK, Failed, Canceled, Dropped}[rng.IntN(4)],
 		API:     []string{APIChat, APICompletions, APIEmbeddings}[rng.IntN(3)], Stream: rng.IntN(2) == 0,
-		Session: rng.Uint64N(1e6) + 1, Turn: rng.IntN(20) + 1,
+		Session: rng.Uint64N(1e6) + 1, Turn: rng.IntN(20) + 1, Agent: rng.IntN(8) + 1, SessionEnd: true,
 		Scheduled: d(), Sent: d(), Written: d(), Headers: d(), FirstToken: d(), FirstContent: d(), LastToken: d(), End: d(),
 		InputTokens: rng.IntN(1e5) + 1, Inputs: rng.IntN(8) + 1, MaxTokens: rng.IntN(1e4) + 1, PromptTokens: rng.IntN(1e5) + 1,
 		OutputTokens: rng.IntN(1e4) + 1, ReasoningTokens: rng.IntN(100) + 1, CachedTokens: rng.IntN(100) + 1,

@@ -95,7 +95,7 @@ func (r *Result) ChunkTokensAt(i int) int {
 	switch {
 	case len(r.ChunkTokens) == n:
 		return int(r.ChunkTokens[i])
-	case r.OutputTokens <= 0:
+	case r.OutputTokens <= 0, r.OutputTokens == n: // one a chunk, the usual case, without the divisions
 		return 1
 	case n == 1:
 		return r.OutputTokens
@@ -120,6 +120,14 @@ func (r *Result) AppendITLs(dst []time.Duration) []time.Duration {
 		return dst
 	}
 	prev := r.ChunkTimes[0]
+	if len(r.ChunkTokens) != n && r.OutputTokens == n {
+		// One token a chunk (ChunkTokensAt's even split of n − 1 tokens
+		// over n − 1 chunks): the gaps themselves, without a division each.
+		for i := 1; i < n; i++ {
+			dst = append(dst, r.ChunkTimes[i]-r.ChunkTimes[i-1])
+		}
+		return dst
+	}
 	for i := 1; i < n; i++ {
 		k := r.ChunkTokensAt(i)
 		if k <= 0 {

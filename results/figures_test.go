@@ -173,3 +173,28 @@ func TestPromptCounts(t *testing.T) {
 		})
 	}
 }
+
+// TestAppendITLsOneTokenEach: with one token a chunk and no recorded
+// counts, the gaps are the chunks' own (the fast path), as the rule that
+// splits tokens over chunks gives them.
+func TestAppendITLsOneTokenEach(t *testing.T) {
+	r := Result{Outcome: OK}
+	for i := range 50 {
+		r.ChunkTimes = append(r.ChunkTimes, time.Duration(i*i)*time.Microsecond)
+	}
+	r.OutputTokens = len(r.ChunkTimes)
+	got := r.AppendITLs(nil)
+	var want []time.Duration
+	prev := r.ChunkTimes[0]
+	for i := 1; i < len(r.ChunkTimes); i++ {
+		if k := r.ChunkTokensAt(i); k > 0 {
+			for range k {
+				want = append(want, (r.ChunkTimes[i]-prev)/time.Duration(k))
+			}
+			prev = r.ChunkTimes[i]
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("AppendITLs = %v, want %v", got, want)
+	}
+}

@@ -49,7 +49,7 @@ type Harness struct {
 	Limited            bool    `json:"limited"`
 	Reason             string  `json:"reason,omitempty"`
 	Cores              int     `json:"cores"`                // GOMAXPROCS
-	CPUShare           float64 `json:"cpu_share"`            // process CPU over wall time × cores
+	CPUShare           float64 `json:"cpu_share"`            // process CPU over the load's wall time × cores
 	SimulatorInProcess bool    `json:"simulator_in_process"` // the simulator shared the process's CPU
 	LatenessP50MS      float64 `json:"sched_latency_p50_ms"` // how long goroutines waited, runnable, to run, ms
 	LatenessP99MS      float64 `json:"sched_latency_p99_ms"`
@@ -57,6 +57,17 @@ type Harness struct {
 	GCPauseMS          float64 `json:"gc_pause_ms"` // garbage-collection pauses during the run, in all
 	GCCycles           int     `json:"gc_cycles"`
 	BlockedMS          float64 `json:"writer_blocked_ms"` // request goroutines blocked on the results writer, in all
+	// OtherCores is how many cores other processes kept busy during the
+	// load, on average (Linux; 0 elsewhere): the machine's CPU not left
+	// to this one.
+	OtherCores float64 `json:"other_processes_cores,omitempty"`
+	// FullReadShare is the share of the stream readers' reads that found
+	// a full buffer waiting: near 1 when the readers, not the server, set
+	// the pace, near 0 when they wait for each chunk. ReaderBusyShare is
+	// the share of their reading time spent between reads (decoding,
+	// recording, waiting for a CPU) rather than inside them.
+	ReaderBusyShare float64 `json:"reader_busy_share,omitempty"`
+	FullReadShare   float64 `json:"full_read_share,omitempty"`
 }
 
 // End is the last record of a run that ended by itself, interrupted or
@@ -201,6 +212,12 @@ type Result struct {
 	// that is not part of one, as in files written before conversations.
 	Session uint64 `json:"session,omitempty"`
 	Turn    int    `json:"turn,omitempty"`
+	// Agent is, in a session stage, 0 for the session's own requests and
+	// k for those of its k-th sub-agent (whose Turn counts its own
+	// requests). SessionEnd flags the session's last request: a session
+	// completed when that request did.
+	Agent      int  `json:"agent,omitempty"`
+	SessionEnd bool `json:"session_end,omitempty"`
 
 	Scheduled    time.Duration `json:"scheduled_ns"`               // when the load model wanted it sent
 	Sent         time.Duration `json:"sent_ns,omitempty"`          // just before the request was written

@@ -39,6 +39,17 @@ type SpecPrompts struct {
 	OutputTokens       *SpecDist   `json:"output_tokens,omitempty"` // max_tokens
 	SharedPrefixTokens int         `json:"shared_prefix_tokens,omitempty"`
 	Dataset            SpecDataset `json:"dataset,omitzero"`
+	// PrefixCache is the target hit rate of shared prefixes; nil when
+	// the scenario set none.
+	PrefixCache *SpecPrefixCache `json:"prefix_cache,omitempty"`
+}
+
+// SpecPrefixCache is prompts.prefix_cache: a target share of prompt
+// tokens served from the server's prefix cache, and the number of shared
+// prefixes that carry it.
+type SpecPrefixCache struct {
+	HitRate  float64 `json:"hit_rate"`
+	Prefixes int     `json:"prefixes"`
 }
 
 // SpecDataset names the prompt dataset; Path is empty without one.
@@ -116,6 +127,18 @@ type SpecStage struct {
 	Warmup         SpecWarmup `json:"warmup,omitzero"`
 	// Trace is a trace-replay stage's file and speed-up; nil for others.
 	Trace *SpecTrace `json:"trace,omitempty"`
+	// Prime marks a stage that primed the prefix cache (its requests are
+	// warmup).
+	Prime bool `json:"prime,omitempty"`
+	// Session is a session stage's program, as far as reports read it;
+	// nil for others.
+	Session *SpecSession `json:"session,omitempty"`
+}
+
+// SpecSession is what reports read of a session stage: how many sessions
+// it starts.
+type SpecSession struct {
+	Sessions int `json:"sessions,omitempty"`
 }
 
 // SpecWarmup is a stage's warmup: its first Requests requests, or those

@@ -21,13 +21,25 @@ import (
 // exchange is one request a recording proxy forwarded, with the reply
 // content that streamed back through it.
 type exchange struct {
-	messages []message
-	reply    string
+	messages  []message
+	maxTokens int
+	reply     string
 }
 
 type message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role       string     `json:"role"`
+	Content    string     `json:"content,omitempty"`
+	ToolCalls  []toolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+}
+
+type toolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 // recordingProxy forwards every request to target over real HTTP,
@@ -84,7 +96,8 @@ func (p *recordingProxy) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var req struct {
-		Messages []message `json:"messages"`
+		Messages  []message `json:"messages"`
+		MaxTokens int       `json:"max_tokens"`
 	}
 	_ = json.Unmarshal(body, &req)
 	var reply strings.Builder
@@ -107,7 +120,7 @@ func (p *recordingProxy) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p.mu.Lock()
-	p.seen = append(p.seen, exchange{messages: req.Messages, reply: reply.String()})
+	p.seen = append(p.seen, exchange{messages: req.Messages, maxTokens: req.MaxTokens, reply: reply.String()})
 	p.mu.Unlock()
 }
 

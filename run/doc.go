@@ -21,8 +21,10 @@
 // state: canceling its context is the graceful stop.
 //
 // The scheduler runs conversations (conversation.go: each closed-loop
-// worker a user, each turn carrying the replies it received) and trace
-// replays (an open loop on the trace's schedule) as well as plain stages.
+// worker a user, each turn carrying the replies it received), trace
+// replays (an open loop on the trace's schedule) and session stages
+// (agent-like sessions whose requests carry tool calls and results) as
+// well as plain stages.
 //
 // A run can be one shard of several (Options.Shard, Options.StartAt): it
 // sends its share of the load, starting at an agreed wall-clock time, and

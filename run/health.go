@@ -3,14 +3,17 @@ package run
 import (
 	"fmt"
 	"math"
+	"os"
 	"runtime"
 	"runtime/metrics"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/servebench/servebench/client"
 	"github.com/servebench/servebench/results"
 )
 
@@ -23,7 +26,14 @@ import (
 //     queue on too few cores, or other processes hold them), a stream's
 //     goroutine reads its chunk late and every timestamp the client takes
 //     is late by about as much;
-//   - the CPU the process used, as a share of the cores it may use;
+//   - the stream readers (client.ReaderStats): a reader that keeps up waits
+//     inside its reads, each returning what little has arrived (a chunk or
+//     a few); one that is the bottleneck finds a full buffer waiting at
+//     each. This catches one goroutine saturating one core, which the
+//     process's CPU share on a machine of several cores never shows;
+//   - the CPU the process used during the load (from its start to its
+//     end, not the set-up nor the outputs), as a share of the cores it may
+//     use less those other processes used meanwhile (Linux's /proc/stat);
 //   - garbage-collection pauses;
 //   - the time request goroutines spent blocked handing records to the
 //     results writer.
@@ -37,6 +47,10 @@ type health struct {
 	records  atomic.Int64
 	simHere  bool // the simulator runs in this process and shares its CPU
 
+	readers     func() client.ReaderStats // nil: not watched
+	readStart   client.ReaderStats
+	machineBusy float64 // the machine's busy CPU seconds at the start, all processes; NaN when unknown
+
 	sched []metrics.Sample // /sched/latencies:seconds at the start
 }
 
@@ -46,15 +60,29 @@ const (
 	latenessLimit    = 5 * time.Millisecond // p99 wake-up lateness
 	blockedWarnShare = 0.01                 // of the run's wall time, summed over request goroutines
 	cpuWarnShare     = 0.8                  // of the cores available to the process
+	cpuWarnCores     = 0.5                  // … when it used at least this many
 	gcPauseWarnShare = 0.05                 // of the run's wall time
+	readerFullShare  = 0.75                 // of the stream reads, finding a full buffer waiting
+	readerMinReads   = 200                  // fewer reads cannot tell
 )
 
-func startHealth(start time.Time, simHere bool) *health {
-	h := &health{start: start, cpuStart: cpuTime(), simHere: simHere,
-		sched: []metrics.Sample{{Name: schedLatencies}}}
+// startHealth starts watching the process; readers, when not nil, gives
+// the client's stream-reader figures. Call begin when the load starts.
+func startHealth(start time.Time, simHere bool, readers func() client.ReaderStats) *health {
+	h := &health{simHere: simHere, readers: readers, sched: []metrics.Sample{{Name: schedLatencies}}}
+	h.begin(start)
+	return h
+}
+
+// begin (re)starts the measurement at now, the load's start: what the
+// process did before (warm-up, prompts, the first scrape) is left out.
+func (h *health) begin(now time.Time) {
+	h.start, h.cpuStart, h.machineBusy = now, cpuTime(), machineBusySeconds()
 	runtime.ReadMemStats(&h.gcStart)
 	metrics.Read(h.sched)
-	return h
+	if h.readers != nil {
+		h.readStart = h.readers()
+	}
 }
 
 const schedLatencies = "/sched/latencies:seconds"
@@ -73,13 +101,17 @@ func (h *health) send(ch chan<- results.Record, r *results.Result) {
 	h.blocked.Add(int64(time.Since(t0)))
 }
 
-// finish returns the harness figures and verdict.
+// finish returns the harness figures and verdict over the load.
 func (h *health) finish() *results.Harness {
 	wall := time.Since(h.start)
+	cpu := cpuTime() - h.cpuStart
 	hs := &results.Harness{Cores: runtime.GOMAXPROCS(0), SimulatorInProcess: h.simHere,
 		BlockedMS: ms(time.Duration(h.blocked.Load()))}
-	if cpu := cpuTime() - h.cpuStart; wall > 0 && cpu > 0 {
-		hs.CPUShare = math.Round(1000*cpu.Seconds()/(wall.Seconds()*float64(hs.Cores))) / 1000
+	if wall > 0 && cpu > 0 {
+		hs.CPUShare = round3(cpu.Seconds() / (wall.Seconds() * float64(hs.Cores)))
+	}
+	if busy := machineBusySeconds(); wall > 0 && !math.IsNaN(busy) && !math.IsNaN(h.machineBusy) {
+		hs.OtherCores = round3(max(busy-h.machineBusy-cpu.Seconds(), 0) / wall.Seconds())
 	}
 	var gc runtime.MemStats
 	runtime.ReadMemStats(&gc)
@@ -92,7 +124,19 @@ func (h *health) finish() *results.Harness {
 		hs.LatenessP50MS, hs.LatenessP99MS, hs.LatenessMaxMS = 1e3*d.quantile(0.5), 1e3*d.quantile(0.99), 1e3*d.quantile(1)
 		hs.LatenessP50MS, hs.LatenessP99MS, hs.LatenessMaxMS = round3(hs.LatenessP50MS), round3(hs.LatenessP99MS), round3(hs.LatenessMaxMS)
 	}
+	reads := h.readerFigures(hs)
+	why := h.reasons(hs, wall, reads, time.Duration(gc.PauseTotalNs-h.gcStart.PauseTotalNs))
+	if len(why) > 0 {
+		hs.Limited = true
+		hs.Reason = strings.Join(why, "; ")
+	}
+	return hs
+}
 
+// reasons says which of the harness figures of hs, over a load of wall
+// time wall, with reads stream reads and gc of pauses, are past their
+// thresholds, and what that means.
+func (h *health) reasons(hs *results.Harness, wall time.Duration, reads int64, gc time.Duration) []string {
 	var why []string
 	who := "the load generator"
 	if h.simHere {
@@ -102,21 +146,74 @@ func (h *health) finish() *results.Harness {
 		why = append(why, fmt.Sprintf("its goroutines waited %.1f ms at p99 to run (%.1f ms at p50): the process did not get the CPU in time, so the timestamps it took are late by as much",
 			hs.LatenessP99MS, hs.LatenessP50MS))
 	}
-	if wall > time.Second && hs.CPUShare > cpuWarnShare {
-		why = append(why, fmt.Sprintf("%s used %.0f %% of %d cores", who, 100*hs.CPUShare, hs.Cores))
+	if reads >= readerMinReads && hs.FullReadShare >= readerFullShare {
+		why = append(why, fmt.Sprintf("its stream readers were the bottleneck: %.0f %% of their %d reads found a full buffer waiting (they spent %.0f %% of their reading time between reads, decoding, recording or waiting for a CPU), so the chunks came faster than it read them and their times are its own pace",
+			100*hs.FullReadShare, reads, 100*hs.ReaderBusyShare))
 	}
-	if wall > 0 && float64(gc.PauseTotalNs-h.gcStart.PauseTotalNs) > gcPauseWarnShare*float64(wall) {
+	if used, avail := hs.CPUShare*float64(hs.Cores), float64(hs.Cores)-hs.OtherCores; wall > time.Second && used >= cpuWarnCores && used > cpuWarnShare*avail {
+		msg := fmt.Sprintf("%s used %.1f of its %d cores during the load", who, used, hs.Cores)
+		if hs.OtherCores >= 0.05 {
+			msg = fmt.Sprintf("%s used %.1f cores during the load, of the %.1f of its %d that other processes left it", who, used, max(avail, used), hs.Cores)
+		}
+		why = append(why, msg)
+	}
+	if wall > 0 && float64(gc) > gcPauseWarnShare*float64(wall) {
 		why = append(why, fmt.Sprintf("garbage collection paused it for %.0f ms in all", hs.GCPauseMS))
 	}
 	if b := time.Duration(h.blocked.Load()); wall > 0 && float64(b) > blockedWarnShare*float64(wall) {
 		why = append(why, fmt.Sprintf("request goroutines waited %v in all for the results writer (%d records): the disk or the writer is a bottleneck",
 			b.Round(time.Millisecond), h.records.Load()))
 	}
-	if len(why) > 0 {
-		hs.Limited = true
-		hs.Reason = strings.Join(why, "; ")
+	return why
+}
+
+// readerFigures fills the stream readers' shares of hs over the load and
+// returns the number of reads they rest on.
+func (h *health) readerFigures(hs *results.Harness) int64 {
+	if h.readers == nil {
+		return 0
 	}
-	return hs
+	r := h.readers()
+	reads, full := r.Reads-h.readStart.Reads, r.FullReads-h.readStart.FullReads
+	reading, in := r.Reading-h.readStart.Reading, r.InRead-h.readStart.InRead
+	if reads <= 0 || reading <= 0 {
+		return 0
+	}
+	hs.FullReadShare = round3(float64(full) / float64(reads))
+	hs.ReaderBusyShare = round3(max(float64(reading-in), 0) / float64(reading))
+	return reads
+}
+
+// userHZ is the unit of /proc/stat's CPU times (USER_HZ, 100 on every
+// Linux architecture Go supports).
+const userHZ = 100
+
+// machineBusySeconds is the CPU time all processes have used since boot,
+// from /proc/stat's first line (every state but idle and iowait), in
+// seconds; NaN where it cannot be read.
+func machineBusySeconds() float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return math.NaN()
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return math.NaN()
+	}
+	var busy float64
+	for i, v := range f[1:] {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return math.NaN()
+		}
+		// user nice system idle iowait irq softirq steal guest guest_nice;
+		// guest time is already counted in user.
+		if i != 3 && i != 4 && i < 8 {
+			busy += n
+		}
+	}
+	return busy / userHZ
 }
 
 func ms(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }

@@ -172,8 +172,8 @@ func wallLoad(ctx context.Context, sc *scenario.Scenario, opts Options, w *write
 		shares[i] = opts.Shard.Stage(&sc.Load.Stages[i])
 	}
 	w.prog = newProgress(epoch, shares, liveSource{counters: wc.counters, chunks: s.cl.Chunks, firsts: s.cl.FirstTokens})
-	health := startHealth(epoch, simurl.Is(sc.Target.URL))
-	records := make(chan results.Record, 4096)
+	health := startHealth(epoch, simurl.Is(sc.Target.URL), s.cl.ReaderStats)
+	records := make(chan results.Record, 1024)
 	g := new(errgroup.Group)
 	g.Go(func() error { // the single writer of the results file
 		for rec := range records {
@@ -204,6 +204,7 @@ func wallLoad(ctx context.Context, sc *scenario.Scenario, opts Options, w *write
 		err := waitUntil(ctx, opts.StartAt, opts.Progress)
 		if err == nil {
 			began = time.Since(epoch)
+			health.begin(epoch.Add(began))
 			err = wc.Run(ctx, emit)
 		}
 		stopScrape()

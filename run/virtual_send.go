@@ -50,7 +50,8 @@ func (v *virtualClock) Send(r *load.Request) {
 
 // generateRequest is the engine request of a chat or completions request:
 // the chat messages' token IDs in order (system, history, the new
-// message), or the completions prompt's.
+// message; a message's tool calls after its text, as their arguments),
+// or the completions prompt's.
 func (v *virtualClock) generateRequest(r *load.Request, c *load.Content) ([]*sim.Request, error) {
 	t := &v.tmpl
 	var ids []uint32
@@ -64,6 +65,9 @@ func (v *virtualClock) generateRequest(r *load.Request, c *load.Content) ([]*sim
 		}
 		for _, m := range c.History {
 			ids = append(ids, sim.PromptIDs(v.tok, m.Content, -1)...)
+			for _, tc := range m.ToolCalls {
+				ids = append(ids, sim.PromptIDs(v.tok, tc.Arguments, -1)...)
+			}
 		}
 	}
 	count := -1

@@ -207,7 +207,10 @@ func (w *wallClock) Send(r *load.Request) {
 		if len(c.History) > 0 {
 			req.History = make([]client.Message, len(c.History))
 			for i, m := range c.History {
-				req.History[i] = client.Message{Role: m.Role, Content: m.Content}
+				req.History[i] = client.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+				for _, tc := range m.ToolCalls {
+					req.History[i].ToolCalls = append(req.History[i].ToolCalls, client.ToolCall(tc))
+				}
 			}
 		}
 		var e ended

@@ -63,11 +63,14 @@ func (v *validator) conversation(sc *Scenario) {
 		v.add("prompts.shared_prefix_tokens", "would start every turn's new message again: a conversation's turns share their history, and request.system is a prefix every session shares")
 	}
 	for i, st := range sc.Load.Stages {
+		if st.Warmup.Shapes {
+			v.add(fmt.Sprintf("load.stages[%d].warmup.shapes", i), "does not apply to a conversation: its turns' lengths grow with their history")
+		}
 		field := "rate"
 		if st.Trace != nil {
 			field = "trace"
 		}
-		if st.Open() {
+		if st.Open() && st.Session == nil {
 			v.add(fmt.Sprintf("load.stages[%d].%s", i, field),
 				"a conversation runs in closed-loop stages: concurrency is the number of users, each sending its next turn after the reply")
 		}

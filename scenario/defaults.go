@@ -83,6 +83,7 @@ func (sc *Scenario) Defaults() {
 	if c := p.Conversation; c != nil {
 		c.Turns.defaults()
 	}
+	p.PrefixCache.defaults()
 
 	s := &sc.Scrape
 	s.Enabled = orTrue(s.Enabled)
@@ -101,39 +102,41 @@ func (sc *Scenario) Defaults() {
 		l.CircuitBreaker.Failures = DefaultBreakerFailures
 	}
 	for i := range l.Stages {
-		st := &l.Stages[i]
-		if st.Name == "" {
-			st.Name = fmt.Sprintf("stage-%d", i)
-		}
-		if st.Until != nil && st.Until.Confidence == 0 {
-			st.Until.Confidence = DefaultUntilConfidence
-		}
-		if !st.Open() {
-			continue
-		}
-		if st.Overflow == "" {
-			st.Overflow = OverflowDrop
-		}
-		if tr := st.Trace; tr != nil {
-			if tr.Speedup == 0 {
-				tr.Speedup = 1
-			}
-			if st.MaxConcurrency == 0 {
-				st.MaxConcurrency = DefaultMaxConcurrency
-			}
-			continue
-		}
-		if st.Arrival == "" {
-			st.Arrival = ArrivalPoisson
-		}
-		if st.Burstiness == 0 && st.Arrival == ArrivalGamma {
-			st.Burstiness = DefaultBurstiness
-		}
-		if st.MaxConcurrency == 0 {
-			st.MaxConcurrency = DefaultMaxConcurrency
-		}
+		l.Stages[i].defaults(i)
 	}
 	sc.Sweep.defaults()
+}
+
+// defaults fills stage i's unset fields.
+func (st *Stage) defaults(i int) {
+	if st.Name == "" {
+		st.Name = fmt.Sprintf("stage-%d", i)
+	}
+	if st.Until != nil && st.Until.Confidence == 0 {
+		st.Until.Confidence = DefaultUntilConfidence
+	}
+	st.Session.defaults()
+	if !st.Open() {
+		return
+	}
+	if st.Overflow == "" {
+		st.Overflow = OverflowDrop
+	}
+	if tr := st.Trace; tr != nil && tr.Speedup == 0 {
+		tr.Speedup = 1
+	}
+	if st.MaxConcurrency == 0 {
+		st.MaxConcurrency = DefaultMaxConcurrency
+	}
+	if st.Replay() {
+		return
+	}
+	if st.Arrival == "" {
+		st.Arrival = ArrivalPoisson
+	}
+	if st.Burstiness == 0 && st.Arrival == ArrivalGamma {
+		st.Burstiness = DefaultBurstiness
+	}
 }
 
 func (d *Dist) defaults() {
@@ -240,8 +243,10 @@ func (v *validator) zeros(sc *Scenario) {
 		}
 		z(f+".max_concurrency", st.MaxConcurrency == 0,
 			fmt.Sprintf("0 would leave no room for a request: write a cap on requests in flight from 1 to %d", maxConcurrency)+orDefault(DefaultMaxConcurrency))
-		if res.Trace != nil {
+		if res.Replay() {
 			z(f+".trace.speedup", st.Trace != nil && st.Trace.Speedup == 0, "0 would never replay the trace: write a factor like 1 (as recorded) or 2 (twice as fast)"+orDefault(1))
+			z(f+".session.trace.speedup", st.Session != nil && st.Session.Trace != nil && st.Session.Trace.Speedup == 0,
+				"0 would never replay the trace: write a factor like 1 (as recorded) or 2 (twice as fast)"+orDefault(1))
 			continue
 		}
 		z(f+".arrival", st.Arrival == "", "is empty: write "+ArrivalConstant+", "+ArrivalPoisson+" or "+ArrivalGamma+orDefault(ArrivalPoisson))

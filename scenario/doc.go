@@ -19,6 +19,7 @@
 //     as soon as its previous one finished. Scheduled is the moment the
 //     worker asked, so closed-loop schedule lag is only the harness's own
 //     overhead; or
+//
 //   - open loop (rate: R, in requests per second): arrivals at offsets drawn
 //     from an arrival process (constant, poisson or gamma with a burstiness
 //     shape, as vLLM's bench serve). The scheduler never waits for
@@ -26,11 +27,25 @@
 //     recorded as a Dropped result and never sent, and every request's
 //     Scheduled time is the arrival's intended time, so latency measured
 //     from Scheduled includes any lag the harness or the server imposed; or
+//
 //   - a trace replay (trace: {path, speedup}): an open loop whose arrivals
 //     and lengths are a trace file's lines (Mooncake's JSONL format), at
 //     the file's timestamps divided by the speed-up (TraceSchedule), with
 //     prompts whose hash_ids blocks are the same text wherever they recur
 //     (Prompts.TraceAt).
+//
+//   - a session stage (session: {...}): agent-like sessions, held open at
+//     a count (concurrency) or started at a rate, each a program drawn
+//     from the spec (SessionSpec: turns, message and reply lengths, think
+//     time, tool rounds, sub-agent fan-outs, compaction) by
+//     Prompts.SessionTurn, its messages' texts from Prompts.Text; or the
+//     sessions of a sessions trace (session.trace, TraceSession), each
+//     turn at its timestamp or after the reply before it.
+//
+// With prompts.prefix_cache (PrefixCache) synthetic prompts start with
+// shared prefixes long enough to make a target share of their tokens a
+// prefix-cache hit, and a stage with prime: true sends each prefix once
+// before the measured stages.
 //
 // With prompts.conversation the requests of closed-loop stages are the
 // turns of multi-turn chat sessions: a worker runs a session's turns in

@@ -51,9 +51,10 @@ type Prompts struct {
 	words    *tokenizer.Words     // synthetic prompts' single-token words
 	overhead int
 	seed     uint64
-	in       *Dist // nil for a dataset
-	out      *Dist // nil: the dataset's output lengths
-	turns    *Dist // a synthetic conversation's turns per session; nil: no conversation
+	in       *Dist        // nil for a dataset
+	out      *Dist        // nil: the dataset's output lengths
+	turns    *Dist        // a synthetic conversation's turns per session; nil: no conversation
+	cache    *PrefixCache // shared prefixes at a target hit rate; nil: none
 
 	// Synthetic prompts.
 	prefix       string
@@ -66,6 +67,7 @@ type Prompts struct {
 	// Trace stages: each one's records by stage index, and a second
 	// permutation of the start positions for their blocks' second halves.
 	traces          map[int][]TraceRecord
+	sessionTraces   map[int][]TraceSession // session stages replaying a sessions trace
 	stride2, shift2 uint64
 
 	// Dataset prompts.
@@ -210,20 +212,13 @@ func newPrompts(ctx context.Context, sc *Scenario, sh Shard, tok *tokenizer.Toke
 	if p.in == nil || !p.in.valid() || (p.out != nil && !p.out.valid()) {
 		return nil, fmt.Errorf("prompts: input_tokens and output_tokens must be valid distributions (apply Defaults and Validate first)")
 	}
-	// A trace's prompts are runs of up to half a block of corpus words.
 	run := p.in.highest() - spec.SharedPrefixTokens
-	for i := range sc.Load.Stages {
-		if path := sc.TracePath(i); path != "" {
-			recs, err := readTrace(ctx, path, traceLimit(sc.Load.Stages[i].Trace, i))
-			if err != nil {
-				return nil, err
-			}
-			if p.traces == nil {
-				p.traces = map[int][]TraceRecord{}
-			}
-			p.traces[i] = recs
-			run = max(run, TraceBlockTokens/2)
-		}
+	if blocks, err := p.readTraces(ctx, sc); err != nil {
+		return nil, err
+	} else if blocks {
+		// Trace prompts, session messages and shared prefixes are runs of
+		// up to half a block of corpus words.
+		run = max(run, TraceBlockTokens/2)
 	}
 	if spec.SharedPrefixTokens > p.in.lowest() {
 		return nil, fmt.Errorf("prompts: shared_prefix_tokens %d exceeds the smallest input length %d", spec.SharedPrefixTokens, p.in.lowest())
@@ -255,6 +250,40 @@ func newPrompts(ctx context.Context, sc *Scenario, sh Shard, tok *tokenizer.Toke
 	p.stride, p.shift = permutation(p.starts, textSeed)
 	p.stride2, p.shift2 = permutation(p.starts, mix(textSeed+2))
 	return p, nil
+}
+
+// readTraces reads the trace and sessions-trace files of sc's stages and
+// notes prompts.prefix_cache; blocks reports whether any prompt is built
+// of blocks of text (a trace's, a session's messages, shared prefixes).
+func (p *Prompts) readTraces(ctx context.Context, sc *Scenario) (blocks bool, err error) {
+	if c := sc.Prompts.PrefixCache; c != nil {
+		p.cache, blocks = c, true
+	}
+	for i := range sc.Load.Stages {
+		st := &sc.Load.Stages[i]
+		blocks = blocks || st.Session != nil
+		if path := sc.SessionTracePath(i); path != "" {
+			ss, err := readSessionTrace(ctx, path, sessionTraceLimit(st.Session.Trace, i))
+			if err != nil {
+				return false, err
+			}
+			if p.sessionTraces == nil {
+				p.sessionTraces = map[int][]TraceSession{}
+			}
+			p.sessionTraces[i] = ss
+		}
+		if path := sc.TracePath(i); path != "" {
+			recs, err := readTrace(ctx, path, traceLimit(st.Trace, i))
+			if err != nil {
+				return false, err
+			}
+			if p.traces == nil {
+				p.traces = map[int][]TraceRecord{}
+			}
+			p.traces[i], blocks = recs, true
+		}
+	}
+	return blocks, nil
 }
 
 // permutation returns a stride coprime with n and a shift, so that
@@ -297,6 +326,11 @@ func (p *Prompts) At(seq uint64) Prompt {
 	out := 0 // embeddings: no output
 	if p.out != nil {
 		out = p.out.draw(r)
+	}
+	if p.cache != nil {
+		shared := p.cache.PrefixTokens(n, p.overhead)
+		text := p.Text(TextID(TextPrefix, seq%uint64(p.cache.Prefixes)), shared) + p.corpus[p.offs[pos]:p.offs[pos+uint64(n-shared)]]
+		return Prompt{Text: text, InputTokens: n, OutputTokens: out}
 	}
 	text := p.corpus[p.offs[pos]:p.offs[pos+uint64(n-p.prefixTokens)]]
 	if p.prefixTokens > 0 {
@@ -454,4 +488,52 @@ func (d *Dist) String() string {
 		return fmt.Sprintf("normal mean %g sd %g in %d–%d", d.Mean, d.Stddev, d.Min, d.Max)
 	}
 	return strconv.Itoa(d.Value)
+}
+
+// Shapes returns a prompt of every length shape of the synthetic prompts:
+// the shortest and longest prompt lengths the distribution draws and every
+// power of two between them, each with the longest output length, each
+// text its own (not the measured requests' texts, so that no prefix they
+// share is cached by it). Nil for a dataset's prompts.
+func (p *Prompts) Shapes() []Prompt {
+	if p.entries != nil || p.in == nil {
+		return nil
+	}
+	lo, hi := p.in.bounds()
+	lengths := []int{lo}
+	for n := 1; n < hi; n *= 2 {
+		if n > lo {
+			lengths = append(lengths, n)
+		}
+	}
+	if hi > lo {
+		lengths = append(lengths, hi)
+	}
+	out := 0
+	if p.out != nil {
+		_, out = p.out.bounds()
+	}
+	shapes := make([]Prompt, 0, len(lengths))
+	for i, n := range lengths {
+		// Start positions from the end of the corpus's walk: the measured
+		// requests' first 65,536 start elsewhere.
+		pos := (p.stride*((p.starts-1-uint64(i))%p.starts) + p.shift) % p.starts
+		n = max(n, p.prefixTokens+1)
+		text := p.corpus[p.offs[pos]:p.offs[pos+uint64(n-p.prefixTokens)]]
+		if p.prefixTokens > 0 {
+			text = p.prefix + text
+		}
+		shapes = append(shapes, Prompt{Text: text, InputTokens: n, OutputTokens: out})
+	}
+	return shapes
+}
+
+// bounds are the shortest and longest values d draws.
+func (d *Dist) bounds() (lo, hi int) {
+	switch d.Dist {
+	case DistUniform, DistNormal:
+		return max(d.Min, 1), max(d.Max, 1)
+	}
+	v := max(d.Value, 1)
+	return v, v
 }

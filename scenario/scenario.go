@@ -193,6 +193,9 @@ type PromptSpec struct {
 	// Conversation, when set, makes the requests the turns of multi-turn
 	// sessions (chat, closed-loop stages).
 	Conversation *Conversation `yaml:"conversation" json:"conversation,omitempty"`
+	// PrefixCache, when set, makes synthetic prompts hit a server's prefix
+	// cache at a target rate (see PrefixCache).
+	PrefixCache *PrefixCache `yaml:"prefix_cache" json:"prefix_cache,omitempty"`
 }
 
 // Dataset names a prompt dataset file.
@@ -317,7 +320,7 @@ type CircuitBreaker struct {
 
 // Stage is one closed-loop (Concurrency > 0), open-loop (RatePerSec > 0)
 // or trace-replay (Trace) phase of a run, bounded by Requests and/or
-// Duration (a trace by its end too).
+// Duration (a trace by its end too; a session stage by its sessions).
 type Stage struct {
 	Name string `yaml:"name" json:"name"` // default "stage-<index>"
 
@@ -363,6 +366,18 @@ type Stage struct {
 	// sets neither Concurrency nor RatePerSec; Requests and Duration, when
 	// set, cut the trace short.
 	Trace *TraceSpec `yaml:"trace" json:"trace,omitempty"`
+
+	// Session, when set, makes the stage's load agent-like sessions (see
+	// SessionSpec): Concurrency is then the number of sessions held open
+	// at once, RatePerSec the sessions started per second and
+	// MaxConcurrency the sessions in flight at most.
+	Session *SessionSpec `yaml:"session" json:"session,omitempty"`
+
+	// Prime makes the stage send each shared prefix of
+	// prompts.prefix_cache once (Concurrency at a time, all as warmup,
+	// one output token each), so that the stages after it find them
+	// cached. It is bounded by the prefixes alone.
+	Prime bool `yaml:"prime" json:"prime,omitempty"`
 }
 
 // Overflow policies of an open loop (Stage.Overflow).
@@ -409,7 +424,11 @@ func (f *Fraction) UnmarshalYAML(n *yaml.Node) error {
 
 // Open reports whether the stage is open loop: at a rate, or replaying a
 // trace.
-func (s *Stage) Open() bool { return s.RatePerSec > 0 || s.Trace != nil }
+func (s *Stage) Open() bool { return s.RatePerSec > 0 || s.Replay() }
+
+// Replay reports whether the stage replays a trace: of requests (Trace)
+// or of sessions (Session.Trace). Its arrivals are the trace's.
+func (s *Stage) Replay() bool { return s.Trace != nil || (s.Session != nil && s.Session.Trace != nil) }
 
 // Warmup selects a stage's first requests as warmup: the first Requests
 // requests, or those scheduled within Duration of the stage's start, or
@@ -417,6 +436,12 @@ func (s *Stage) Open() bool { return s.RatePerSec > 0 || s.Trace != nil }
 type Warmup struct {
 	Requests int      `yaml:"requests" json:"requests,omitempty"`
 	Duration Duration `yaml:"duration" json:"duration,omitzero"`
+	// Shapes, before the stage, sends one request of every prompt-length
+	// shape the stage will send (Prompts.Shapes), one at a time, left out
+	// of the figures and not counted in the stage's requests: the engine
+	// meets each size once (compilation, graph capture, allocations)
+	// before the measurement. Synthetic prompts only.
+	Shapes bool `yaml:"shapes" json:"shapes,omitempty"`
 }
 
 // Arrival process names.
@@ -507,7 +532,18 @@ func (sc *Scenario) MaxConcurrency() int {
 	n := 0
 	for i := range sc.Load.Stages {
 		st := &sc.Load.Stages[i]
-		n = max(n, st.Concurrency, st.MaxConcurrency)
+		n = max(n, st.inFlight(st.Concurrency, st.MaxConcurrency))
+	}
+	return n
+}
+
+// inFlight is the most requests a stage of conc workers (or sessions)
+// and an open-loop cap of open can have in flight: a session's fan-out
+// sends one request per sub-agent at once.
+func (st *Stage) inFlight(conc, open int) int {
+	n := max(conc, open)
+	if s := st.Session; s != nil && s.Subagents != nil && s.Subagents.Count != nil {
+		n *= 1 + s.Subagents.Count.highest()
 	}
 	return n
 }

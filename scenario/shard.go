@@ -108,6 +108,11 @@ func (s Shard) Stage(st *Stage) Stage {
 	out.Concurrency = s.Share(st.Concurrency)
 	out.Requests = s.Share(st.Requests)
 	out.Warmup.Requests = s.Share(st.Warmup.Requests)
+	if st.Session != nil {
+		ss := *st.Session
+		ss.Sessions = s.Share(ss.Sessions)
+		out.Session = &ss
+	}
 	return out
 }
 
@@ -117,7 +122,7 @@ func (s Shard) MaxConcurrency(sc *Scenario) int {
 	n := 0
 	for i := range sc.Load.Stages {
 		st := s.Stage(&sc.Load.Stages[i])
-		n = max(n, st.Concurrency, st.MaxConcurrency)
+		n = max(n, st.inFlight(st.Concurrency, st.MaxConcurrency))
 	}
 	return n
 }
@@ -141,6 +146,9 @@ func (s Shard) Check(sc *Scenario) error {
 	for i := range sc.Load.Stages {
 		st := &sc.Load.Stages[i]
 		f := fmt.Sprintf("load.stages[%d]", i)
+		if ss := st.Session; ss != nil && ss.Sessions > 0 && ss.Sessions < n {
+			v.add(f+".session.sessions", "%d sessions cannot be split over %d shards: each shard needs at least one", ss.Sessions, n)
+		}
 		if st.Open() {
 			if st.MaxConcurrency < n {
 				v.add(f+".max_concurrency", "%d cannot be split over %d shards: each shard needs at least one request in flight", st.MaxConcurrency, n)
@@ -156,6 +164,7 @@ func (s Shard) Check(sc *Scenario) error {
 		if st.Concurrency < n {
 			v.add(f+".concurrency", "%d workers cannot be split over %d shards: each shard needs at least one", st.Concurrency, n)
 		}
+
 		if st.Requests > 0 {
 			for idx := range n {
 				sh := Shard{Index: idx, Count: n}

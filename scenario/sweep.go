@@ -130,6 +130,24 @@ func (s *SweepSearch) Target() (t SearchTarget, ok bool) {
 	return SearchTarget{Stage: i, Field: m[2]}, true
 }
 
+// SearchUnit is the unit of the searched parameter of sc's sweep.search:
+// "requests/s" (a rate) or "workers" (a concurrency), or, when the stage
+// is a session stage, "sessions/s" or "sessions" (held open at once).
+func (sc *Scenario) SearchUnit() string {
+	s := sc.Sweep.Search
+	t, _ := s.Target()
+	session := t.Stage < len(sc.Load.Stages) && sc.Load.Stages[t.Stage].Session != nil
+	switch {
+	case s.Integer() && session:
+		return "sessions"
+	case s.Integer():
+		return "workers"
+	case session:
+		return "sessions/s"
+	}
+	return "requests/s"
+}
+
 // Integer reports whether the searched parameter takes whole numbers (a
 // concurrency).
 func (s *SweepSearch) Integer() bool {

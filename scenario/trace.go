@@ -222,6 +222,11 @@ func (sc *Scenario) checkTraces(ctx context.Context) error {
 				errs = append(errs, err)
 			}
 		}
+		if p := sc.SessionTracePath(i); p != "" {
+			if _, err := readSessionTrace(ctx, p, sessionTraceLimit(sc.Load.Stages[i].Session.Trace, i)); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

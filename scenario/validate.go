@@ -58,6 +58,7 @@ func (sc *Scenario) Validate() error {
 	v.request(sc)
 	v.prompts(sc)
 	v.conversation(sc)
+	v.prefixCache(sc)
 	v.scrape(&sc.Scrape, sc.Target.AllowRemote)
 	v.load(sc)
 	v.budgets(sc)
@@ -326,6 +327,11 @@ func (v *validator) prompts(sc *Scenario) {
 }
 
 func (v *validator) dataset(sc *Scenario) {
+	for i, st := range sc.Load.Stages {
+		if st.Warmup.Shapes {
+			v.add(fmt.Sprintf("load.stages[%d].warmup.shapes", i), "applies to synthetic prompts: a dataset's prompts have their own lengths (warm up with warmup.requests)")
+		}
+	}
 	d := &sc.Prompts.Dataset
 	if d.Format != FormatShareGPT && d.Format != FormatJSONL && d.Format != FormatMessages {
 		v.add("prompts.dataset.format", "want %s, %s or %s, got %q", FormatShareGPT, FormatJSONL, FormatMessages, d.Format)
@@ -514,10 +520,17 @@ func (v *validator) load(sc *Scenario) {
 			v.add(f+".name", "%q is also the name of stage %d", st.Name, j)
 		}
 		names[st.Name] = i
-		if st.Trace != nil {
+		if st.Trace != nil && st.Session == nil {
 			v.traceStage(sc, i)
 			v.bounds(f, st)
 			continue
+		}
+		if st.Session != nil {
+			v.sessionStage(sc, i)
+			if st.Trace != nil || st.Session.Trace != nil {
+				v.bounds(f, st)
+				continue
+			}
 		}
 		v.stage(f, st)
 	}
@@ -564,7 +577,7 @@ func (v *validator) stage(f string, st *Stage) {
 			v.add(f+".overflow", "applies to open-loop stages (rate or trace) only: a closed loop never has more than concurrency requests")
 		}
 	}
-	if st.Requests == 0 && st.Duration == 0 {
+	if st.Requests == 0 && st.Duration == 0 && st.Session == nil && !st.Prime {
 		v.add(f, "needs a bound: requests, duration or both")
 	}
 	v.bounds(f, st)
@@ -579,6 +592,9 @@ func (v *validator) bounds(f string, st *Stage) {
 	}
 	if st.Until != nil {
 		v.until(f+".until", st.Until)
+	}
+	if st.Warmup.Shapes && st.Trace != nil {
+		v.add(f+".warmup.shapes", "applies to synthetic prompts: a trace's requests have their own lengths")
 	}
 	if st.Requests < 0 {
 		v.add(f+".requests", "must be ≥ 0, got %d", st.Requests)

@@ -2,26 +2,43 @@
 // knows how much load one process can receive before the harness, not the
 // server, sets the figures.
 //
-// It consumes a configuration (stream counts, a duration per measurement,
-// chunks per response) and produces one Row per stream count: the chunks
-// per second the real client path (client.Do, as a run uses it) takes in
-// from a zero-latency SSE source on loopback, beside a raw reader that only
-// counts "data:" lines over the same kind of connections, and the CPU each
-// spends per chunk. The source, the client and the reader share this
-// process and its cores; the raw reader is the floor a Go program on this
-// machine cannot beat, so the ratio of the two rates is the share of the
-// machine's ingest capacity servebench's measurements leave usable.
+// It consumes a configuration (stream counts, a measured window, rounds,
+// chunks per response, and optionally an external source) and produces
+// one Row per stream count: the chunks per second the real client path
+// (client.Do, with each record written to a results file and aggregated,
+// as a run does) takes in from a zero-latency SSE source,
+// beside a raw reader that only counts "data:" lines over the same kind
+// of connections (HTTP/1.1 keep-alive, one stream each, 64 KiB reads),
+// the CPU each spends per chunk, and the ratio of the two
+// with its spread over rounds. The raw reader is the floor a Go program on
+// this machine cannot beat, so the ratio is the share of the machine's
+// ingest capacity servebench's measurements leave usable.
+//
+// The two sides are measured alike, so that the ratio cannot flatter: each
+// round runs each side's streams for a warm-up (connections opened,
+// buffers grown) and then counts the chunks that arrive within the window,
+// finished responses or not; the sides alternate within and between
+// rounds (raw first in odd rounds, the client first in even ones), each
+// side keeping its connections across rounds; both read the same response
+// of Chunks chunks (2,000 by default, so a window holds many responses
+// per stream), from the built-in source or from Source, an external
+// server (loopback unless AllowRemote), such as the server a run will
+// load. With the built-in source the source's CPU is in this process and
+// counts on both sides.
 package selftest
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,83 +48,118 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/client"
+	"github.com/servebench/servebench/internal/loopback"
 	"github.com/servebench/servebench/internal/openfiles"
+	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/results"
 )
 
 // Config configures Run. Zero fields take the defaults.
 type Config struct {
 	Streams  []int         // concurrent streams per measurement (default 1, 64, 1,000, 10,000)
-	Duration time.Duration // length of each measurement (default 2 s)
-	Chunks   int           // token chunks per response (default 256)
+	Duration time.Duration // measured window of each side in each round (default 3 s)
+	Warmup   time.Duration // each side's run before its window (default 1 s)
+	Rounds   int           // interleaved rounds (default 3)
+	Chunks   int           // token chunks per response (default 2,000)
+	// Source is an external OpenAI-compatible server to read from, for
+	// example the one a run will load (http://127.0.0.1:8000); "" runs
+	// the built-in zero-latency source in this process.
+	Source string
+	// AllowRemote lets Source be a host that is not loopback: only on the
+	// user's explicit opt-in.
+	AllowRemote bool
+	// Model is the model named in the requests; "" takes the first the
+	// source lists.
+	Model string
 }
 
-// Measure is one side's figures at one stream count.
+func (c *Config) defaults() {
+	if len(c.Streams) == 0 {
+		c.Streams = []int{1, 64, 1000, 10000}
+	}
+	if c.Duration <= 0 {
+		c.Duration = 3 * time.Second
+	}
+	if c.Warmup <= 0 {
+		c.Warmup = time.Second
+	}
+	if c.Rounds <= 0 {
+		c.Rounds = 3
+	}
+	if c.Chunks <= 0 {
+		c.Chunks = 2000
+	}
+}
+
+// Measure is one side's figures over one window.
 type Measure struct {
-	Chunks       int64   `json:"chunks"`           // token chunks read
-	Seconds      float64 `json:"seconds"`          // wall time of the measurement
+	Chunks       int64   `json:"chunks"`           // token chunks read within the window
+	Seconds      float64 `json:"seconds"`          // the window's wall time
 	ChunksPerSec float64 `json:"chunks_per_s"`     // Chunks / Seconds
-	CPUPerChunk  float64 `json:"cpu_ns_per_chunk"` // process CPU (user + system, the source's share included) per chunk, ns
+	CPUPerChunk  float64 `json:"cpu_ns_per_chunk"` // process CPU (user + system; the built-in source's share included) per chunk, ns
+}
+
+// Round is one round's pair of measures.
+type Round struct {
+	Client Measure `json:"servebench"`
+	Raw    Measure `json:"raw_reader"`
+	Ratio  float64 `json:"ratio"` // Client.ChunksPerSec / Raw.ChunksPerSec
 }
 
 // Row compares the client path with the raw reader at one stream count.
 type Row struct {
-	Streams int     `json:"streams"`
-	Client  Measure `json:"servebench"`
-	Raw     Measure `json:"raw_reader"`
-	Ratio   float64 `json:"ratio"` // Client.ChunksPerSec / Raw.ChunksPerSec
+	Streams int `json:"streams"`
+	// Client and Raw are the medians over the rounds of each figure.
+	Client Measure `json:"servebench"`
+	Raw    Measure `json:"raw_reader"`
+	// Ratio is the median of the rounds' ratios; RatioMin and RatioMax
+	// their range: the spread to read the ratio with.
+	Ratio    float64 `json:"ratio"`
+	RatioMin float64 `json:"ratio_min"`
+	RatioMax float64 `json:"ratio_max"`
+	Rounds   []Round `json:"rounds"`
 	// Skipped says why the stream count was not measured (this process
 	// may not open a socket for each end of every stream).
 	Skipped string `json:"skipped,omitempty"`
 }
 
-// Run measures every stream count of cfg, the raw reader first, then the
-// client path, each for cfg.Duration, and calls progress (when not nil)
-// with each finished Row. It returns when all are measured or ctx ends.
+// Run measures every stream count of cfg in cfg.Rounds interleaved
+// rounds, and calls progress (when not nil) with each finished Row. It
+// returns when all are measured or ctx ends.
 func Run(ctx context.Context, cfg Config, progress func(Row)) ([]Row, error) {
-	if len(cfg.Streams) == 0 {
-		cfg.Streams = []int{1, 64, 1000, 10000}
+	cfg.defaults()
+	url := cfg.Source
+	sockets := 1 // per stream: the client's; the built-in source holds the other end
+	if url == "" {
+		src, err := newSource(cfg.Chunks)
+		if err != nil {
+			return nil, err
+		}
+		defer src.close()
+		url, sockets = src.url, 2
 	}
-	if cfg.Duration <= 0 {
-		cfg.Duration = 2 * time.Second
+	policy := loopback.Policy{AllowRemote: cfg.AllowRemote}
+	if err := policy.CheckURL(url); err != nil {
+		return nil, fmt.Errorf("selftest: --source %w", err)
 	}
-	if cfg.Chunks <= 0 {
-		cfg.Chunks = 256
+	url = strings.TrimSuffix(strings.TrimRight(url, "/"), "/v1")
+	if cfg.Model == "" {
+		m, err := firstModel(ctx, url, cfg.AllowRemote)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Model = m
 	}
-	src, err := newSource(cfg.Chunks)
-	if err != nil {
-		return nil, err
-	}
-	defer src.close()
 	var rows []Row
 	for _, n := range cfg.Streams {
 		if ctx.Err() != nil {
 			break
 		}
-		// Each stream holds two sockets here: the client's and the source's.
-		if err := openfiles.Check(2*n, fmt.Sprintf("%d streams with the source in this process", n)); err != nil {
-			r := Row{Streams: n, Skipped: err.Error()}
-			rows = append(rows, r)
-			if progress != nil {
-				progress(r)
-			}
-			continue
-		}
-		raw, err := measure(ctx, cfg.Duration, func(ctx context.Context) (func(context.Context) int64, func(), error) {
-			return rawReader(src.url, n)
-		}, n)
-		if err != nil {
-			return rows, fmt.Errorf("selftest: raw reader at %d streams: %w", n, err)
-		}
-		cl, err := measure(ctx, cfg.Duration, func(ctx context.Context) (func(context.Context) int64, func(), error) {
-			return clientPath(ctx, src.url, n, cfg.Chunks)
-		}, n)
-		if err != nil {
-			return rows, fmt.Errorf("selftest: client at %d streams: %w", n, err)
-		}
-		r := Row{Streams: n, Client: cl, Raw: raw}
-		if raw.ChunksPerSec > 0 {
-			r.Ratio = cl.ChunksPerSec / raw.ChunksPerSec
+		r := Row{Streams: n}
+		if err := openfiles.Check(sockets*n, fmt.Sprintf("%d streams (%d sockets each)", n, sockets)); err != nil {
+			r.Skipped = err.Error()
+		} else if err := measureRow(ctx, &cfg, url, policy, &r); err != nil {
+			return rows, fmt.Errorf("selftest: %d streams: %w", n, err)
 		}
 		rows = append(rows, r)
 		if progress != nil {
@@ -117,31 +169,142 @@ func Run(ctx context.Context, cfg Config, progress func(Row)) ([]Row, error) {
 	return rows, ctx.Err()
 }
 
-// measure runs n workers of one side for d and reports what they read.
-// setup returns the work of one request (the chunks it read) and a cleanup.
-func measure(ctx context.Context, d time.Duration, setup func(context.Context) (func(context.Context) int64, func(), error), n int) (Measure, error) {
-	one, cleanup, err := setup(ctx)
+// firstModel asks the source for its first model.
+func firstModel(ctx context.Context, url string, remote bool) (string, error) {
+	c, err := client.New(client.Config{BaseURL: url, AllowRemote: remote, MaxConns: 1})
 	if err != nil {
-		return Measure{}, err
+		return "", err
 	}
-	defer cleanup()
-	var chunks atomic.Int64
-	runCtx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	cpu0, t0 := cpuTime(), time.Now()
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			for runCtx.Err() == nil {
-				chunks.Add(one(runCtx))
+	defer c.Close()
+	ms, err := c.Models(ctx)
+	if err != nil {
+		return "", fmt.Errorf("selftest: %w (set the model with --model)", err)
+	}
+	if len(ms) == 0 {
+		return "", fmt.Errorf("selftest: %s/v1/models lists no model (set the model with --model)", url)
+	}
+	return ms[0], nil
+}
+
+// side is one of the two readers: start runs n streams until ctx ends,
+// counting the token chunks they read into count.
+type side interface {
+	start(ctx context.Context, n int, count *atomic.Int64) (wait func())
+	close()
+	failures() *failures
+}
+
+// failures counts a side's requests that failed (not those the window's
+// end canceled) and keeps the first one's message.
+type failures struct {
+	n     atomic.Int64
+	first atomic.Value // string
+}
+
+func (f *failures) add(msg string) {
+	if f.n.Add(1) == 1 {
+		f.first.Store(msg)
+	}
+}
+
+func (f *failures) String() string {
+	msg, _ := f.first.Load().(string)
+	return fmt.Sprintf("%d requests failed, the first: %s", f.n.Load(), msg)
+}
+
+// measureRow runs cfg.Rounds rounds at r.Streams streams and fills r.
+func measureRow(ctx context.Context, cfg *Config, url string, policy loopback.Policy, r *Row) error {
+	n := r.Streams
+	req := &client.Request{API: results.APIChat, Model: cfg.Model, Prompt: "x", MaxTokens: cfg.Chunks, IgnoreEOS: true,
+		Stream: true, IncludeUsage: true}
+	cl, err := newClientSide(ctx, url, n, req, cfg.AllowRemote)
+	if err != nil {
+		return err
+	}
+	defer cl.close()
+	raw, err := newRawSide(url, n, req, policy)
+	if err != nil {
+		return err
+	}
+	defer raw.close()
+	for i := range cfg.Rounds {
+		order := []side{raw, cl}
+		if i%2 == 1 {
+			order = []side{cl, raw}
+		}
+		var ms [2]Measure
+		for k, s := range order {
+			m, err := window(ctx, s, n, cfg.Warmup, cfg.Duration)
+			if err != nil {
+				return err
 			}
-		})
+			ms[k] = m
+		}
+		if i%2 == 1 {
+			ms[0], ms[1] = ms[1], ms[0]
+		}
+		rd := Round{Raw: ms[0], Client: ms[1]}
+		if rd.Raw.ChunksPerSec > 0 {
+			rd.Ratio = rd.Client.ChunksPerSec / rd.Raw.ChunksPerSec
+		}
+		r.Rounds = append(r.Rounds, rd)
 	}
-	wg.Wait()
-	secs, cpu := time.Since(t0).Seconds(), cpuTime()-cpu0
-	m := Measure{Chunks: chunks.Load(), Seconds: secs}
-	if secs > 0 {
-		m.ChunksPerSec = float64(m.Chunks) / secs
+	r.summarize()
+	return nil
+}
+
+// summarize sets r's medians and the ratio's range from its rounds.
+func (r *Row) summarize() {
+	med := func(f func(Round) float64) float64 {
+		v := make([]float64, 0, len(r.Rounds))
+		for _, rd := range r.Rounds {
+			v = append(v, f(rd))
+		}
+		slices.Sort(v)
+		if len(v) == 0 {
+			return 0
+		}
+		if len(v)%2 == 1 {
+			return v[len(v)/2]
+		}
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	r.Client = Measure{Chunks: int64(med(func(x Round) float64 { return float64(x.Client.Chunks) })),
+		Seconds: med(func(x Round) float64 { return x.Client.Seconds }), ChunksPerSec: med(func(x Round) float64 { return x.Client.ChunksPerSec }),
+		CPUPerChunk: med(func(x Round) float64 { return x.Client.CPUPerChunk })}
+	r.Raw = Measure{Chunks: int64(med(func(x Round) float64 { return float64(x.Raw.Chunks) })),
+		Seconds: med(func(x Round) float64 { return x.Raw.Seconds }), ChunksPerSec: med(func(x Round) float64 { return x.Raw.ChunksPerSec }),
+		CPUPerChunk: med(func(x Round) float64 { return x.Raw.CPUPerChunk })}
+	r.Ratio = med(func(x Round) float64 { return x.Ratio })
+	for i, rd := range r.Rounds {
+		if i == 0 || rd.Ratio < r.RatioMin {
+			r.RatioMin = rd.Ratio
+		}
+		r.RatioMax = max(r.RatioMax, rd.Ratio)
+	}
+}
+
+// window runs one side's n streams for warmup, then counts what they read
+// over d.
+func window(ctx context.Context, s side, n int, warmup, d time.Duration) (Measure, error) {
+	runCtx, cancel := context.WithCancel(ctx)
+	var count atomic.Int64
+	wait := s.start(runCtx, n, &count)
+	defer func() { cancel(); wait() }()
+	if !sleep(ctx, warmup) {
+		return Measure{}, ctx.Err()
+	}
+	c0, cpu0, t0 := count.Load(), cpuTime(), time.Now()
+	if !sleep(ctx, d) {
+		return Measure{}, ctx.Err()
+	}
+	m := Measure{Chunks: count.Load() - c0, Seconds: time.Since(t0).Seconds()}
+	if f := s.failures(); m.Chunks == 0 && f.n.Load() > 0 {
+		return m, fmt.Errorf("no chunk read in %v: %v", d, f)
+	}
+	cpu := cpuTime() - cpu0
+	if m.Seconds > 0 {
+		m.ChunksPerSec = float64(m.Chunks) / m.Seconds
 	}
 	if m.Chunks > 0 {
 		m.CPUPerChunk = float64(cpu.Nanoseconds()) / float64(m.Chunks)
@@ -149,69 +312,200 @@ func measure(ctx context.Context, d time.Duration, setup func(context.Context) (
 	return m, nil
 }
 
-// clientPath is the real client: one client.Do per request, counting the
-// token chunks the record holds.
-func clientPath(ctx context.Context, url string, n, chunks int) (func(context.Context) int64, func(), error) {
-	c, err := client.New(client.Config{BaseURL: url, MaxConns: n, Epoch: time.Now()})
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// loop runs n workers, each calling one until ctx ends.
+func loop(ctx context.Context, n int, one func(context.Context)) (wait func()) {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				one(ctx)
+			}
+		})
+	}
+	return wg.Wait
+}
+
+// clientSide is the real client path as a run uses it: client.Do per
+// request, and every record handed to one writer goroutine that encodes
+// it into a results file and adds it to a report.Aggregate, as a run's
+// writer does; the client's chunk counter (Client.Chunks, the live count
+// every run keeps) counts the token chunks as they arrive. Leaving out
+// the record path would flatter the client: at a few million chunks a
+// second, writing and aggregating them is a fifth of its work.
+type clientSide struct {
+	c    *client.Client
+	req  *client.Request
+	dir  string // where each window's results file goes (removed after)
+	fail failures
+}
+
+func (s *clientSide) failures() *failures { return &s.fail }
+
+func newClientSide(ctx context.Context, url string, n int, req *client.Request, remote bool) (*clientSide, error) {
+	c, err := client.New(client.Config{BaseURL: url, MaxConns: n, AllowRemote: remote, Epoch: time.Now()})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	warmCtx, cancel := context.WithTimeout(ctx, warmTimeout)
 	defer cancel()
 	if _, err := c.Warm(warmCtx, n); err != nil && ctx.Err() == nil {
 		c.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	one := func(ctx context.Context) int64 {
-		r := c.Do(ctx, &client.Request{API: results.APIChat, Model: "selftest", Prompt: "x", MaxTokens: chunks,
-			Stream: true, IncludeUsage: true})
-		if r.Outcome != results.OK {
-			return 0
-		}
-		return int64(len(r.ChunkTimes))
-	}
-	return one, c.Close, nil
+	return &clientSide{c: c, req: req, dir: os.TempDir()}, nil
 }
+
+func (s *clientSide) start(ctx context.Context, n int, count *atomic.Int64) func() {
+	base := s.c.Chunks()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // the client's counter, copied into count
+		defer close(done)
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			count.Store(s.c.Chunks() - base)
+			select {
+			case <-t.C:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	records := make(chan results.Result, recordsBuffer)
+	written := make(chan struct{})
+	go s.write(records, written)
+	wait := loop(ctx, n, func(ctx context.Context) {
+		r := s.c.Do(ctx, s.req)
+		if r.Outcome == results.Failed {
+			s.fail.add(r.Error)
+		}
+		records <- r
+	})
+	return func() { wait(); close(records); <-written; close(stop); <-done }
+}
+
+// recordsBuffer is the records a run's writer may have waiting, as a run
+// allows.
+const recordsBuffer = 4096
+
+// write is the run's writer, for the records of one window: each into a
+// results file and an aggregate. The file is removed at the end.
+func (s *clientSide) write(records <-chan results.Result, done chan<- struct{}) {
+	defer close(done)
+	f, err := os.CreateTemp(s.dir, "servebench-selftest-*.jsonl")
+	var w *results.Writer
+	if err == nil {
+		defer os.Remove(f.Name())
+		w = results.NewWriter(f)
+		defer func() { w.Close(); f.Close() }()
+	}
+	agg := report.New()
+	for r := range records {
+		if w != nil {
+			_ = w.Write(results.ResultRecord(&r))
+		}
+		agg.Add(&r)
+	}
+}
+
+func (s *clientSide) close() { s.c.Close() }
 
 // warmTimeout bounds opening the client's connections: a source that
 // cannot accept them (no file descriptors left) must not stall the test.
 const warmTimeout = 30 * time.Second
 
-// rawReader posts the same request with a plain net/http client and counts
-// "data:" lines, doing nothing else: the floor of reading SSE in Go.
-func rawReader(url string, n int) (func(context.Context) int64, func(), error) {
-	tr := &http.Transport{MaxIdleConns: n, MaxIdleConnsPerHost: n, DisableCompression: true,
-		DialContext: (&net.Dialer{}).DialContext}
-	hc := &http.Client{Transport: tr}
-	body := []byte(`{"model":"selftest","messages":[{"role":"user","content":"x"}],"stream":true}`)
-	one := func(ctx context.Context) int64 {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/chat/completions", bytes.NewReader(body))
-		if err != nil {
-			return 0
+// rawSide posts the client's own request body with a plain net/http
+// transport (an idle pool of n connections, no compression, the client's
+// loopback check) and counts "data:" lines with 64 KiB buffers, doing
+// nothing else: the floor of reading SSE in Go, as a hand-written raw
+// reader does it (../shared/rigs/mocksse's rawclient reads alike), and
+// the buffer the client gives a connection whose stream outpaces it.
+type rawSide struct {
+	url  string
+	body []byte
+	tr   *http.Transport
+	hc   *http.Client
+	fail failures
+}
+
+func (s *rawSide) failures() *failures { return &s.fail }
+
+func newRawSide(url string, n int, req *client.Request, policy loopback.Policy) (*rawSide, error) {
+	body, err := req.Body()
+	if err != nil {
+		return nil, err
+	}
+	dialer := &net.Dialer{KeepAlive: 30 * time.Second, Control: policy.DialControl()}
+	tr := &http.Transport{Proxy: nil, DialContext: dialer.DialContext, MaxIdleConns: n, MaxIdleConnsPerHost: n,
+		DisableCompression: true, ReadBufferSize: rawBufferBytes, WriteBufferSize: client.ConnWriteBytes}
+	return &rawSide{url: url + "/v1/chat/completions", body: body, tr: tr, hc: &http.Client{Transport: tr}}, nil
+}
+
+// rawBufferBytes is the raw reader's read buffer, of the connection and
+// of its line reader alike.
+const rawBufferBytes = 64 << 10
+
+// rawBatch is how many lines a raw stream counts before adding them to
+// the shared counter (the client batches its live count alike).
+const rawBatch = 16
+
+func (s *rawSide) start(ctx context.Context, n int, count *atomic.Int64) func() {
+	return loop(ctx, n, func(ctx context.Context) { s.one(ctx, count) })
+}
+
+// one reads one response, counting its token chunks into count.
+func (s *rawSide) one(ctx context.Context, count *atomic.Int64) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(s.body))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.fail.add(err.Error())
 		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			return 0
-		}
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		var lines int64
-		done := false
-		for sc.Scan() {
-			if bytes.HasPrefix(sc.Bytes(), []byte("data:")) {
-				lines++
-				done = bytes.Equal(sc.Bytes(), []byte("data: [DONE]"))
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		s.fail.add(resp.Status)
+		return
+	}
+	br := bufio.NewReaderSize(resp.Body, rawBufferBytes)
+	var pending int64
+	for {
+		line, err := br.ReadSlice('\n')
+		if bytes.HasPrefix(line, []byte("data:")) {
+			// Every data line but the role chunk, the usage chunk and
+			// [DONE] is a token chunk: the raw reader cannot tell which
+			// these are without reading them, so it counts all, a
+			// difference of 3 in Chunks+3 in its favour.
+			if pending++; pending == rawBatch {
+				count.Add(pending)
+				pending = 0
 			}
 		}
-		if !done || sc.Err() != nil {
-			return 0 // cut off by the end of the measurement, like the client's canceled requests
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			break
 		}
-		// The raw count includes the usage chunk and [DONE]; the client
-		// counts token chunks only.
-		return max(lines-2, 0)
 	}
-	return one, tr.CloseIdleConnections, nil
+	count.Add(pending)
 }
+
+func (s *rawSide) close() { s.tr.CloseIdleConnections() }
 
 // source is the zero-latency SSE server: every response is the same
 // pre-rendered vLLM-format stream, written in one write, so that the source
@@ -219,11 +513,10 @@ func rawReader(url string, n int) (func(context.Context) int64, func(), error) {
 // is measured (a reader then finds many chunks in one socket read, as it
 // does behind any busy server).
 type source struct {
-	srv    *http.Server
-	ln     net.Listener
-	url    string
-	body   []byte
-	chunks [][]byte
+	srv  *http.Server
+	ln   net.Listener
+	url  string
+	body []byte
 }
 
 func newSource(chunks int) (*source, error) {
@@ -231,16 +524,7 @@ func newSource(chunks int) (*source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("selftest source: %w", err)
 	}
-	s := &source{ln: ln, url: "http://" + ln.Addr().String()}
-	for i := range chunks {
-		s.chunks = append(s.chunks, fmt.Appendf(nil,
-			`data: {"id":"chatcmpl-selftest","object":"chat.completion.chunk","created":1763780000,"model":"selftest","choices":[{"index":0,"delta":{"content":"tok%d"},"logprobs":null,"finish_reason":null}]}`+"\n\n", i%100))
-	}
-	s.chunks[chunks-1] = bytes.Replace(s.chunks[chunks-1], []byte(`"finish_reason":null`), []byte(`"finish_reason":"length"`), 1)
-	s.chunks = append(s.chunks, fmt.Appendf(nil,
-		`data: {"id":"chatcmpl-selftest","object":"chat.completion.chunk","created":1763780000,"model":"selftest","choices":[],"usage":{"prompt_tokens":1,"total_tokens":%d,"completion_tokens":%d}}`+"\n\ndata: [DONE]\n\n",
-		chunks+1, chunks))
-	s.body = bytes.Join(s.chunks, nil)
+	s := &source{ln: ln, url: "http://" + ln.Addr().String(), body: streamBody(chunks)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/models", func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"object":"list","data":[{"id":"selftest","object":"model"}]}`)
@@ -258,6 +542,24 @@ func newSource(chunks int) (*source, error) {
 	return s, nil
 }
 
+// streamBody is a vLLM chat stream: a role chunk, chunks one-token content
+// chunks (the last with finish_reason), a usage chunk and [DONE].
+func streamBody(chunks int) []byte {
+	const head = `data: {"id":"chatcmpl-selftest","object":"chat.completion.chunk","created":1763780000,"model":"selftest","choices":[{"index":0,"delta":`
+	var b bytes.Buffer
+	b.WriteString(head + `{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}` + "\n\n")
+	for i := range chunks {
+		fin := `null}]}`
+		if i == chunks-1 {
+			fin = `"length","stop_reason":null}]}`
+		}
+		fmt.Fprintf(&b, "%s{\"content\":\" tok%d\"},\"logprobs\":null,\"finish_reason\":%s\n\n", head, i%100, fin)
+	}
+	fmt.Fprintf(&b, `data: {"id":"chatcmpl-selftest","object":"chat.completion.chunk","created":1763780000,"model":"selftest","choices":[],"usage":{"prompt_tokens":1,"total_tokens":%d,"completion_tokens":%d}}`+"\n\ndata: [DONE]\n\n",
+		chunks+1, chunks)
+	return b.Bytes()
+}
+
 func (s *source) close() { s.srv.Close() }
 
 // cpuTime is the process's user + system CPU time so far (0 if unknown).
@@ -273,21 +575,24 @@ func cpuTime() time.Duration {
 func WriteText(w io.Writer, rows []Row) error {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "streams\tservebench chunks/s\tCPU/chunk\traw reader chunks/s\tCPU/chunk\tratio\t")
+	fmt.Fprintln(tw, "streams\tservebench chunks/s\tCPU/chunk\traw reader chunks/s\tCPU/chunk\tratio\tspread\t")
 	var skipped []string
+	rounds := 0
 	for _, r := range rows {
 		if r.Skipped != "" {
-			fmt.Fprintf(tw, "%d\t-\t\t-\t\t-\t\n", r.Streams)
+			fmt.Fprintf(tw, "%d\t-\t\t-\t\t-\t\t\n", r.Streams)
 			skipped = append(skipped, fmt.Sprintf("skipped: %s\n", r.Skipped))
 			continue
 		}
-		fmt.Fprintf(tw, "%d\t%.0f\t%.2f µs\t%.0f\t%.2f µs\t%.2f\t\n", r.Streams, r.Client.ChunksPerSec, r.Client.CPUPerChunk/1e3,
-			r.Raw.ChunksPerSec, r.Raw.CPUPerChunk/1e3, r.Ratio)
+		rounds = max(rounds, len(r.Rounds))
+		fmt.Fprintf(tw, "%d\t%.0f\t%.2f µs\t%.0f\t%.2f µs\t%.2f\t%.2f–%.2f\t\n", r.Streams, r.Client.ChunksPerSec, r.Client.CPUPerChunk/1e3,
+			r.Raw.ChunksPerSec, r.Raw.CPUPerChunk/1e3, r.Ratio, r.RatioMin, r.RatioMax)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	b.WriteString("(one process: the source's CPU counts on both sides; ratio = servebench ÷ raw reader)\n")
+	fmt.Fprintf(&b, "(medians of %d interleaved rounds, both sides warmed; ratio = servebench ÷ raw reader, spread = its range over the rounds;\n", rounds)
+	b.WriteString(" with the built-in source its CPU counts on both sides)\n")
 	for _, s := range skipped {
 		b.WriteString(s)
 	}

@@ -18,12 +18,13 @@
 // Where the simulator knowingly differs from vLLM:
 //   - prompt_tokens counts the messages' text with servebench's tokenizer
 //     (o200k_base) and adds no chat-template tokens, so it equals the
-//     scenario's intended input length;
+//     scenario's intended input length; an assistant message's tool calls
+//     count as their arguments' text, and tool messages as their content;
 //   - token IDs are synthetic (derived from the text's space-led pieces),
 //     exact in number and shared by identical prefixes, which is all the
 //     prefix cache needs; /tokenize returns them;
-//   - output is plain content, one single-token word per chunk; there is no
-//     reasoning channel, no tool calling and n is always 1;
+//   - output is plain content, one single-token word per chunk; n is
+//     always 1, and a tool is called only when tool_choice forces it;
 //   - a prefix-cache lookup is counted once, when a request is first
 //     admitted (vLLM 0.15 also re-counts lookups of requests that could not
 //     be admitted yet);

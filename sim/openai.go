@@ -173,8 +173,13 @@ func appendJSONString(b []byte, s string) []byte {
 // chatMessage is one message of a chat request; content is a string or an
 // array of parts.
 type chatMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	ToolCalls []struct {
+		Function struct {
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	} `json:"tool_calls"`
 }
 
 // text returns the message's text content (text parts concatenated).
@@ -290,6 +295,9 @@ func (g *genRequest) promptTokens(tok *tokenizer.Tokenizer, chat bool) ([]uint32
 				return nil, badRequest("messages", "messages[%d]: %v", i, err)
 			}
 			ids = append(ids, promptIDs(tok, t)...)
+			for _, c := range m.ToolCalls {
+				ids = append(ids, promptIDs(tok, c.Function.Arguments)...)
+			}
 		}
 		return ids, nil
 	}

@@ -165,7 +165,7 @@ func loadPlots(s *Summary) (*chart.LoadPlot, *chart.ParetoPlot) {
 		if strings.HasSuffix(lp, ".rate") {
 			xLabel += " (requests/s offered)"
 		} else {
-			xLabel += " (closed-loop workers)"
+			xLabel += " (closed-loop workers, or sessions held open)"
 		}
 	}
 	var order []string

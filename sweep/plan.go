@@ -58,6 +58,7 @@ type Plan struct {
 	Policy loopback.Policy
 	// Budgets are the scenario's budgets (nil without).
 	Budgets *results.Budgets
+	unit    string // the searched parameter's unit (scenario.SearchUnit)
 	// Search, when not nil, makes Execute search each combination's
 	// capacity instead of running Jobs: Jobs then holds one job per
 	// combination, whose scenario every probe derives from.
@@ -75,6 +76,9 @@ func NewPlan(ctx context.Context, sc *scenario.Scenario) (*Plan, error) {
 		return nil, fmt.Errorf("scenario %s has no sweep block", sc.Name)
 	}
 	p := &Plan{Name: sc.Name, Params: sw.Params(), Repeats: max(sw.Repeats, 1), Server: sw.Server, Policy: sc.Policy(), Search: sw.Search, Budgets: sc.Budgets}
+	if sw.Search != nil {
+		p.unit = sc.SearchUnit()
+	}
 	p.Sim = sw.Server == nil && simurl.Is(sc.Target.URL)
 	p.Points = combinations(p.Params)
 	var errs []error
@@ -259,7 +263,7 @@ func (p *Plan) DryRun(w io.Writer, dir string, resume bool) error {
 	if sr := p.Search; sr != nil {
 		g := newGrid(sr)
 		fmt.Fprintf(&b, "search %q: the highest %s in [%s, %s] %s whose budgets pass, to %s (at most %d probes of up to %d runs each",
-			p.Name, sr.Parameter, fmtVal(sr.Low()), fmtVal(sr.High()), searchUnit(sr), fmtVal(sr.Resolution),
+			p.Name, sr.Parameter, fmtVal(sr.Low()), fmtVal(sr.High()), p.unit, fmtVal(sr.Resolution),
 			2+int(math.Ceil(math.Log2(float64(max(g.steps, 1))))), sr.Repeats)
 		if len(p.Params) > 0 {
 			fmt.Fprintf(&b, ", for each of %d combinations of %s", len(p.Points), strings.Join(names, ", "))

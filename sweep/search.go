@@ -49,7 +49,7 @@ type SearchResult struct {
 	Label      string            `json:"label"` // the combination ("" for a search without parameters)
 	Values     map[string]string `json:"values,omitempty"`
 	Parameter  string            `json:"parameter"`
-	Unit       string            `json:"unit"` // "requests/s" or "workers"
+	Unit       string            `json:"unit"` // "requests/s" or "workers"; "sessions/s" or "sessions" for a session stage
 	Low        float64           `json:"low"`  // the range searched
 	High       float64           `json:"high"`
 	Resolution float64           `json:"resolution"`
@@ -117,19 +117,11 @@ func (g searchGrid) value(k int) float64 {
 	return math.Round(x*1e9) / 1e9
 }
 
-// searchUnit is the unit of a searched parameter.
-func searchUnit(s *scenario.SweepSearch) string {
-	if s.Integer() {
-		return "workers"
-	}
-	return "requests/s"
-}
-
 // executeSearch runs the plan's search once per combination.
 func (p *Plan) executeSearch(ctx context.Context, opts Options, s *Summary, log func(string), save func()) {
 	for i, vals := range p.Points {
 		res := &SearchResult{Label: label(vals), Values: valueMap(vals), Parameter: p.Search.Parameter,
-			Unit: searchUnit(p.Search), Low: p.Search.Low(), High: p.Search.High(), Resolution: p.Search.Resolution}
+			Unit: p.unit, Low: p.Search.Low(), High: p.Search.High(), Resolution: p.Search.Resolution}
 		s.Search = append(s.Search, *res)
 		p.searchOne(ctx, opts, s, i, len(s.Search)-1, log, save)
 		r := &s.Search[len(s.Search)-1]

@@ -123,6 +123,43 @@ func parseModelConfig(data []byte) (*modelDesc, error) {
 		fullDim = v
 	}
 	window, _ := num("sliding_window")
+	kinds, err := layerKinds(cfg, num, layers, window)
+	if err != nil {
+		return nil, err
+	}
+	if shared, _ := num("num_kv_shared_layers"); shared > 0 && shared < layers {
+		kinds = kinds[:layers-shared] // the last layers reuse earlier layers' KV
+	}
+	var full, sliding int
+	for _, k := range kinds {
+		if k == "full" {
+			full++
+		} else {
+			sliding++
+		}
+	}
+	if sliding > 0 && window <= 0 {
+		return nil, errors.New("sliding-window layers without a sliding_window size")
+	}
+	d.layers = []kvcapacity.Attention{{Layers: full, KVHeads: fullHeads, HeadDim: fullDim}}
+	if sliding > 0 {
+		d.layers = append(d.layers, kvcapacity.Attention{Layers: sliding, SlidingWindow: window, KVHeads: kvHeads, HeadDim: headDim})
+	}
+	switch {
+	case sliding == 0:
+		d.summary = fmt.Sprintf("%d full-attention layers, %d KV heads of %d dimensions each", full, kvHeads, headDim)
+	default:
+		d.summary = fmt.Sprintf("%d full-attention layers (%d KV heads of %d) and %d layers with a %s-token sliding window (%d KV heads of %d)",
+			full, fullHeads, fullDim, sliding, kvcapacity.Thousands(window), kvHeads, headDim)
+	}
+	return d, nil
+}
+
+// layerKinds says of each layer whether it attends to the whole context
+// ("full") or a sliding window ("sliding"): from layer_types when the
+// config lists them, else from its sliding-window settings (a pattern, or
+// the first max_window_layers).
+func layerKinds(cfg map[string]any, num func(string) (int, bool), layers, window int) ([]string, error) {
 	kinds := make([]string, layers) // "full" or "sliding"
 	switch lt, _ := cfg["layer_types"].([]any); {
 	case len(lt) > 0:
@@ -157,32 +194,7 @@ func parseModelConfig(data []byte) (*modelDesc, error) {
 			}
 		}
 	}
-	if shared, _ := num("num_kv_shared_layers"); shared > 0 && shared < layers {
-		kinds = kinds[:layers-shared] // the last layers reuse earlier layers' KV
-	}
-	var full, sliding int
-	for _, k := range kinds {
-		if k == "full" {
-			full++
-		} else {
-			sliding++
-		}
-	}
-	if sliding > 0 && window <= 0 {
-		return nil, errors.New("sliding-window layers without a sliding_window size")
-	}
-	d.layers = []kvcapacity.Attention{{Layers: full, KVHeads: fullHeads, HeadDim: fullDim}}
-	if sliding > 0 {
-		d.layers = append(d.layers, kvcapacity.Attention{Layers: sliding, SlidingWindow: window, KVHeads: kvHeads, HeadDim: headDim})
-	}
-	switch {
-	case sliding == 0:
-		d.summary = fmt.Sprintf("%d full-attention layers, %d KV heads of %d dimensions each", full, kvHeads, headDim)
-	default:
-		d.summary = fmt.Sprintf("%d full-attention layers (%d KV heads of %d) and %d layers with a %s-token sliding window (%d KV heads of %d)",
-			full, fullHeads, fullDim, sliding, kvcapacity.Thousands(window), kvHeads, headDim)
-	}
-	return d, nil
+	return kinds, nil
 }
 
 // findModel returns the built-in descriptions a run's model names, or,

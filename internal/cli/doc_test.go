@@ -63,7 +63,7 @@ func TestDocs(t *testing.T) {
 			flags[c.name][f.name] = true
 		}
 	}
-	link := regexp.MustCompile(`\]\(([^)#:]+)(#[^)]*)?\)`)
+	link := regexp.MustCompile(`\]\(([^)#:]*)(#[^)]*)?\)`)
 	for _, name := range docFiles(t) {
 		data, err := os.ReadFile("../../" + name)
 		if err != nil {
@@ -83,8 +83,15 @@ func TestDocs(t *testing.T) {
 		checkInlineFlags(t, name, text, flags)
 		for _, m := range link.FindAllStringSubmatch(text, -1) {
 			target := filepath.Join("../..", filepath.Dir(name), m[1])
+			if m[1] == "" {
+				target = filepath.Join("../..", name)
+			}
 			if _, err := os.Stat(target); err != nil {
 				t.Errorf("%s links to %s, which does not exist", name, m[1])
+				continue
+			}
+			if m[2] != "" && strings.HasSuffix(target, ".md") && !hasAnchor(t, target, m[2][1:]) {
+				t.Errorf("%s links to %s%s, a heading %s does not have", name, m[1], m[2], m[1])
 			}
 		}
 	}
@@ -108,6 +115,25 @@ func checkInlineFlags(t *testing.T, name, text string, flags map[string]map[stri
 			}
 		}
 	}
+}
+
+// hasAnchor tells whether the Markdown file has a heading whose GitHub
+// anchor is anchor: lower case, punctuation dropped, spaces as dashes.
+func hasAnchor(t *testing.T, file, anchor string) bool {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drop := regexp.MustCompile(`[^\p{L}\p{N} _-]`)
+	for _, l := range strings.Split(string(data), "\n") {
+		if h, ok := strings.CutPrefix(strings.TrimLeft(l, "#"), " "); ok && strings.HasPrefix(l, "#") {
+			if strings.ReplaceAll(drop.ReplaceAllString(strings.ToLower(h), ""), " ", "-") == anchor {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // docCommand is one command line shown in a code block of a document.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/servebench/servebench/replay"
+	"github.com/servebench/servebench/report/chart"
 	"github.com/servebench/servebench/vllmlog"
 )
 
@@ -72,7 +73,7 @@ func logsCmd(ctx context.Context, e env, args []string) error {
 		return replayLog(ctx, e, rep, *replayDir, *force)
 	}
 	if err == nil && *out != "" {
-		_, err = vllmlog.WriteFiles(*out, rep)
+		_, err = chart.WriteLogFiles(*out, rep)
 	}
 	if err != nil {
 		return err

@@ -9,7 +9,9 @@
 // one page with the conclusion, the workload box, the summary, the budget
 // verdict, the findings, the plots inline (with an inline script that
 // reads the value under the pointer and zooms), the errors and the
-// resolved scenario, loading nothing from anywhere. The output is a pure
+// resolved scenario, loading nothing from anywhere. Their size does not
+// grow with the number of requests: the timeline marks each request's
+// latency up to 5,000 requests and draws per-bin quantile bands beyond. The output is a pure
 // function of the records and the verdict, so `bench plot` redraws exactly
 // what `bench run` drew.
 //

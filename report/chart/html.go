@@ -391,6 +391,10 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 </table>{{else}}<p id="errors">No request failed.</p>{{end}}
 {{if .S.Warnings}}<h3>Warnings</h3>
 <ul>{{range .S.Warnings}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{if .S.Comparability}}
+<h2 id="comparability">Beside other tools</h2>
+<p class="note">What would differ if the same load were run with another benchmark client, and so what to line up before setting these figures beside its.</p>
+<ul>{{range .S.Comparability}}<li>{{.}}</li>{{end}}</ul>{{end}}
 
 <h2>Scenario</h2>
 {{if .Scenario}}<pre id="scenario">{{.Scenario}}</pre>{{else}}<p>The results file holds no scenario.</p>{{end}}

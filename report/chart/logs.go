@@ -8,26 +8,14 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/servebench/servebench/internal/decodelaw"
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/vllmlog"
 )
 
-// StartupPlot is a horizontal bar chart of where a server's start-up time
-// went, one bar per phase in order (the first at the top), labelled with
-// its seconds and share of the whole.
-type StartupPlot struct {
-	Title  string
-	Phases []StartupPhase
-}
-
-// StartupPhase is one bar.
-type StartupPhase struct {
-	Name    string
-	Seconds float64
-}
-
-// Render draws the plot as PNG and SVG.
-func (sp *StartupPlot) Render() (pngData, svgData []byte, err error) {
+// RenderStartup draws where a server's start-up time went as PNG and SVG:
+// a horizontal bar chart, one bar per phase in order (the first at the
+// top), labelled with its seconds and share of the whole.
+func RenderStartup(sp *vllmlog.StartupPlot) (pngData, svgData []byte, err error) {
 	if len(sp.Phases) == 0 {
 		return nil, nil, fmt.Errorf("startup plot: no phases")
 	}
@@ -78,25 +66,9 @@ func (sp *StartupPlot) Render() (pngData, svgData []byte, err error) {
 	return pngData, svgData, nil
 }
 
-// LogDecayPlot is a server's generation throughput against the context in
-// flight, from its periodic log lines, with the fitted decode law.
-type LogDecayPlot struct {
-	Title  string
-	XLabel string
-	Points []LogDecayPoint
-	// Fit, when it holds, is drawn as Streams / (a + b · x).
-	Fit     *decodelaw.Fit
-	Streams float64
-}
-
-// LogDecayPoint is one stats line.
-type LogDecayPoint struct {
-	X            float64 // context in flight, tokens (or KV usage, per XLabel)
-	TokensPerSec float64
-}
-
-// Render draws the plot as PNG and SVG.
-func (dp *LogDecayPlot) Render() (pngData, svgData []byte, err error) {
+// RenderLogDecay draws a log's generation throughput against the context
+// in flight as PNG and SVG, with the fitted decode law when it holds.
+func RenderLogDecay(dp *vllmlog.LogDecayPlot) (pngData, svgData []byte, err error) {
 	if len(dp.Points) == 0 {
 		return nil, nil, fmt.Errorf("decay plot: no points")
 	}

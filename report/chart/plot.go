@@ -421,8 +421,18 @@ func drawTimeline(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[
 	}
 }
 
+// maxMarks bounds the requests the latency panel draws one by one: past
+// it, each series is drawn as per-bin quantile bands, so that the plots
+// and report.html keep their size whatever the number of requests.
+const maxMarks = 5000
+
+// bandBins is how many time bins the bands have across the run.
+const bandBins = 150
+
 // latencyOverTime is the timeline's panel of each finished request's TTFT
 // and E2E by the time it was sent: where overload begins, TTFT climbs.
+// With more than maxMarks requests a series is drawn as its median and
+// p10–p90 band per time bin instead of a mark per request.
 func latencyOverTime(lat *report.Scope) *plot.Plot {
 	// No axis label: gonum centres it on the arithmetic middle of the
 	// range, far up a log axis, and pads the panel to fit it; the ticks
@@ -440,6 +450,11 @@ func latencyOverTime(lat *report.Scope) *plot.Plot {
 			}
 		}
 		if len(pts) == 0 {
+			continue
+		}
+		if len(pts) > maxMarks {
+			addBands(p, pts, m.label, colour(k), lat.Sampled())
+			entries++
 			continue
 		}
 		sc, err := plotter.NewScatter(pts)
@@ -467,6 +482,80 @@ func latencyOverTime(lat *report.Scope) *plot.Plot {
 		p.Y.Tick.Marker = msTicks{niceTicks{}}
 	}
 	return p
+}
+
+// addBands draws pts (time, value) as the median of each of bandBins time
+// bins, a line, over the band between their 10th and 90th percentiles.
+// sampled, when not "", says the points are a sample of the requests.
+func addBands(p *plot.Plot, pts plotter.XYs, label string, c color.Color, sampled string) {
+	qs := binQuantiles(pts, bandBins, []float64{0.1, 0.5, 0.9})
+	if len(qs) == 0 {
+		return
+	}
+	var band, mid plotter.XYs
+	for _, b := range qs {
+		band = append(band, plotter.XY{X: b.x, Y: b.q[0]})
+		mid = append(mid, plotter.XY{X: b.x, Y: b.q[1]})
+	}
+	for i := len(qs) - 1; i >= 0; i-- {
+		band = append(band, plotter.XY{X: qs[i].x, Y: qs[i].q[2]})
+	}
+	poly, err := plotter.NewPolygon(band)
+	if err != nil {
+		return
+	}
+	r, g, bl, _ := c.RGBA()
+	poly.Color = color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(bl >> 8), 70}
+	poly.LineStyle.Width = 0
+	line, err := plotter.NewLine(mid)
+	if err != nil {
+		return
+	}
+	line.Color, line.Width = c, vg.Points(1.2)
+	p.Add(poly, line)
+	what := fmt.Sprintf("%s median, p10–p90 band over %d requests", label, len(pts))
+	if sampled != "" {
+		what += " (a sample)"
+	}
+	p.Legend.Add(what, line, poly)
+}
+
+// binQuantile is one time bin's quantiles.
+type binQuantile struct {
+	x float64   // the bin's middle
+	q []float64 // the quantiles asked for, in order
+}
+
+// binQuantiles splits pts into n equal bins of X and returns, for each
+// bin holding at least 3 points, the quantiles qs of their Y (nearest
+// rank), in X order.
+func binQuantiles(pts plotter.XYs, n int, qs []float64) []binQuantile {
+	x0, x1 := math.Inf(1), math.Inf(-1)
+	for _, pt := range pts {
+		x0, x1 = min(x0, pt.X), max(x1, pt.X)
+	}
+	w := (x1 - x0) / float64(n)
+	if !(w > 0) {
+		w, n = 1, 1
+	}
+	bins := make([][]float64, n)
+	for _, pt := range pts {
+		i := min(int((pt.X-x0)/w), n-1)
+		bins[i] = append(bins[i], pt.Y)
+	}
+	var out []binQuantile
+	for i, ys := range bins {
+		if len(ys) < 3 {
+			continue
+		}
+		slices.Sort(ys)
+		b := binQuantile{x: x0 + (float64(i)+0.5)*w}
+		for _, q := range qs {
+			b.q = append(b.q, ys[max(int(math.Ceil(q*float64(len(ys))))-1, 0)])
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 // drawStageBand names the stages under the time axis of the data area dc
@@ -569,11 +658,27 @@ func decayAxes(steady, other []correlate.Window) (x0, x1, y1 float64) {
 // law (scaled to its stream count) over the points. When KV-cache usage
 // was scraped, a second panel below shows it on the same context axis.
 func drawDecay(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[int]string, fits map[int]*decodelaw.Fit, pooled map[int]bool) {
-	p := newPlot("Throughput decay: output tok/s vs context in flight", "", "output tok/s (client)")
-	ctx := func(w *correlate.Window) float64 { return w.ContextSum }
-	tps := func(w *correlate.Window) float64 { return w.OutputTokensPerSec }
-	var other, steady []correlate.Window
-	byStage := map[int][]correlate.Window{}
+	d := newDecayScene(ws, names)
+	d.points()
+	d.curves(fits, pooled)
+	d.draw(c, rec)
+}
+
+// decayScene is the decay plot being drawn: its panels (throughput, and
+// KV usage when the server exported it), the windows by kind, the axes'
+// extent and the legend's entry count.
+type decayScene struct {
+	p, kv         *plot.Plot
+	other, steady []correlate.Window
+	byStage       map[int][]correlate.Window
+	names         map[int]string
+	x0, x1, y1    float64
+	entries       int
+}
+
+func newDecayScene(ws []correlate.Window, names map[int]string) *decayScene {
+	d := &decayScene{p: newPlot("Throughput decay: output tok/s vs context in flight", "", "output tok/s (client)"),
+		byStage: map[int][]correlate.Window{}, names: names}
 	hasKV := false
 	for _, w := range ws {
 		if w.InFlight <= 0 {
@@ -581,85 +686,101 @@ func drawDecay(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[int
 		}
 		hasKV = hasKV || !math.IsNaN(w.KVUsagePerc)
 		if w.Steady {
-			byStage[w.Stage] = append(byStage[w.Stage], w)
-			steady = append(steady, w)
+			d.byStage[w.Stage] = append(d.byStage[w.Stage], w)
+			d.steady = append(d.steady, w)
 		} else {
-			other = append(other, w)
+			d.other = append(d.other, w)
 		}
 	}
-	x0, x1, y1 := decayAxes(steady, other)
-	inside := func(pts plotter.XYs) (in plotter.XYs, off int) {
-		for _, q := range pts {
-			if q.X >= x0 && q.X <= x1 && q.Y <= y1 {
-				in = append(in, q)
-			} else {
-				off++
-			}
-		}
-		return in, off
-	}
-	stageName := func(st int) string {
-		if n := names[st]; n != "" {
-			return n
-		}
-		return fmt.Sprintf("stage-%d", st)
-	}
-	entries := 0
-	var kv *plot.Plot
+	d.x0, d.x1, d.y1 = decayAxes(d.steady, d.other)
+	const xLabel = "context in flight (tokens: prompt + generated so far, summed over streams)"
 	if hasKV {
-		kv = newPlot("", "context in flight (tokens: prompt + generated so far, summed over streams)", "KV cache (%)")
-		kv.Y.Min, kv.Y.Max = 0, 100
-		kv.Y.Tick.Marker = percentTicks{}
+		d.kv = newPlot("", xLabel, "KV cache (%)")
+		d.kv.Y.Min, d.kv.Y.Max = 0, 100
+		d.kv.Y.Tick.Marker = percentTicks{}
 	} else {
-		p.X.Label.Text = "context in flight (tokens: prompt + generated so far, summed over streams)"
+		d.p.X.Label.Text = xLabel
 	}
-	scatter := func(pl *plot.Plot, pts plotter.XYs, col color.Color, r vg.Length, label string) {
-		shown := pts
-		if len(shown) == 0 {
-			// Every point is off the axes: the legend still says so.
-			shown = plotter.XYs{{X: x0, Y: 0}}
-		}
-		sc, err := plotter.NewScatter(shown)
-		if err != nil {
-			return
-		}
-		sc.GlyphStyle.Color = col
-		sc.GlyphStyle.Radius = r
-		sc.GlyphStyle.Shape = draw.CircleGlyph{}
-		if len(pts) > 0 {
-			pl.Add(sc)
-		}
-		if label != "" {
-			pl.Legend.Add(label, sc)
-			entries++
+	return d
+}
+
+func (d *decayScene) stageName(st int) string {
+	if n := d.names[st]; n != "" {
+		return n
+	}
+	return fmt.Sprintf("stage-%d", st)
+}
+
+// inside keeps the points within the axes and counts those off them.
+func (d *decayScene) inside(pts plotter.XYs) (in plotter.XYs, off int) {
+	for _, q := range pts {
+		if q.X >= d.x0 && q.X <= d.x1 && q.Y <= d.y1 {
+			in = append(in, q)
+		} else {
+			off++
 		}
 	}
-	// Points first, every stage's, then the fitted curves: a curve must
-	// not vanish under another stage's dots.
-	if pts, off := inside(series(other, ctx, tps)); len(pts)+off > 0 {
+	return in, off
+}
+
+// scatter adds dots to pl, and a legend entry when label is not empty.
+func (d *decayScene) scatter(pl *plot.Plot, pts plotter.XYs, col color.Color, r vg.Length, label string) {
+	shown := pts
+	if len(shown) == 0 {
+		// Every point is off the axes: the legend still says so.
+		shown = plotter.XYs{{X: d.x0, Y: 0}}
+	}
+	sc, err := plotter.NewScatter(shown)
+	if err != nil {
+		return
+	}
+	sc.GlyphStyle.Color = col
+	sc.GlyphStyle.Radius = r
+	sc.GlyphStyle.Shape = draw.CircleGlyph{}
+	if len(pts) > 0 {
+		pl.Add(sc)
+	}
+	if label != "" {
+		pl.Legend.Add(label, sc)
+		d.entries++
+	}
+}
+
+// points draws every stage's dots first, so that no fitted curve vanishes
+// under another stage's dots.
+func (d *decayScene) points() {
+	ctx := func(w *correlate.Window) float64 { return w.ContextSum }
+	tps := func(w *correlate.Window) float64 { return w.OutputTokensPerSec }
+	kvOf := func(w *correlate.Window) float64 { return w.KVUsagePerc }
+	if pts, off := d.inside(series(d.other, ctx, tps)); len(pts)+off > 0 {
 		label := "windows where streams started or ended"
 		if off > 0 {
 			label += fmt.Sprintf(" (%d off the axes, not drawn)", off)
 		}
-		scatter(p, pts, grey(), vg.Points(1.5), label)
-		if kv != nil {
-			k, _ := inside(series(other, ctx, func(w *correlate.Window) float64 { return w.KVUsagePerc }))
-			scatter(kv, k, grey(), vg.Points(1.5), "")
+		d.scatter(d.p, pts, grey(), vg.Points(1.5), label)
+		if d.kv != nil {
+			k, _ := d.inside(series(d.other, ctx, kvOf))
+			d.scatter(d.kv, k, grey(), vg.Points(1.5), "")
 		}
 	}
-	for k, st := range slices.Sorted(maps.Keys(byStage)) {
-		pts, off := inside(series(byStage[st], ctx, tps))
-		label := stageName(st) + ": one dot per window of steady load"
+	for k, st := range slices.Sorted(maps.Keys(d.byStage)) {
+		pts, off := d.inside(series(d.byStage[st], ctx, tps))
+		label := d.stageName(st) + ": one dot per window of steady load"
 		if off > 0 {
 			label += fmt.Sprintf(" (%d off the axes, not drawn)", off)
 		}
-		scatter(p, pts, colour(k), vg.Points(2.2), label)
-		if kv != nil {
-			k2, _ := inside(series(byStage[st], ctx, func(w *correlate.Window) float64 { return w.KVUsagePerc }))
-			scatter(kv, k2, colour(k), vg.Points(2.2), "")
+		d.scatter(d.p, pts, colour(k), vg.Points(2.2), label)
+		if d.kv != nil {
+			k2, _ := d.inside(series(d.byStage[st], ctx, kvOf))
+			d.scatter(d.kv, k2, colour(k), vg.Points(2.2), "")
 		}
 	}
-	for k, st := range slices.Sorted(maps.Keys(byStage)) {
+}
+
+// curves draws each stage's fitted decode law over its points' range.
+func (d *decayScene) curves(fits map[int]*decodelaw.Fit, pooled map[int]bool) {
+	x0, x1 := d.x0, d.x1
+	for k, st := range slices.Sorted(maps.Keys(d.byStage)) {
 		f := fits[st]
 		if f == nil || f.Streams <= 0 {
 			continue
@@ -675,7 +796,7 @@ func drawDecay(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[int
 			x := lo + (hi-lo)*float64(i)/60
 			// Within the points' range: the law drawn where it reaches
 			// above them would push the axis up and under the legend.
-			if y := f.Streams * f.PerStream(x); !math.IsNaN(y) && !math.IsInf(y, 0) && y <= y1 {
+			if y := f.Streams * f.PerStream(x); !math.IsNaN(y) && !math.IsInf(y, 0) && y <= d.y1 {
 				curve = append(curve, plotter.XY{X: x, Y: y})
 			}
 		}
@@ -683,20 +804,24 @@ func drawDecay(c draw.Canvas, rec *[]Panel, ws []correlate.Window, names map[int
 		if pooled[st] {
 			how = "law fitted over all stages"
 		}
-		addLine(p, fmt.Sprintf("%s, %s: %s streams, each token %s ms + %s ms per 1,000 tokens of context (R² %.2f)",
-			stageName(st), how, sig(f.Streams), sig(f.InterceptMS), sig(f.SlopeNSPerToken/1000), f.R2), curve, colour(k), true)
-		entries++
+		addLine(d.p, fmt.Sprintf("%s, %s: %s streams, each token %s ms + %s ms per 1,000 tokens of context (R² %.2f)",
+			d.stageName(st), how, sig(f.Streams), sig(f.InterceptMS), sig(f.SlopeNSPerToken/1000), f.R2), curve, colour(k), true)
+		d.entries++
 	}
-	panels := []*plot.Plot{p}
-	if kv != nil {
-		panels = append(panels, kv)
+}
+
+// draw lays the panels out on c, one above the other, and records them.
+func (d *decayScene) draw(c draw.Canvas, rec *[]Panel) {
+	panels := []*plot.Plot{d.p}
+	if d.kv != nil {
+		panels = append(panels, d.kv)
 	}
 	for _, pl := range panels {
-		pl.X.Min, pl.X.Max = x0, x1
+		pl.X.Min, pl.X.Max = d.x0, d.x1
 		pl.X.Tick.Marker = niceTicks{}
 	}
-	p.Y.Tick.Marker = niceTicks{}
-	headroom(p, y1, entries)
+	d.p.Y.Tick.Marker = niceTicks{}
+	headroom(d.p, d.y1, d.entries)
 	rows := make([][]*plot.Plot, len(panels))
 	for i, pl := range panels {
 		rows[i] = []*plot.Plot{pl}
@@ -923,8 +1048,10 @@ func drawStages(c draw.Canvas, rec *[]Panel, stages []report.Stage) {
 		p := panels[k]
 		p.Legend.Left = false
 		var p50, p99 plotter.Values
+		var dists []report.Dist
 		for i := range stages {
 			d := pick(&stages[i])
+			dists = append(dists, d)
 			p50 = append(p50, d.P50)
 			p99 = append(p99, d.P99)
 		}
@@ -943,6 +1070,7 @@ func drawStages(c draw.Canvas, rec *[]Panel, stages []report.Stage) {
 			b.Offset = (vg.Length(j) - 0.5) * w
 			p.Add(b)
 			p.Legend.Add([]string{"p50", "p99"}[j], b)
+			few := addErrorBars(p, dists, []string{"p50", "p99"}[j], b.Offset)
 			// Each bar's value above it: a p99 twenty times the p50
 			// leaves the p50 bar a sliver a reader cannot measure.
 			var xy plotter.XYLabels
@@ -951,6 +1079,9 @@ func drawStages(c draw.Canvas, rec *[]Panel, stages []report.Stage) {
 				xy.Labels = append(xy.Labels, report.FormatLatency(v, 1)+" ms")
 				if v >= 10_000 {
 					xy.Labels[i] = report.FormatLatency(v, 1)
+				}
+				if few[i] {
+					xy.Labels[i] += " (few)"
 				}
 			}
 			if l, err := plotter.NewLabels(xy); err == nil {
@@ -969,10 +1100,14 @@ func drawStages(c draw.Canvas, rec *[]Panel, stages []report.Stage) {
 			p.X.Tick.Label.YAlign = draw.YTop
 		}
 		ymax := 0.0
-		for _, v := range p99 {
+		for i, v := range p99 {
 			ymax = max(ymax, v)
+			if _, hi, ok := dists[i].Interval("p99"); ok {
+				ymax = max(ymax, hi)
+			}
 		}
 		headroom(p, ymax, 2)
+		p.Title.Text += " (bars: 95 % intervals)"
 		p.Y.Tick.Marker = niceTicks{}
 	}
 	tiles := draw.Tiles{Rows: 1, Cols: 2, PadTop: vg.Points(6), PadBottom: vg.Points(4),
@@ -1027,4 +1162,54 @@ func (t niceTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return out
+}
+
+// addErrorBars draws each stage's 95 % interval of stat over its bar (at
+// the bar's offset) and reports which stages had too few samples for one.
+func addErrorBars(p *plot.Plot, dists []report.Dist, stat string, offset vg.Length) (few []bool) {
+	e := &errorBars{offset: offset}
+	few = make([]bool, len(dists))
+	for i, d := range dists {
+		lo, hi, ok := d.Interval(stat)
+		if !ok {
+			few[i] = d.Count > 0
+			continue
+		}
+		e.xs, e.lo, e.hi = append(e.xs, float64(i)), append(e.lo, lo), append(e.hi, hi)
+	}
+	if len(e.xs) > 0 {
+		p.Add(e)
+	}
+	return few
+}
+
+// errorBars are vertical interval bars at category positions, shifted by
+// offset as a bar chart's bars are.
+type errorBars struct {
+	xs, lo, hi []float64
+	offset     vg.Length
+}
+
+// Plot implements plot.Plotter.
+func (e *errorBars) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	style := draw.LineStyle{Color: color.Gray{Y: 40}, Width: vg.Points(0.8)}
+	capW := vg.Points(3)
+	for i, x := range e.xs {
+		px := trX(x) + e.offset
+		y0, y1 := trY(e.lo[i]), trY(e.hi[i])
+		c.StrokeLine2(style, px, y0, px, y1)
+		c.StrokeLine2(style, px-capW, y0, px+capW, y0)
+		c.StrokeLine2(style, px-capW, y1, px+capW, y1)
+	}
+}
+
+// DataRange implements plot.DataRanger: the intervals' ends.
+func (e *errorBars) DataRange() (xmin, xmax, ymin, ymax float64) {
+	xmin, xmax, ymin, ymax = math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	for i, x := range e.xs {
+		xmin, xmax = min(xmin, x), max(xmax, x)
+		ymin, ymax = min(ymin, e.lo[i]), max(ymax, e.hi[i])
+	}
+	return xmin, xmax, ymin, ymax
 }

@@ -1,6 +1,10 @@
 package correlate
 
-import "time"
+import (
+	"time"
+
+	"github.com/servebench/servebench/results"
+)
 
 // Bin sizes: the timeline is kept in bins of baseBin, doubled (pairs of
 // bins merged) whenever a stage would need more than maxBins, so memory is
@@ -154,6 +158,38 @@ func (s *bins) step(q int, t time.Duration, delta float64) {
 	end := time.Duration(s.base+int64(i)+1) * s.width
 	b.d[q] += delta
 	b.p[q] += delta * (end - max(t, 0)).Seconds()
+}
+
+// chunks adds r's token-bearing chunks: each raises the context in flight
+// (qCtx) by its tokens at its time and counts them received (pTokens, and
+// pWarmTokens times warm), as step and point would one by one; the chunks
+// that fall in one bin are summed first (a fast stream's come by the
+// hundred in one bin). It returns the tokens added.
+func (s *bins) chunks(r *results.Result, warm float64) float64 {
+	total := 0.0
+	n := len(r.ChunkTimes)
+	for i := 0; i < n; {
+		bi := s.at(r.Sent + r.ChunkTimes[i])
+		start := time.Duration(s.base+int64(bi)) * s.width
+		end := start + s.width
+		var d, p float64
+		for j := i; i < n; i++ {
+			t := max(r.Sent+r.ChunkTimes[i], 0) // at's own clamp
+			if i > j && (t < start || t >= end) {
+				break
+			}
+			k := float64(r.ChunkTokensAt(i))
+			d += k
+			p += k * (end - t).Seconds()
+		}
+		b := &s.b[bi]
+		b.d[qCtx] += d
+		b.p[qCtx] += p
+		b.points[pTokens] += d
+		b.points[pWarmTokens] += warm * d
+		total += d
+	}
+	return total
 }
 
 // point adds n to point quantity q at time t.

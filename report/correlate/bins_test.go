@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/servebench/servebench/results"
 )
 
 // event is one change of a step quantity, or tokens received.
@@ -101,5 +103,35 @@ func TestBinsUnaligned(t *testing.T) {
 	got, _ := s.cursor().integrals(1234*time.Millisecond+500*time.Microsecond, 2*time.Second)
 	if want := 3 * (765.5 / 1000); !near(got[qFlight], want) {
 		t.Errorf("integral = %g, want %g", got[qFlight], want)
+	}
+}
+
+// TestChunksAsOneByOne: adding a request's chunks a bin at a time gives
+// the timeline adding them one by one gives (to rounding).
+func TestChunksAsOneByOne(t *testing.T) {
+	r := &results.Result{Sent: 3 * time.Millisecond, OutputTokens: 700}
+	at := time.Duration(0)
+	for i := range 300 {
+		at += time.Duration(i%17) * 150 * time.Microsecond // bursts and gaps, across many 10 ms bins
+		r.ChunkTimes = append(r.ChunkTimes, at)
+	}
+	var batched, single bins
+	total := batched.chunks(r, 0.5)
+	for i, d := range r.ChunkTimes {
+		k := float64(r.ChunkTokensAt(i))
+		single.step(qCtx, r.Sent+d, k)
+		single.point(pTokens, r.Sent+d, k)
+		single.point(pWarmTokens, r.Sent+d, 0.5*k)
+	}
+	if total != 700 || batched.base != single.base || len(batched.b) != len(single.b) {
+		t.Fatalf("total %v, bins %d+%d against %d+%d", total, batched.base, len(batched.b), single.base, len(single.b))
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*max(1, math.Abs(b)) }
+	for i := range single.b {
+		x, y := batched.b[i], single.b[i]
+		if !near(x.d[qCtx], y.d[qCtx]) || !near(x.p[qCtx], y.p[qCtx]) || !near(x.points[pTokens], y.points[pTokens]) ||
+			!near(x.points[pWarmTokens], y.points[pWarmTokens]) {
+			t.Errorf("bin %d: %+v, one by one %+v", i, x, y)
+		}
 	}
 }

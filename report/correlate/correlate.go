@@ -22,6 +22,12 @@ const (
 	// stallFactor is how many times its median chunk gap a request's gap
 	// must be to count as a stall (see p99Spans).
 	stallFactor = 5
+	// minStall is the shortest chunk gap that counts as a stall: a
+	// preemption's recompute is a prefill, never this short. Without a
+	// floor a fast server's bursts (gaps of microseconds, a median of
+	// zero) made nearly every request a stall kept until the summary:
+	// memory that grew with the number of requests.
+	minStall = time.Millisecond
 	// crossCheckTolerance is the relative client-vs-server token-rate
 	// disagreement above which the cross-check is flagged.
 	crossCheckTolerance = 0.05
@@ -192,14 +198,7 @@ func (c *Correlator) AddResult(r *results.Result) {
 	stop := max(end, r.Sent+chunks[n-1])
 	s.step(qDec, start, 1)
 	s.step(qCtx, start, prompt)
-	total := 0.0
-	for i, d := range chunks {
-		k := float64(r.ChunkTokensAt(i))
-		total += k
-		s.step(qCtx, r.Sent+d, k)
-		s.point(pTokens, r.Sent+d, k)
-		s.point(pWarmTokens, r.Sent+d, warm*k)
-	}
+	total := s.chunks(r, warm)
 	s.step(qDec, stop, -1)
 	s.step(qCtx, stop, -(prompt + total))
 	s.point(pEndTokens, end, total)
@@ -238,8 +237,8 @@ func (c *Correlator) arrival(r *results.Result) {
 
 // p99Spans returns the absolute intervals of the request's stalls at its
 // p99: chunk gaps at or above its p99 gap (nearest rank) that are also at
-// least stallFactor times its median gap, the largest first, at most
-// maxSpans. The stall condition matters because a scrape window is a
+// least stallFactor times its median gap and at least minStall, the
+// largest first, at most maxSpans. The stall condition matters because a scrape window is a
 // second or more: without it, every request streaming during a window with
 // a preemption would count as affected, while a preempted request shows a
 // gap of a recompute, many times its usual one.
@@ -250,15 +249,21 @@ func p99Spans(sent time.Duration, chunks, buf []time.Duration) ([]span, []time.D
 		return nil, buf
 	}
 	sorted := buf[:0]
+	var longest time.Duration
 	for i := 1; i < len(chunks); i++ {
-		sorted = append(sorted, chunks[i]-chunks[i-1])
+		g := chunks[i] - chunks[i-1]
+		sorted = append(sorted, g)
+		longest = max(longest, g)
+	}
+	if longest < minStall {
+		return nil, sorted // no stall: the sort is not needed
 	}
 	slices.Sort(sorted)
 	idx := int(math.Ceil(0.99*float64(len(sorted)))) - 1
 	threshold := max(sorted[max(idx, 0)], stallFactor*sorted[len(sorted)/2])
 	var out []span
 	for i := 1; i < len(chunks); i++ {
-		if g := chunks[i] - chunks[i-1]; g >= threshold && g > 0 {
+		if g := chunks[i] - chunks[i-1]; g >= threshold && g >= minStall {
 			out = append(out, span{sent + chunks[i-1], sent + chunks[i]})
 		}
 	}

@@ -117,3 +117,30 @@ func TestWholeResponses(t *testing.T) {
 		t.Errorf("whole responses = %d, want 8", corr.WholeResponses)
 	}
 }
+
+// TestStallFloor: a request whose chunks come in bursts microseconds apart
+// (a fast server, a median gap of zero) has no stall, and one with a real
+// pause among steady gaps has it, largest first.
+func TestStallFloor(t *testing.T) {
+	const us, ms = time.Microsecond, time.Millisecond
+	var bursty []time.Duration
+	for i := range 200 {
+		bursty = append(bursty, time.Duration(i/20)*40*us)
+	}
+	if spans, _ := p99Spans(0, bursty, nil); len(spans) != 0 {
+		t.Errorf("bursts of microseconds gave stalls %v", spans)
+	}
+	var paced []time.Duration
+	at := 10 * ms
+	for i := range 200 {
+		if i == 100 {
+			at += 300 * ms // a recompute
+		}
+		paced = append(paced, at)
+		at += 20 * ms
+	}
+	spans, _ := p99Spans(time.Second, paced, nil)
+	if len(spans) != 1 || spans[0].to-spans[0].from != 320*ms || spans[0].from != time.Second+paced[99] {
+		t.Errorf("a 320 ms pause among 20 ms gaps: spans %v", spans)
+	}
+}

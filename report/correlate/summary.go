@@ -90,7 +90,11 @@ type StageCorrelation struct {
 	ToS           float64 `json:"to_s"`   // last window's end
 	Windows       int     `json:"windows"`
 	SteadyWindows int     `json:"steady_windows"`
-	Streams       float64 `json:"streams"` // median decoding streams over the full windows
+	// SteadyAfterS is how long after its first window the stage's first
+	// steady window began (its stream count within 10 % of the stage's
+	// median): when the steady state was reached. Absent when it never was.
+	SteadyAfterS *float64 `json:"steady_after_s,omitempty"`
+	Streams      float64  `json:"streams"` // median decoding streams over the full windows
 
 	// Start and End are the means of the first and last N steady windows
 	// (N = steady windows / 4, between 1 and 10); Drop is 1 − end/start
@@ -337,6 +341,10 @@ func stageCorrelation(index int, name string, ws []Window) StageCorrelation {
 	if len(mine) > 0 {
 		sc.FromS = round(mine[0].From.Seconds(), 3)
 		sc.ToS = round(mine[len(mine)-1].To.Seconds(), 3)
+	}
+	if len(steady) > 0 && len(mine) > 0 {
+		after := round((steady[0].From - mine[0].From).Seconds(), 3)
+		sc.SteadyAfterS = &after
 	}
 	if len(full) > 0 {
 		d := make([]float64, len(full))

@@ -1,0 +1,225 @@
+package run
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scenario"
+)
+
+// llamaServer is an httptest server whose prompt cache behaves like
+// llama.cpp's server with one slot (-np 1): the slot keeps the tokens of
+// its last request, prompt and generation; a new request reuses their
+// longest common prefix with its own prompt (at most all but its last
+// token, which llama.cpp always evaluates) and reports it as
+// timings.cache_n, not in its usage; /metrics counts the prompt tokens it
+// evaluated (llamacpp:prompt_tokens_total, the cached ones left out) and
+// the tokens predicted, both when a request ends. The chat template
+// renders each message as a role token and its words (an assistant's
+// tool calls as a call token and their arguments), and ends the prompt
+// with the assistant's role token, which the generation follows: the
+// cache holds a reply exactly as the next request renders it.
+type llamaServer struct {
+	mu        sync.Mutex
+	slot      []string // the slot's tokens
+	evaluated int      // llamacpp:prompt_tokens_total
+	predicted int      // llamacpp:tokens_predicted_total
+	log       []llamaRequest
+}
+
+// llamaRequest is what the server saw of one request.
+type llamaRequest struct{ prompt, cached int }
+
+func (l *llamaServer) serve(t *testing.T) string {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/models", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"object":"list","data":[{"id":"m","object":"model","owned_by":"llamacpp"}]}`)
+	})
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		fmt.Fprintf(w, "# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed.\n# TYPE llamacpp:prompt_tokens_total counter\nllamacpp:prompt_tokens_total %d\n", l.evaluated)
+		fmt.Fprintf(w, "# HELP llamacpp:tokens_predicted_total Number of generation tokens processed.\n# TYPE llamacpp:tokens_predicted_total counter\nllamacpp:tokens_predicted_total %d\n", l.predicted)
+		io.WriteString(w, "# HELP llamacpp:requests_processing Number of requests processing.\n# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing 0\n")
+	})
+	mux.HandleFunc("/v1/chat/completions", l.chat)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// render is the prompt's tokens under the test's chat template.
+func render(msgs []message) []string {
+	var toks []string
+	for _, m := range msgs {
+		toks = append(toks, "<|"+m.Role+"|>")
+		toks = append(toks, strings.Fields(m.Content)...)
+		for _, c := range m.ToolCalls {
+			toks = append(toks, "<|call|>", c.Function.Arguments)
+		}
+	}
+	return append(toks, "<|assistant|>")
+}
+
+func (l *llamaServer) chat(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Messages      []message `json:"messages"`
+		MaxTokens     int       `json:"max_tokens"`
+		StreamOptions *struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	prompt := render(req.Messages)
+	l.mu.Lock()
+	cached := 0
+	for cached < len(l.slot) && cached < len(prompt)-1 && l.slot[cached] == prompt[cached] {
+		cached++
+	}
+	l.mu.Unlock()
+	w.Header().Set("Content-Type", "text/event-stream")
+	f := w.(http.Flusher)
+	chunk := func(delta, finish string) {
+		fmt.Fprintf(w, `data: {"choices":[{"finish_reason":%s,"index":0,"delta":%s}],"created":1,"id":"chatcmpl-l","model":"m","system_fingerprint":"b6000-abc","object":"chat.completion.chunk"}`+"\n\n", finish, delta)
+		f.Flush()
+	}
+	chunk(`{"role":"assistant","content":null}`, "null")
+	var reply []string
+	for i := range req.MaxTokens {
+		time.Sleep(time.Millisecond)
+		word := fmt.Sprintf("w%d", (len(prompt)+i)%97)
+		reply = append(reply, word)
+		chunk(fmt.Sprintf(`{"content":" %s"}`, word), "null")
+	}
+	// The slot's cache holds the generation as it is made: the next
+	// request finds it even if it arrives before this one's counters
+	// move.
+	l.mu.Lock()
+	l.slot = append(slices.Clip(prompt), reply...)
+	l.log = append(l.log, llamaRequest{prompt: len(prompt), cached: cached})
+	l.mu.Unlock()
+	timings := fmt.Sprintf(`"timings":{"cache_n":%d,"prompt_n":%d,"predicted_n":%d}`, cached, len(prompt)-cached, len(reply))
+	fmt.Fprintf(w, `data: {"choices":[{"finish_reason":"length","index":0,"delta":{}}],"created":1,"id":"chatcmpl-l","model":"m","object":"chat.completion.chunk"}`+"\n\n")
+	fmt.Fprintf(w, `data: {"choices":[],"created":1,"id":"chatcmpl-l","model":"m","object":"chat.completion.chunk","usage":{"completion_tokens":%d,"prompt_tokens":%d,"total_tokens":%d},%s}`+"\n\n",
+		len(reply), len(prompt), len(prompt)+len(reply), timings)
+	io.WriteString(w, "data: [DONE]\n\n")
+	f.Flush()
+	// The counters move as the request ends.
+	l.mu.Lock()
+	l.evaluated += len(prompt) - cached
+	l.predicted += len(reply)
+	l.mu.Unlock()
+}
+
+// TestLlamaCppCachedShare is issue 24's real-server-shaped check of the
+// cached share: sessions (with tool rounds) one at a time against a
+// server whose prompt cache and counters behave like llama.cpp's. Its
+// cached tokens reach the records from timings.cache_n; a session's
+// request k > 1 finds the slot holding request k−1's prompt and reply
+// (cached = its prompt + its output), and its first request the shared
+// system message the previous session left (cached = the system message
+// and its role token); the summary's TTFT-by-turn rows carry exactly
+// these cached shares; and the stage's hit rate from the server's
+// counters (1 − prompt tokens evaluated over the prompt tokens of the
+// requests that ended between two scrapes) agrees with the records of
+// the same requests.
+func TestLlamaCppCachedShare(t *testing.T) {
+	t.Parallel()
+	l := &llamaServer{}
+	url := l.serve(t)
+	sc := parse(t, fmt.Sprintf(`name: llamacpp
+target: {url: %q, model: m}
+scrape: {interval: 100ms}
+prompts: {seed: 5}
+load:
+  stages:
+    - name: agents
+      concurrency: 1
+      session:
+        sessions: 8
+        turns: {dist: uniform, min: 2, max: 3}
+        system_tokens: 300
+        user_tokens: {dist: uniform, min: 20, max: 80}
+        reply_tokens: 24
+        tools: {calls: {dist: uniform, min: 0, max: 2}, result_tokens: 60, call_tokens: 8}
+`, url+"/v1"))
+	sum, recs := runParsed(t, sc)
+	slices.SortFunc(recs, func(a, b results.Result) int { return int(a.Seq) - int(b.Seq) })
+	if len(recs) != len(l.log) || len(recs) < 15 {
+		t.Fatalf("%d records, the server saw %d requests", len(recs), len(l.log))
+	}
+	want := map[int][2]int64{} // turn → expected cached, prompt
+	for i, r := range recs {
+		if r.Outcome != results.OK || r.PromptTokens != l.log[i].prompt || r.CachedTokens != l.log[i].cached {
+			t.Fatalf("seq %d: %s, prompt %d cached %d; the server saw prompt %d cached %d", r.Seq, r.Outcome, r.PromptTokens, r.CachedTokens, l.log[i].prompt, l.log[i].cached)
+		}
+		expect := 300 + 2 // the shared system message, its role token and the next role token
+		switch {
+		case r.Turn > 1:
+			prev := recs[i-1]
+			expect = prev.PromptTokens + prev.OutputTokens
+		case i == 0:
+			expect = 0
+		}
+		if r.CachedTokens != expect {
+			t.Errorf("session %d turn %d: %d cached, want %d", r.Session, r.Turn, r.CachedTokens, expect)
+		}
+		row := min(r.Turn, 16)
+		w := want[row]
+		want[row] = [2]int64{w[0] + int64(expect), w[1] + int64(r.PromptTokens)}
+	}
+	rows := sum.Overall.TTFTByTurn
+	if len(rows) != len(want) {
+		t.Fatalf("%d turn rows, want %d", len(rows), len(want))
+	}
+	for _, row := range rows {
+		w := want[row.Turn]
+		if row.CachedTokens != w[0] || row.PromptTokens != w[1] {
+			t.Errorf("turn %d: %d of %d prompt tokens cached, want %d of %d", row.Turn, row.CachedTokens, row.PromptTokens, w[0], w[1])
+		}
+		t.Logf("turn %d: cached share %.1f %%", row.Turn, 100*float64(row.CachedTokens)/float64(row.PromptTokens))
+	}
+	if len(sum.PrefixCache) != 1 || sum.PrefixCache[0].Counters == nil {
+		t.Fatalf("prefix-cache figures %+v: want the counters' hit rate", sum.PrefixCache)
+	}
+	c := sum.PrefixCache[0].Counters
+	var cached, prompt int
+	for _, r := range recs {
+		if end := r.End.Seconds(); end > c.FromS && end <= c.ToS {
+			cached, prompt = cached+r.CachedTokens, prompt+r.PromptTokens
+		}
+	}
+	share := float64(cached) / float64(prompt)
+	t.Logf("counters: %.2f %% (%s); the records ending in [%.2f, %.2f] s: %.2f %%", 100*c.HitRate, c.Source, c.FromS, c.ToS, 100*share)
+	// A request whose counters moved just after a scrape its end preceded
+	// counts on one side only: a share of a point or two.
+	if math.Abs(c.HitRate-share) > 0.02 {
+		t.Errorf("the counters give %.4f, the records of the same requests %.4f", c.HitRate, share)
+	}
+}
+
+// runParsed runs sc into a temporary directory and returns its summary
+// and request records.
+func runParsed(t *testing.T, sc *scenario.Scenario) (*report.Summary, []results.Result) {
+	t.Helper()
+	dir := t.TempDir()
+	sum, err := Run(t.Context(), sc, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum, readResults(t, dir)
+}
