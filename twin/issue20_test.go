@@ -92,6 +92,7 @@ func TestIssue20TwinSlots(t *testing.T) {
 	for _, props := range []bool{true, false} {
 		t.Run(fmt.Sprintf("props=%v", props), func(t *testing.T) {
 			t.Parallel()
+			watch := watchMachine()
 			srv := slotserver.Start(t, slotserver.Config{Slots: 4, StepOverhead: 4 * time.Millisecond, PerSeq: 500 * time.Microsecond,
 				Metrics: "llamacpp", CountersAtEnd: true, Props: props})
 			d, _ := slotRun(t, srv.URL, 24, [2]int{1, 6}, [2]int{4, 12})
@@ -116,8 +117,14 @@ func TestIssue20TwinSlots(t *testing.T) {
 				t.Errorf("concurrency 8 on a 4-slot twin runs 4 at once, within the calibration: %q", p.Extrapolated)
 			}
 			_, want := slotRun(t, srv.URL, 24, [2]int{8, 16})
+			late := watch()
 			if got, w := p.Central.TTFTP50, want.Overall.TTFT.P50; relErr(got, w) > 0.35 {
-				t.Errorf("TTFT p50 at 8 predicted %.1f ms, measured %.1f ms: the queue behind 4 slots is not predicted", got, w)
+				// Real-time runs: a machine that could not keep a 1 ms sleep
+				// distorts the calibration and the truth alike.
+				if h := want.Harness; late > 0.25 || (h != nil && h.Limited) {
+					t.Skipf("TTFT p50 at 8 predicted %.1f ms, measured %.1f ms, but the machine could not keep a real-time schedule (1 ms sleeps over 2 ms in %.0f %% of the samples during the runs): not judged", got, w, 100*late)
+				}
+				t.Errorf("TTFT p50 at 8 predicted %.1f ms, measured %.1f ms (1 ms sleeps over 2 ms in %.0f %% of the samples): the queue behind 4 slots is not predicted", got, w, 100*late)
 			}
 		})
 	}
