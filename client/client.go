@@ -31,22 +31,22 @@ import (
 // Default timeouts, used when the Config field is zero. A negative Config
 // field disables that timeout.
 const (
-	DefaultConnectTimeout   = 10 * time.Second // dial
-	DefaultFirstByteTimeout = 10 * time.Minute // Sent → first event of a stream (or response headers); covers queueing
-	DefaultIdleTimeout      = 2 * time.Minute  // longest gap between two reads of the response body
-	DefaultTotalTimeout     = 60 * time.Minute // Sent → end of the response
-	DefaultMaxConns         = 64               // idle-pool size when Config.MaxConns is zero
+	defaultConnectTimeout   = 10 * time.Second // dial
+	defaultFirstByteTimeout = 10 * time.Minute // Sent → first event of a stream (or response headers); covers queueing
+	defaultIdleTimeout      = 2 * time.Minute  // longest gap between two reads of the response body
+	defaultTotalTimeout     = 60 * time.Minute // Sent → end of the response
+	defaultMaxConns         = 64               // idle-pool size when Config.MaxConns is zero
 )
 
 const (
-	// ErrorExcerptBytes bounds the response-body excerpt kept in
+	// errorExcerptBytes bounds the response-body excerpt kept in
 	// Result.Error for HTTP errors and server error events, in bytes.
-	ErrorExcerptBytes = 512
-	// MaxLineBytes bounds one SSE line, in bytes; a longer line fails the
+	errorExcerptBytes = 512
+	// maxLineBytes bounds one SSE line, in bytes; a longer line fails the
 	// request as a malformed chunk.
-	MaxLineBytes = 4 << 20
-	// MaxBodyBytes bounds a non-streaming response body, in bytes.
-	MaxBodyBytes = 64 << 20
+	maxLineBytes = 4 << 20
+	// maxBodyBytes bounds a non-streaming response body, in bytes.
+	maxBodyBytes = 64 << 20
 
 	readerBytes    = 4 << 10 // per-stream bufio.Reader, pooled; longer lines are gathered in stream.long
 	connReadBytes  = 8 << 10 // transport read buffer, per connection: a socket read brings in tens of chunks
@@ -88,16 +88,16 @@ type Config struct {
 	// connection pool keeps that many connections so that no stream pays for
 	// a new dial once warm. It does not limit concurrency.
 	MaxConns int
-	// Connect bounds a dial (DefaultConnectTimeout when zero).
+	// Connect bounds a dial (defaultConnectTimeout when zero).
 	Connect time.Duration
 	// FirstByte bounds the time from Sent to the first line of a stream's
 	// body, or to the response headers of a non-streaming request
-	// (DefaultFirstByteTimeout when zero). It includes queueing and prefill.
+	// (defaultFirstByteTimeout when zero). It includes queueing and prefill.
 	FirstByte time.Duration
 	// Idle bounds the gap between two reads of the response body once it
-	// has started (DefaultIdleTimeout when zero).
+	// has started (defaultIdleTimeout when zero).
 	Idle time.Duration
-	// Total bounds the whole request, Sent to end (DefaultTotalTimeout when zero).
+	// Total bounds the whole request, Sent to end (defaultTotalTimeout when zero).
 	Total time.Duration
 }
 
@@ -212,7 +212,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	maxConns := cfg.MaxConns
 	if maxConns <= 0 {
-		maxConns = DefaultMaxConns
+		maxConns = defaultMaxConns
 	}
 	epoch := cfg.Epoch
 	if epoch.IsZero() {
@@ -224,10 +224,10 @@ func New(cfg Config) (*Client, error) {
 		headers:   maps.Clone(cfg.Headers),
 		redact:    redact.New(append(slices.Collect(maps.Values(cfg.Headers)), cfg.APIKey)...),
 		epoch:     epoch,
-		connect:   orDefault(cfg.Connect, DefaultConnectTimeout),
-		firstByte: orDefault(cfg.FirstByte, DefaultFirstByteTimeout),
-		idle:      orDefault(cfg.Idle, DefaultIdleTimeout),
-		total:     orDefault(cfg.Total, DefaultTotalTimeout),
+		connect:   orDefault(cfg.Connect, defaultConnectTimeout),
+		firstByte: orDefault(cfg.FirstByte, defaultFirstByteTimeout),
+		idle:      orDefault(cfg.Idle, defaultIdleTimeout),
+		total:     orDefault(cfg.Total, defaultTotalTimeout),
 	}
 	dialer := &net.Dialer{KeepAlive: 30 * time.Second, Control: policy.DialControl()}
 	if c.connect > 0 {

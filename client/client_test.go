@@ -429,7 +429,7 @@ func TestErrorClasses(t *testing.T) {
 				if !strings.Contains(res.Error, tc.msg) || res.Error == "" {
 					t.Errorf("message %q does not contain %q", res.Error, tc.msg)
 				}
-				if len(res.Error) > ErrorExcerptBytes+64 {
+				if len(res.Error) > errorExcerptBytes+64 {
 					t.Errorf("message of %d bytes", len(res.Error))
 				}
 				if res.End == 0 || res.End < res.Sent {

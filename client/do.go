@@ -281,7 +281,7 @@ type wholeResponse struct {
 // FirstToken, FirstContent and LastToken stay zero. When text is not nil,
 // the reply's content is appended to it.
 func (c *Client) readWhole(ctx, rctx context.Context, res *results.Result, body io.Reader, text *[]byte) {
-	b, err := io.ReadAll(io.LimitReader(body, MaxBodyBytes+1))
+	b, err := io.ReadAll(io.LimitReader(body, maxBodyBytes+1))
 	now := time.Now()
 	res.End = c.since(now)
 	if err != nil {
@@ -292,8 +292,8 @@ func (c *Client) readWhole(ctx, rctx context.Context, res *results.Result, body 
 		}
 		return
 	}
-	if len(b) > MaxBodyBytes {
-		c.setFailure(res, &failure{results.ErrMalformedChunk, fmt.Sprintf("response body over %d bytes", MaxBodyBytes)})
+	if len(b) > maxBodyBytes {
+		c.setFailure(res, &failure{results.ErrMalformedChunk, fmt.Sprintf("response body over %d bytes", maxBodyBytes)})
 		return
 	}
 	var w wholeResponse

@@ -107,13 +107,13 @@
 //
 // A request that failed has Outcome Failed and one ErrorClass: connect (no
 // response: dial refused or timed out, connection reset), http_4xx/http_5xx
-// (Status and a body excerpt of at most ErrorExcerptBytes in Error; a 3xx
+// (Status and a body excerpt of at most errorExcerptBytes in Error; a 3xx
 // counts as http_4xx since redirects are not followed, and so does a request
 // the client could not encode, which is not sent),
 // timeout (first-byte, idle-stream or total, see Config),
 // stream_truncated (the body ended or broke without finish_reason or
 // [DONE]), malformed_chunk (a data line that is not a JSON chunk, or longer
-// than MaxLineBytes), server_error_event (an in-band {"error": …} chunk or
+// than maxLineBytes), server_error_event (an in-band {"error": …} chunk or
 // an "event: error" line). A request whose context was canceled has Outcome
 // Canceled and class canceled.
 package client

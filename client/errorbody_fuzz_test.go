@@ -60,7 +60,7 @@ func FuzzHTTPErrorBody(f *testing.F) {
 		if res.Outcome != results.Failed || res.ErrorClass != class {
 			t.Fatalf("status %d: %s %s", status, res.Outcome, res.ErrorClass)
 		}
-		if !strings.HasPrefix(res.Error, resp.Status) || len(res.Error) > len(resp.Status)+2+4*ErrorExcerptBytes {
+		if !strings.HasPrefix(res.Error, resp.Status) || len(res.Error) > len(resp.Status)+2+4*errorExcerptBytes {
 			t.Fatalf("status %d: message of %d bytes: %.200q", status, len(res.Error), res.Error)
 		}
 		for _, form := range []string{fuzzKey, key} {

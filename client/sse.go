@@ -83,8 +83,8 @@ type failure struct {
 
 func (f *failure) Error() string { return string(f.class) + ": " + f.msg }
 
-// errLineTooLong reports an SSE line over MaxLineBytes.
-var errLineTooLong = fmt.Errorf("sse line longer than %d bytes", MaxLineBytes)
+// errLineTooLong reports an SSE line over maxLineBytes.
+var errLineTooLong = fmt.Errorf("sse line longer than %d bytes", maxLineBytes)
 
 // stream holds the per-request state of the SSE reader and the chunk
 // decoder. It is pooled by the Client and reset for each request; it is not
@@ -206,14 +206,14 @@ func (s *stream) readLine() ([]byte, error) {
 	if err != nil && errors.Is(err, bufio.ErrBufferFull) {
 		s.long = append(s.long[:0], line...)
 		for errors.Is(err, bufio.ErrBufferFull) {
-			if len(s.long) > MaxLineBytes {
+			if len(s.long) > maxLineBytes {
 				return nil, errLineTooLong
 			}
 			line, err = s.br.ReadSlice('\n')
 			s.long = append(s.long, line...)
 		}
 		line = s.long
-		if len(line) > MaxLineBytes+2 {
+		if len(line) > maxLineBytes+2 {
 			return nil, errLineTooLong
 		}
 	}
@@ -486,14 +486,14 @@ func errorMessage(v []byte) string {
 	return excerpt(v)
 }
 
-// excerpt returns at most ErrorExcerptBytes of b as a string, cut on a
+// excerpt returns at most errorExcerptBytes of b as a string, cut on a
 // UTF-8 boundary and marked when cut.
 func excerpt(b []byte) string {
 	b = bytes.TrimSpace(b)
-	if len(b) <= ErrorExcerptBytes {
+	if len(b) <= errorExcerptBytes {
 		return string(b)
 	}
-	n := ErrorExcerptBytes - len("…")
+	n := errorExcerptBytes - len("…")
 	for n > 0 && b[n]&0xC0 == 0x80 { // do not cut inside a rune
 		n--
 	}

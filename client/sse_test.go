@@ -101,7 +101,7 @@ func TestSSEStreams(t *testing.T) {
 	}
 }
 
-// TestSSELongLine checks lines beyond the bufio buffer, up to MaxLineBytes,
+// TestSSELongLine checks lines beyond the bufio buffer, up to maxLineBytes,
 // and the refusal beyond it.
 func TestSSELongLine(t *testing.T) {
 	t.Parallel()
@@ -162,7 +162,7 @@ func FuzzSSE(f *testing.F) {
 			default:
 				t.Fatalf("unexpected class %q", fail.class)
 			}
-			if len(fail.msg) > 4*ErrorExcerptBytes {
+			if len(fail.msg) > 4*errorExcerptBytes {
 				t.Fatalf("message of %d bytes", len(fail.msg))
 			}
 		}

@@ -64,6 +64,8 @@ type Run struct {
 	// them out.
 	Chunks      func() int64
 	FirstTokens func() (n int64, sum time.Duration)
+	// Cost is the scenario's price; nil leaves the cost counter out.
+	Cost *results.Cost
 }
 
 // Exporter turns request records into metrics. Observe must not be called
@@ -76,6 +78,7 @@ type Exporter struct {
 	lag                        *prometheus.GaugeVec
 	lagMax                     map[int]float64
 	buf                        []time.Duration
+	eff                        *efficiency
 }
 
 // New registers the run's metrics in reg and returns the exporter that
@@ -139,6 +142,9 @@ func New(reg prometheus.Registerer, r Run) (*Exporter, error) {
 				Help: "Sum of the times to first token of servebench_first_tokens_total: rate(this) / rate(that) is the live TTFT."},
 				func() float64 { _, sum := r.FirstTokens(); return sum.Seconds() }))
 	}
+	var effs []prometheus.Collector
+	e.eff, effs = newEfficiency(r)
+	cs = append(cs, effs...)
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("live metrics: %w", err)
@@ -191,6 +197,7 @@ func (e *Exporter) Observe(r *results.Result) {
 	}
 	e.out.WithLabelValues(stage).Add(float64(r.OutputTokens))
 	e.input.WithLabelValues(stage).Add(float64(r.PromptTokens))
+	e.eff.tokensOf(r)
 	if r.Warmup {
 		return
 	}

@@ -9,10 +9,10 @@ import (
 	"github.com/servebench/servebench/vllmlog"
 )
 
-// MinLines is the fewest stats lines a replay is built from: a line's
+// minLines is the fewest stats lines a replay is built from: a line's
 // throughputs average an interval whose length only its neighbour's time
 // tells, and one line is one figure, not a load over time.
-const MinLines = 2
+const minLines = 2
 
 // ErrTooFew is the error (wrapped, with the reason) for a log whose stats
 // lines cannot be replayed.
@@ -57,9 +57,9 @@ func pick(rep *vllmlog.Report) (*vllmlog.Run, *vllmlog.Series, error) {
 // or says why they cannot be replayed.
 func readLines(run *vllmlog.Run, s *vllmlog.Series) ([]Line, []string, error) {
 	where := fmt.Sprintf("%s, the server start at line %d", run.File, run.FirstLine)
-	if len(s.Points) < MinLines {
+	if len(s.Points) < minLines {
 		return nil, nil, fmt.Errorf("%w: %s has %d stats line(s), a replay needs at least %d: a line's throughputs are averages over the interval since the line before, and one line shows a moment, not a load over time",
-			ErrTooFew, where, len(s.Points), MinLines)
+			ErrTooFew, where, len(s.Points), minLines)
 	}
 	var lines []Line
 	work, tokens := false, false

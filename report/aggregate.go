@@ -541,6 +541,9 @@ func (a *Aggregate) Summary() *Summary {
 	if w := a.promptWarning(&overall.tokens); w != "" {
 		out.Warnings = append(out.Warnings, w)
 	}
+	if w := a.specChunkWarning(&out.Overall); w != "" {
+		out.Warnings = append(out.Warnings, w)
+	}
 	return &out
 }
 
@@ -659,6 +662,7 @@ func (a *Aggregate) stageSummary(s *stageAgg, index int, name string) Stage {
 		}
 		st.Sessions = s.sessionSummary(st.Duration, slo)
 	}
+	var w window
 	if st.Duration > 0 {
 		warmOut, warmPrompt := a.corr.WarmupReceived(index, s.first, s.last)
 		completed, inputs := s.req.OK, s.req.Inputs
@@ -673,9 +677,12 @@ func (a *Aggregate) stageSummary(s *stageAgg, index int, name string) Stage {
 		st.OutputTokensPerSec = round(out/st.Duration, 3)
 		st.TotalTokensPerSec = round((out+s.recvPrompt+warmPrompt)/st.Duration, 3)
 		st.RequestsPerSec = round(float64(completed)/st.Duration, 3)
+		w = window{output: out, prompt: s.recvPrompt + warmPrompt, requests: float64(completed)}
 	}
 	if s.haveRange {
 		st.PeakOutputTokensPerSec, st.PeakInFlight = a.corr.Peaks(index, s.first, s.last)
+		w.from, w.to = s.first, s.last
+		st.Efficiency = a.efficiency(&st, w)
 	}
 	return st
 }

@@ -155,6 +155,10 @@ func limit(st *correlate.StageCorrelation) string {
 	case kv != nil && st.RunningMax != nil:
 		return fmt.Sprintf("the limit is the batch size, not memory: at most %s requests ran at once with the KV cache at most %.0f %% full "+
 			"(vLLM's max_num_seqs or max_num_batched_tokens).", num(*st.RunningMax), *kv)
+	case st.RunningMax != nil && st.KVZeroOnly:
+		return fmt.Sprintf("at most %s requests ran at once, and the server's KV-cache usage read 0 %% throughout while they ran "+
+			"(a running request holds cache blocks, so the gauge does not measure this cache): "+
+			"memory cannot be told from a batch-size cap.", num(*st.RunningMax))
 	case st.RunningMax != nil:
 		return fmt.Sprintf("at most %s requests ran at once, and with no KV-cache usage exported, memory cannot be told from a batch-size cap.", num(*st.RunningMax))
 	}

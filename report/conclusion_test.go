@@ -37,6 +37,14 @@ func TestConclusion(t *testing.T) {
 		{"no KV metric", &correlate.Correlation{Aligned: true, Stages: []correlate.StageCorrelation{
 			stage(0, "a", correlate.VerdictSaturated, nil, f(4), nil)}}, nil,
 			[]string{"at most 4 requests ran at once, and with no KV-cache usage exported, memory cannot be told from a batch-size cap"}, []int{0}},
+		{"KV gauge read 0 while running", &correlate.Correlation{Aligned: true, Stages: []correlate.StageCorrelation{
+			func() correlate.StageCorrelation {
+				st := stage(0, "a", correlate.VerdictSaturated, nil, f(4), nil)
+				st.KVZeroOnly = true
+				return st
+			}()}}, nil,
+			[]string{"at most 4 requests ran at once, and the server's KV-cache usage read 0 % throughout while they ran",
+				"memory cannot be told from a batch-size cap"}, []int{0}},
 		{"queueing", &correlate.Correlation{Aligned: true, Stages: []correlate.StageCorrelation{
 			{Index: 0, Name: "a", Verdict: correlate.VerdictQueueing, VerdictReason: "up to 3 requests waited", KVUsageMax: f(91)}}}, nil,
 			[]string{`Near capacity but not shown saturated in stage "a": up to 3 requests waited; the limit is the KV cache (usage up to 91 %)`}, []int{0}},

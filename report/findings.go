@@ -243,6 +243,7 @@ func explain(c *correlate.Correlation, h *results.Harness, stages []Stage, w *Wo
 	}
 	c.Findings = append(c.Findings, dropsExplained(c, stages, w)...)
 	c.Findings = append(c.Findings, findings(c, stated)...)
+	c.Findings = append(c.Findings, gpuFindings(c)...)
 }
 
 // steadiness says of each stage that never reached a steady state, or

@@ -134,6 +134,10 @@ type Stage struct {
 	// sampled every 10 ms (coarser for stages over 21 minutes).
 	PeakOutputTokensPerSec float64 `json:"peak_output_tokens_per_s"`
 	PeakInFlight           int     `json:"peak_in_flight"`
+	// Efficiency is the stage's energy (GPU telemetry), cost (the
+	// scenario's cost block) and speculative decoding over its window;
+	// nil for embeddings and empty windows.
+	Efficiency *Efficiency `json:"efficiency,omitempty"`
 }
 
 // Dist returns the distribution of the latency metric named metric (a name

@@ -54,8 +54,9 @@ type Check struct {
 	MinSamples int   `json:"min_samples,omitempty"` // percentile budgets: the count below which the figure is not trusted
 	// Interval is the figure's 95 % confidence interval, in Unit, when it
 	// has one: latencies (from their distribution), error, drop and
-	// goodput shares (Wilson), output tokens per second (batch means over
-	// the scrape windows). Nil for counts and peaks, judged on the value.
+	// goodput shares (Wilson), output tokens per second, joules per token
+	// and an hourly price per token (batch means over the scrape windows).
+	// Nil for counts, peaks and per-token prices, judged on the value.
 	Interval *[2]float64 `json:"interval,omitempty"`
 	// Status is "met" (the whole interval, or the value without one, on
 	// the right side of the limit), "missed" (on the wrong side),
@@ -296,6 +297,8 @@ func (j *judge) measure(st *Stage, sc *scope, metric, stat string) measure {
 			m.loOK, m.hiOK = true, true
 		}
 		return m
+	case "joules_per_token", "usd_per_mtok":
+		return measureEfficiency(st, metric)
 	case "token_count_mismatch":
 		if sc.checked == 0 {
 			return measure{note: "no completed request could be checked (needs ignore_eos, max_tokens and the server's usage)"}
@@ -428,6 +431,8 @@ func formatNumber(x float64, unit string) string {
 		return trimFloat(x, 0)
 	case "ms":
 		return trimFloat(x, 3) + " ms"
+	case "J/token", "$/1M tokens":
+		return sig(x) + " " + unit // costs are small numbers: four significant digits
 	}
 	return trimFloat(x, 1) + " " + unit
 }

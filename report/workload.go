@@ -40,6 +40,7 @@ type StageLoad struct {
 	Burstiness     float64 `json:"burstiness,omitempty"`      // gamma shape
 	MaxConcurrency int     `json:"max_concurrency,omitempty"` // open loop: cap on requests in flight
 	Queue          bool    `json:"queue,omitempty"`           // open loop: arrivals beyond the cap wait client-side (overflow: queue)
+	Sessions       bool    `json:"sessions,omitempty"`        // a session stage: its workers (or arrivals) are sessions, not requests
 	Requests       int     `json:"requests,omitempty"`        // bound by count (arrivals); 0: none
 	DurationS      float64 `json:"duration_s,omitempty"`      // bound by time, seconds; 0: none
 	WarmupRequests int     `json:"warmup_requests,omitempty"`
@@ -61,6 +62,7 @@ func workload(spec *results.Spec) *Workload {
 		l := StageLoad{Index: i, Name: spec.StageName(i), Loop: "closed", Concurrency: st.Concurrency,
 			Requests: st.Requests, DurationS: seconds(st.Duration), WarmupRequests: st.Warmup.Requests,
 			WarmupS: seconds(st.Warmup.Duration)}
+		l.Sessions = st.Session != nil
 		if st.Open() {
 			l.Loop, l.Concurrency, l.Rate, l.Arrival, l.MaxConcurrency = "open", 0, st.Rate, st.Arrival, st.MaxConcurrency
 			l.Queue = st.Overflow == "queue"
@@ -91,7 +93,11 @@ func (l StageLoad) String() string {
 		if arrivals == "" {
 			arrivals = l.Arrival
 		}
-		fmt.Fprintf(&b, "open loop, %s arrivals at %s req/s", arrivals, trimFloat(l.Rate, 2))
+		unit := "req/s"
+		if l.Sessions {
+			unit = "sessions/s"
+		}
+		fmt.Fprintf(&b, "open loop, %s arrivals at %s %s", arrivals, trimFloat(l.Rate, 2), unit)
 		if l.Burstiness > 0 {
 			fmt.Fprintf(&b, " (burstiness %s)", trimFloat(l.Burstiness, 2))
 		}
@@ -103,7 +109,12 @@ func (l StageLoad) String() string {
 		}
 	} else {
 		workers := "workers"
-		if l.Concurrency == 1 {
+		switch {
+		case l.Sessions && l.Concurrency == 1:
+			workers = "session held open (the next starts when it ends)"
+		case l.Sessions:
+			workers = "sessions held open (each ended one replaced)"
+		case l.Concurrency == 1:
 			workers = "worker"
 		}
 		fmt.Fprintf(&b, "closed loop, %d %s", l.Concurrency, workers)

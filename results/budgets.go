@@ -38,9 +38,10 @@ type Budgets struct {
 // field is optional; a nil Limits checks nothing.
 //
 // Latency budgets (milliseconds) take percentiles, mean or max:
-// {p50, p90, p95, p99, p99_9, mean, max}. Ratios and counts take max; rates
-// take min. The figures are those of summary.json, and of the server's
-// /metrics for preemptions and kv_usage.
+// {p50, p90, p95, p99, p99_9, mean, max}. Ratios, counts and costs take
+// max; rates take min. The figures are those of summary.json, of the
+// server's /metrics for preemptions and kv_usage, and of the GPU
+// telemetry and the scenario's cost for joules_per_token and usd_per_mtok.
 type BudgetSet struct {
 	TTFTMs *Limits `yaml:"ttft_ms" json:"ttft_ms,omitempty"` // time to first token (content or reasoning)
 	TTFCMs *Limits `yaml:"ttfc_ms" json:"ttfc_ms,omitempty"` // time to first content (not reasoning)
@@ -72,6 +73,12 @@ type BudgetSet struct {
 	// KVUsage is the server's peak KV-cache usage during the scope, a
 	// fraction (from scraped /metrics): {max: 0.9}.
 	KVUsage *Limits `yaml:"kv_usage" json:"kv_usage,omitempty"`
+	// JoulesPerToken is the GPUs' energy per output token over the scope,
+	// in joules (GPU telemetry, scrape.gpu): {max: 0.5}.
+	JoulesPerToken *Limits `yaml:"joules_per_token" json:"joules_per_token,omitempty"`
+	// USDPerMTok is the cost of a million output tokens over the scope,
+	// in US dollars (the scenario's cost block): {max: 0.8}.
+	USDPerMTok *Limits `yaml:"usd_per_mtok" json:"usd_per_mtok,omitempty"`
 	// TokenCountMismatch counts completed requests whose server-reported
 	// output tokens differ from max_tokens although ignore_eos asked for
 	// exactly that many: {max: 0}.
@@ -209,6 +216,8 @@ func (s *BudgetSet) Fields() []BudgetField {
 		{"goodput", &s.Goodput},
 		{"preemptions", &s.Preemptions},
 		{"kv_usage", &s.KVUsage},
+		{"joules_per_token", &s.JoulesPerToken},
+		{"usd_per_mtok", &s.USDPerMTok},
 		{"token_count_mismatch", &s.TokenCountMismatch},
 	}
 }

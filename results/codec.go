@@ -319,15 +319,15 @@ func notRegular(m fs.FileMode) string {
 	return "is " + what + ", not a regular file: a results file is read from a file"
 }
 
-// MaxLineBytes caps a results file's line: a request record with every
+// maxLineBytes caps a results file's line: a request record with every
 // chunk's arrival time is kilobytes, a header with a large scenario
 // megabytes; a longer line is not a results file's.
-const MaxLineBytes = 256 << 20
+const maxLineBytes = 256 << 20
 
 // NewReader reads records from src; name is used in errors.
 func NewReader(src io.Reader, name string) *Reader {
 	sc := bufio.NewScanner(src)
-	sc.Buffer(make([]byte, 0, 256<<10), MaxLineBytes)
+	sc.Buffer(make([]byte, 0, 256<<10), maxLineBytes)
 	return &Reader{name: name, sc: sc}
 }
 
@@ -360,7 +360,7 @@ func (r *Reader) Scan() bool {
 			switch err := r.sc.Err(); {
 			case r.err != nil:
 			case errors.Is(err, bufio.ErrTooLong):
-				r.err = &SyntaxError{r.name, r.line + 1, fmt.Sprintf("line longer than %d MiB, the cap on a results line: is this a results file?", MaxLineBytes>>20)}
+				r.err = &SyntaxError{r.name, r.line + 1, fmt.Sprintf("line longer than %d MiB, the cap on a results line: is this a results file?", maxLineBytes>>20)}
 			case err != nil:
 				r.err = fmt.Errorf("read %s: %w", r.name, err)
 			}

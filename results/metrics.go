@@ -38,6 +38,7 @@ const (
 	Fraction                        // 0 to 1: a bound on the value (max, or min when higher is better)
 	Rate                            // per second: a lower bound (min)
 	Count                           // a count: an upper bound (max)
+	Price                           // a cost per unit of work (joules per token, dollars per 1M tokens): an upper bound (max)
 )
 
 // Stats returns the statistics a budget on m may limit.
@@ -83,6 +84,8 @@ func Metrics() []Metric {
 		{Name: "goodput", Unit: "fraction", Class: Fraction, HigherIsBetter: true, Budget: true, About: "share of finished requests meeting every slo objective"},
 		{Name: "preemptions", Unit: "count", Class: Count, Budget: true, About: "server preemptions during the scope"},
 		{Name: "kv_usage", Unit: "fraction", Class: Fraction, Budget: true, About: "peak server KV-cache usage during the scope"},
+		{Name: "joules_per_token", Unit: "J/token", Class: Price, Budget: true, About: "GPU energy per output token (GPU telemetry)"},
+		{Name: "usd_per_mtok", Unit: "$/1M tokens", Class: Price, Budget: true, About: "cost per million output tokens (scenario cost)"},
 		{Name: "token_count_mismatch", Unit: "count", Class: Count, Budget: true, About: "ok requests whose output differs from max_tokens despite ignore_eos"},
 	}
 }

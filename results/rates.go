@@ -24,6 +24,11 @@ type Interval struct {
 	// server-side quantiles per window (Histogram.Quantile).
 	Histograms map[Meaning]Histogram `json:"histograms,omitempty"`
 
+	// AcceptedPerPos holds the accepted draft tokens at each position
+	// during the interval (Reading.AcceptedPerPos differenced); nil when
+	// the later sample has none.
+	AcceptedPerPos []float64 `json:"spec_accepted_per_pos,omitempty"`
+
 	// Resets lists the counter and histogram meanings that went backwards
 	// during the interval, in canonical order: the server (or one of its
 	// engines) restarted, and the increase counted is the value since the
@@ -108,7 +113,25 @@ func interval(prev, cur *Sample) Interval {
 			iv.Resets = append(iv.Resets, m)
 		}
 	}
+	iv.AcceptedPerPos = perPosDelta(prev.AcceptedPerPos, cur.AcceptedPerPos)
 	return iv
+}
+
+// perPosDelta differences the per-position counters: a position absent
+// before counts from zero, and one that went down was reset.
+func perPosDelta(prev, cur []float64) []float64 {
+	if len(cur) == 0 {
+		return nil
+	}
+	out := make([]float64, len(cur))
+	for i, c := range cur {
+		p := 0.0
+		if i < len(prev) {
+			p = prev[i]
+		}
+		out[i], _ = sub(c, p)
+	}
+	return out
 }
 
 func counterDelta(m Meaning, prev, cur *Sample, engines []string) (delta float64, reset, ok bool) {

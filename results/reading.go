@@ -58,13 +58,44 @@ type Reading struct {
 	// tells the counter's granularity from the series themselves and takes
 	// this only when they cannot tell.
 	CountersAtEnd bool `json:"counters_at_end,omitempty"`
+
+	// GPU is true for GPU telemetry (a DCGM exporter's page, an
+	// nvidia-smi sampler's rows): Engines are then the GPUs, keyed by
+	// their index, and Devices says what each is.
+	GPU bool `json:"gpu,omitempty"`
+	// Devices describes each GPU of a GPU reading, keyed as Engines.
+	Devices map[string]Device `json:"devices,omitempty"`
+
+	// AcceptedPerPos holds, for speculative decoding, the cumulative
+	// accepted tokens at each draft position (0 first), summed over
+	// engines: vLLM's vllm:spec_decode_num_accepted_tokens_per_pos. Nil
+	// when the page has none.
+	AcceptedPerPos []float64 `json:"spec_accepted_per_pos,omitempty"`
+}
+
+// Device is one GPU as its telemetry names it. Pod, Namespace and
+// Container are those of the workload using it (the DCGM exporter's
+// Kubernetes mapping); empty elsewhere.
+type Device struct {
+	UUID      string `json:"uuid,omitempty"`
+	Model     string `json:"model,omitempty"`
+	Host      string `json:"host,omitempty"`
+	Pod       string `json:"pod,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Container string `json:"container,omitempty"`
 }
 
 // Missing returns the meanings the reading lacks, in canonical order: those
-// its profile never exports and those absent from the page.
+// its profile never exports and those absent from the page. A GPU reading
+// is measured against the GPU meanings, an engine's against the others
+// but speculative decoding's, which an engine exports only when a draft is
+// configured.
 func (r Reading) Missing() []Meaning {
 	var out []Meaning
 	for _, m := range Meanings() {
+		if m.GPU() != r.GPU || m.Spec() {
+			continue
+		}
 		if _, ok := r.Matched[m]; !ok {
 			out = append(out, m)
 		}

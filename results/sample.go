@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -50,17 +51,50 @@ const (
 	ITL              Meaning = "itl"               // histogram: server inter-token latency, seconds
 	E2E              Meaning = "e2e"               // histogram: server end-to-end request latency, seconds
 	QueueTime        Meaning = "queue_time"        // histogram: time queued before first scheduled, seconds
+
+	// Speculative decoding, as the engine counts it (vLLM's spec_decode
+	// counters; SGLang's gauges). A draft is one proposal of up to k
+	// tokens for one request in one step; its accepted tokens are the
+	// proposal's tokens the target model kept, the bonus token aside.
+	SpecDrafts         Meaning = "spec_drafts"          // counter: draft proposals
+	SpecDraftTokens    Meaning = "spec_draft_tokens"    // counter: tokens proposed by the drafts
+	SpecAcceptedTokens Meaning = "spec_accepted_tokens" // counter: proposed tokens accepted
+	SpecAcceptLength   Meaning = "spec_accept_length"   // gauge: tokens per step, bonus included, as the server averages it
+	SpecAcceptRate     Meaning = "spec_accept_rate"     // gauge: accepted ÷ proposed, as the server averages it
+
+	// GPU telemetry (a DCGM exporter's page or an nvidia-smi sampler;
+	// Reading.GPU). Per GPU in Reading.Engines, keyed by the GPU's index;
+	// summed over GPUs, except the fractions and clocks, averaged.
+	GPUPowerW       Meaning = "gpu_power_w"        // gauge: power draw, watts
+	GPUEnergyJ      Meaning = "gpu_energy_j"       // counter: energy since the GPU booted, joules
+	GPUUtil         Meaning = "gpu_util"           // gauge: share of time a kernel ran, 0..1
+	GPUSMActive     Meaning = "gpu_sm_active"      // gauge: share of SM cycles with a warp resident, 0..1
+	GPUDRAMActive   Meaning = "gpu_dram_active"    // gauge: share of cycles the memory interface was busy, 0..1
+	GPUMemUsedBytes Meaning = "gpu_mem_used_bytes" // gauge: framebuffer memory in use, bytes
+	GPUSMClockMHz   Meaning = "gpu_sm_clock_mhz"   // gauge: SM clock, MHz
+	GPUPowerLimitW  Meaning = "gpu_power_limit_w"  // gauge: enforced power limit, watts
+	GPUPowerCapped  Meaning = "gpu_power_capped"   // gauge: 1 while the clocks are held down by the power cap, else 0
 )
 
-// Meanings returns every stable meaning in canonical order: gauges, then
-// counters, then histograms.
+// Meanings returns every stable meaning in canonical order: the engine's
+// gauges, counters and histograms, then speculative decoding's, then the
+// GPU's.
 func Meanings() []Meaning {
 	return []Meaning{
 		KVUsage, Running, Waiting,
 		Preemptions, PromptTokens, GenerationTokens, PrefixHits, PrefixQueries,
 		TTFT, ITL, E2E, QueueTime,
+		SpecDrafts, SpecDraftTokens, SpecAcceptedTokens, SpecAcceptLength, SpecAcceptRate,
+		GPUPowerW, GPUEnergyJ, GPUUtil, GPUSMActive, GPUDRAMActive, GPUMemUsedBytes, GPUSMClockMHz,
+		GPUPowerLimitW, GPUPowerCapped,
 	}
 }
+
+// GPU reports whether m is GPU telemetry rather than an engine's figure.
+func (m Meaning) GPU() bool { return strings.HasPrefix(string(m), "gpu_") }
+
+// Spec reports whether m is a speculative-decoding figure.
+func (m Meaning) Spec() bool { return strings.HasPrefix(string(m), "spec_") }
 
 // Behaviour is how a meaning's value behaves over time.
 type Behaviour int
@@ -88,9 +122,11 @@ func (b Behaviour) String() string {
 // Behaviour returns how m behaves over time, or 0 for an unknown meaning.
 func (m Meaning) Behaviour() Behaviour {
 	switch m {
-	case KVUsage, Running, Waiting:
+	case KVUsage, Running, Waiting, SpecAcceptLength, SpecAcceptRate,
+		GPUPowerW, GPUUtil, GPUSMActive, GPUDRAMActive, GPUMemUsedBytes, GPUSMClockMHz, GPUPowerLimitW, GPUPowerCapped:
 		return Gauge
-	case Preemptions, PromptTokens, GenerationTokens, PrefixHits, PrefixQueries:
+	case Preemptions, PromptTokens, GenerationTokens, PrefixHits, PrefixQueries,
+		SpecDrafts, SpecDraftTokens, SpecAcceptedTokens, GPUEnergyJ:
 		return Counter
 	case TTFT, ITL, E2E, QueueTime:
 		return Histogrammed
@@ -98,6 +134,13 @@ func (m Meaning) Behaviour() Behaviour {
 	return 0
 }
 
-// Averaged reports whether m is combined across engines by its mean rather
-// than its sum: a usage fraction of two half-full engines is one half.
-func (m Meaning) Averaged() bool { return m == KVUsage }
+// Averaged reports whether m is combined across engines (or GPUs) by its
+// mean rather than its sum: a usage fraction of two half-full engines is
+// one half, and so is a clock or a share of time; power and memory add up.
+func (m Meaning) Averaged() bool {
+	switch m {
+	case KVUsage, SpecAcceptLength, SpecAcceptRate, GPUUtil, GPUSMActive, GPUDRAMActive, GPUSMClockMHz, GPUPowerCapped:
+		return true
+	}
+	return false
+}

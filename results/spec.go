@@ -21,6 +21,7 @@ type Spec struct {
 	Load    SpecLoad    `json:"load"`
 	SLO     *SLO        `json:"slo,omitempty"`
 	Budgets *Budgets    `json:"budgets,omitempty"`
+	Cost    *Cost       `json:"cost,omitempty"`
 }
 
 // SpecTarget holds the target as the scenario named it.
@@ -100,6 +101,9 @@ type SpecRequest struct {
 	// IgnoreEOS is vLLM's ignore_eos: every ok response should be exactly
 	// max_tokens long (nil when the scenario does not say).
 	IgnoreEOS *bool `json:"ignore_eos"`
+	// ContinuousUsage is stream_options.continuous_usage_stats: each
+	// chunk's token count is known.
+	ContinuousUsage bool `json:"continuous_usage,omitempty"`
 }
 
 // SpecScrape holds the scrape options that matter to reports.

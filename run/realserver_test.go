@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/servebench/servebench/internal/inputfile"
 	"github.com/servebench/servebench/load"
 	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/scenario"
@@ -279,5 +280,27 @@ func TestSheddingIsMeasured(t *testing.T) {
 	r := sum.Overall.Requests
 	if r.Scheduled != 200 || r.OK != 20 || r.Failed != 180 || r.Shed != 180 || sum.Overall.Errors[string(results.ErrHTTP5xx)] != 180 || sum.Incomplete != "" {
 		t.Errorf("requests %+v, errors %v, incomplete %q: want all 200 measured, 180 shed", r, sum.Overall.Errors, sum.Incomplete)
+	}
+}
+
+// TestSecretFilesCapped: an api_key_file or ca_file far larger than a key
+// or a CA bundle is refused before it is read, naming the setting.
+func TestSecretFilesCapped(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("k"), 5<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// (A device is refused earlier, by the scenario's validation.)
+	for _, p := range []string{big} {
+		sc := parse(t, fmt.Sprintf("name: caps\ntarget: {url: https://127.0.0.1:1, api_key_file: %s, tls: {ca_file: %s}}\n"+
+			"load: {stages: [{concurrency: 1, requests: 1}]}\n", p, p))
+		if _, err := APIKey(sc, func(string) string { return "" }); !errors.Is(err, inputfile.ErrTooLarge) || !strings.Contains(err.Error(), "target.api_key_file") {
+			t.Errorf("api_key_file %s: %v", p, err)
+		}
+		if _, err := tlsConfig(sc); !errors.Is(err, inputfile.ErrTooLarge) || !strings.Contains(err.Error(), "target.tls.ca_file") {
+			t.Errorf("ca_file %s: %v", p, err)
+		}
 	}
 }

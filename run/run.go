@@ -94,6 +94,13 @@ type Observer interface {
 	Observe(*results.Result)
 }
 
+// SampleObserver is an Observer that also watches the run's scrape
+// samples, the server's and the GPU telemetry's (found by type
+// assertion).
+type SampleObserver interface {
+	ObserveSample(*results.Sample)
+}
+
 // Live is what a run offers an Observer: who it is, and live counters
 // that are safe to read from any goroutine while the load runs.
 type Live struct {

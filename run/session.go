@@ -200,6 +200,7 @@ func wallLoad(ctx context.Context, sc *scenario.Scenario, opts Options, w *write
 			warn("target", "TLS certificate verification is off (target.tls.insecure_skip_verify): the server was not authenticated")
 		}
 		stopScrape := startScraper(sc, s.baseURL, epoch, records, warn, append(slices.Collect(maps.Values(sc.Target.Headers)), opts.APIKey))
+		stopGPU := startGPU(sc, s.baseURL, epoch, records, warn)
 		var began time.Duration
 		err := waitUntil(ctx, opts.StartAt, opts.Progress)
 		if err == nil {
@@ -208,6 +209,7 @@ func wallLoad(ctx context.Context, sc *scenario.Scenario, opts Options, w *write
 			err = wc.Run(ctx, emit)
 		}
 		stopScrape()
+		stopGPU()
 		end := &results.End{At: time.Since(epoch), Completed: err == nil && ctx.Err() == nil, Began: began, Harness: health.finish(),
 			Until: wc.l.Until()}
 		if !end.Completed {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/client"
+	"github.com/servebench/servebench/internal/inputfile"
 	"github.com/servebench/servebench/internal/simurl"
 	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/scenario"
@@ -40,7 +41,8 @@ func tlsConfig(sc *scenario.Scenario) (*tls.Config, error) {
 	}
 	conf := &tls.Config{InsecureSkipVerify: t.InsecureSkipVerify} // #nosec G402 -- only on the user's explicit setting, warned in the summary
 	if t.CAFile != "" {
-		pem, err := os.ReadFile(sc.Path(t.CAFile))
+		// A CA bundle is kilobytes; a system's whole bundle is under 1 MiB.
+		pem, err := inputfile.ReadFile(sc.Path(t.CAFile), inputfile.Limit{What: "target.tls.ca_file", MaxBytes: 4 << 20})
 		if err != nil {
 			return nil, fmt.Errorf("target.tls.ca_file: %w", err)
 		}
@@ -60,7 +62,7 @@ func APIKey(sc *scenario.Scenario, getenv func(string) string) (string, error) {
 	case sc.Target.APIKeyEnv != "":
 		return getenv(sc.Target.APIKeyEnv), nil
 	case sc.Target.APIKeyFile != "":
-		b, err := os.ReadFile(sc.Path(sc.Target.APIKeyFile))
+		b, err := inputfile.ReadFile(sc.Path(sc.Target.APIKeyFile), inputfile.Limit{What: "target.api_key_file", MaxBytes: 64 << 10})
 		if err != nil {
 			return "", fmt.Errorf("target.api_key_file: %w", err)
 		}

@@ -85,6 +85,8 @@ type virtualClock struct {
 	scrapes     uint64
 	parser      *scrape.Parser
 	page        bytes.Buffer
+	gpuParser   *scrape.Parser // nil: no GPU page (the power model is off)
+	meter       sim.GPUMeter
 }
 
 // virtualTemplate is what every request of the scenario shares.
@@ -94,6 +96,7 @@ type virtualTemplate struct {
 	embed     bool
 	stream    bool
 	usage     bool
+	perChunk  bool // continuous usage: each chunk's token count is known
 	ignoreEOS bool
 	minTokens int
 	system    string // request.system (chat)
@@ -144,6 +147,9 @@ func newVirtualClock(ctx context.Context, sc *scenario.Scenario, cfg sim.Config,
 	}
 	if sc.Scrape.Enabled == nil || *sc.Scrape.Enabled {
 		v.scrapeEvery = max(sc.Scrape.Interval.D(), 100*time.Millisecond)
+		if cfg.PowerModel() && sc.Scrape.GPU == nil {
+			v.gpuParser = scrape.NewParser()
+		}
 	}
 	return v, nil
 }
@@ -172,6 +178,7 @@ func newVirtualTemplate(sc *scenario.Scenario) virtualTemplate {
 		minTokens: sc.Request.MinTokens,
 	}
 	t.usage = t.stream && *sc.Request.IncludeUsage
+	t.perChunk = t.usage && sc.Request.ContinuousUsage
 	if t.chat {
 		t.system = sc.Request.System
 		t.tool = len(sc.Request.Tools) > 0 && forcesTool(sc.Request.Extra["tool_choice"])

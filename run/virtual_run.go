@@ -101,5 +101,23 @@ func (v *virtualClock) scrape() {
 		s.Reading = rd
 	}
 	v.put(results.SampleRecord(&s), len(v.live))
+	if v.gpuParser != nil {
+		v.scrapeGPU(at)
+	}
 	v.nextScrape = at + v.scrapeEvery
+}
+
+// scrapeGPU records the simulator's DCGM page (its power model) as the
+// run's GPU scraper would have read it now.
+func (v *virtualClock) scrapeGPU(at time.Duration) {
+	v.page.Reset()
+	s := results.Sample{Index: v.scrapes - 1, Target: v.sc.Target.URL + sim.PathDCGM, Start: at, At: at, OK: true, Status: 200}
+	if err := sim.WriteDCGM(&v.page, v.meter.Read(v.eng), v.cfg); err != nil {
+		s.OK, s.Status, s.Error = false, 0, err.Error()
+	} else if rd, err := v.gpuParser.Parse(&v.page, "dcgm"); err != nil {
+		s.OK, s.Error = false, err.Error()
+	} else {
+		s.Reading = rd
+	}
+	v.put(results.SampleRecord(&s), len(v.live))
 }

@@ -182,22 +182,40 @@ func (v *virtualClock) tokens(q *vreq, toks []uint32, at time.Duration) {
 	if t.embed {
 		return
 	}
+	// One step's tokens arrive as one chunk, as the server streams them
+	// (several with speculative decoding), split where reasoning turns to
+	// content.
+	chunk := 0
+	flush := func() {
+		if t.stream && chunk > 0 {
+			r.ChunkTimes = append(r.ChunkTimes, at-r.Sent)
+			if t.perChunk {
+				r.ChunkTokens = append(r.ChunkTokens, int32(chunk))
+			}
+		}
+		chunk = 0
+	}
 	for _, id := range toks {
 		if r.FirstToken == 0 {
 			r.FirstToken, r.Headers = at, at
+		}
+		if t.chat && r.OutputTokens == v.cfg.ReasoningTokens {
+			flush()
 		}
 		if r.FirstContent == 0 && (!t.chat || r.OutputTokens >= v.cfg.ReasoningTokens) {
 			r.FirstContent = at
 		}
 		r.LastToken = at
 		r.OutputTokens++
-		if t.stream {
-			r.ChunkTimes = append(r.ChunkTimes, at-r.Sent)
+		chunk++
+		if t.tool && r.OutputTokens > v.cfg.ReasoningTokens {
+			flush() // tool-call pieces go one a chunk
 		}
 		if q.r.WantsReply() {
 			q.reply = append(q.reply, id)
 		}
 	}
+	flush()
 }
 
 // finish completes q's record when its last engine request er finished.

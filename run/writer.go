@@ -46,6 +46,9 @@ func (w *writer) put(rec results.Record, inFlight int) {
 			w.obs.Observe(rec.Result)
 		}
 	}
+	if so, ok := w.obs.(SampleObserver); ok && rec.Sample != nil {
+		so.ObserveSample(rec.Sample)
+	}
 	if w.err == nil && w.file != nil {
 		if w.err = w.file.Write(rec); w.err != nil && w.failed != nil {
 			w.failed(w.err)

@@ -116,6 +116,9 @@ func (v *validator) budgetSet(sc *Scenario, f string, s *results.BudgetSet) {
 	if s.TokenCountMismatch != nil && (sc.Request.IgnoreEOS == nil || !*sc.Request.IgnoreEOS) {
 		v.add(f+".token_count_mismatch", "needs request.ignore_eos: true (without it a response may end early by design)")
 	}
+	if s.USDPerMTok != nil && sc.Cost == nil {
+		v.add(f+".usd_per_mtok", "needs a price: add cost: {per_gpu_hour: …, gpus: …} or {per_mtok_input: …, per_mtok_output: …}")
+	}
 	if (s.Preemptions != nil || s.KVUsage != nil) && sc.Scrape.Enabled != nil && !*sc.Scrape.Enabled {
 		v.add(f, "preemptions and kv_usage come from the server's /metrics: enable scrape")
 	}

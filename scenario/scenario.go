@@ -31,6 +31,7 @@ type Scenario struct {
 	Load        LoadSpec         `yaml:"load" json:"load"`                         // stages and the run's safety bound
 	SLO         *results.SLO     `yaml:"slo" json:"slo,omitempty"`                 // per-request objectives, for the goodput budget
 	Budgets     *results.Budgets `yaml:"budgets" json:"budgets,omitempty"`         // the release gate, checked after the run
+	Cost        *results.Cost    `yaml:"cost" json:"cost,omitempty"`               // prices the run: per GPU-hour or per 1M tokens
 	Sweep       *Sweep           `yaml:"sweep" json:"sweep,omitempty"`             // run once per server-setting value (package sweep)
 
 	src source    // where the values came from, for error positions
@@ -295,6 +296,51 @@ type Scrape struct {
 	URL      string   `yaml:"url" json:"url,omitempty"`
 	Interval Duration `yaml:"interval" json:"interval"` // ≥ 100ms; default 1s
 	Profile  string   `yaml:"profile" json:"profile"`   // auto | vllm | sglang | tgi | llamacpp
+	// GPU adds GPU telemetry on the same timeline: a DCGM exporter's
+	// page, an nvidia-smi sampler, or the CSV one wrote (energy, power,
+	// utilisation). Nil: none, and energy is not measured.
+	GPU *GPUScrape `yaml:"gpu" json:"gpu,omitempty"`
+}
+
+// GPU telemetry samplers (scrape.gpu.sampler).
+const SamplerNvidiaSMI = "nvidia-smi"
+
+// GPUScrape is where a run reads GPU telemetry: one of URL (or URLs),
+// Sampler and File.
+type GPUScrape struct {
+	// URL is a DCGM exporter's metrics page
+	// ("http://127.0.0.1:9400/metrics"); URLs several (one per node).
+	// Loopback unless target.allow_remote.
+	URL  string   `yaml:"url" json:"url,omitempty"`
+	URLs []string `yaml:"urls" json:"urls,omitempty"`
+	// Sampler runs a sampler on this machine for the run's length:
+	// "nvidia-smi" (--query-gpu … --format=csv -lms), for a server on
+	// this machine without an exporter.
+	Sampler string `yaml:"sampler" json:"sampler,omitempty"`
+	// File is the CSV that `nvidia-smi --query-gpu=timestamp,index,…
+	// --format=csv -lms N -f FILE` wrote on the server's machine during
+	// the run, read when the run ends (relative to the scenario file). Its
+	// timestamps are read in this machine's time zone.
+	File string `yaml:"file" json:"file,omitempty"`
+	// Interval is the time between GPU samples; default scrape.interval.
+	Interval Duration `yaml:"interval" json:"interval,omitempty"`
+	// GPUs keeps only these GPU indexes (the server's GPUs on a shared
+	// node); empty keeps every GPU the source reports.
+	GPUs []int `yaml:"gpus" json:"gpus,omitempty"`
+	// Pod keeps only the GPUs the DCGM exporter maps to this Kubernetes
+	// pod.
+	Pod string `yaml:"pod" json:"pod,omitempty"`
+}
+
+// Targets returns the DCGM pages to scrape: URL and URLs.
+func (g *GPUScrape) Targets() []string {
+	if g == nil {
+		return nil
+	}
+	if g.URL != "" {
+		return append([]string{g.URL}, g.URLs...)
+	}
+	return g.URLs
 }
 
 // LoadSpec is the load model: stages run in order, bounded by MaxDuration.

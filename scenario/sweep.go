@@ -68,7 +68,33 @@ type Sweep struct {
 	// once, without parameters) the highest value of one load setting
 	// whose budgets pass (package sweep).
 	Search *SweepSearch `yaml:"search" json:"search,omitempty"`
+	// RankBy is what the recommendation maximises among the values that
+	// qualify: RankThroughput (the default), RankGoodputPerJoule or
+	// RankGoodputPerDollar.
+	RankBy string `yaml:"rank_by" json:"rank_by,omitempty"`
+	// ParetoX is the Pareto plot's x axis, against per-user speed:
+	// ParetoOutputTokensPerSec (the default), ParetoTokensPerSecPerGPU,
+	// ParetoTokensPerJoule (tokens per second per watt) or ParetoUSDPerMTok.
+	ParetoX string `yaml:"pareto_x" json:"pareto_x,omitempty"`
 }
+
+// What a sweep ranks its values by (Sweep.RankBy): output tokens per
+// second; good requests' output tokens per joule (goodput, the share of
+// requests meeting the slo, times tokens per joule; every output token
+// counts when there is no slo); good output tokens per dollar.
+const (
+	RankThroughput       = "throughput"
+	RankGoodputPerJoule  = "goodput_per_joule"
+	RankGoodputPerDollar = "goodput_per_dollar"
+)
+
+// Pareto plot x axes (Sweep.ParetoX).
+const (
+	ParetoOutputTokensPerSec = "output_tokens_per_s"
+	ParetoTokensPerSecPerGPU = "output_tokens_per_s_per_gpu"
+	ParetoTokensPerJoule     = "output_tokens_per_j"
+	ParetoUSDPerMTok         = "usd_per_mtok"
+)
 
 // Search defaults and limits.
 const (
@@ -458,6 +484,24 @@ func (v *validator) sweep(sc *Scenario) {
 	}
 	if len(s.Parameters) == 0 && s.Search == nil {
 		v.add("sweep.parameters", "at least one parameter is required (or a search)")
+	}
+	switch s.RankBy {
+	case "", RankThroughput, RankGoodputPerJoule:
+	case RankGoodputPerDollar:
+		if sc.Cost == nil {
+			v.add("sweep.rank_by", "%s needs a price: add cost", RankGoodputPerDollar)
+		}
+	default:
+		v.add("sweep.rank_by", "want %s, %s or %s, got %q", RankThroughput, RankGoodputPerJoule, RankGoodputPerDollar, s.RankBy)
+	}
+	switch s.ParetoX {
+	case "", ParetoOutputTokensPerSec, ParetoTokensPerSecPerGPU, ParetoTokensPerJoule:
+	case ParetoUSDPerMTok:
+		if sc.Cost == nil {
+			v.add("sweep.pareto_x", "%s needs a price: add cost", ParetoUSDPerMTok)
+		}
+	default:
+		v.add("sweep.pareto_x", "want %s, %s, %s or %s, got %q", ParetoOutputTokensPerSec, ParetoTokensPerSecPerGPU, ParetoTokensPerJoule, ParetoUSDPerMTok, s.ParetoX)
 	}
 	// The number of runs is checked first: each value of a field
 	// parameter is validated on a copy of the scenario, which must not

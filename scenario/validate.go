@@ -62,6 +62,7 @@ func (sc *Scenario) Validate() error {
 	v.scrape(&sc.Scrape, sc.Target.AllowRemote)
 	v.load(sc)
 	v.budgets(sc)
+	v.cost(sc.Cost)
 	v.sweep(sc)
 	v.zeros(sc)
 	return joinSorted(v.errs)
@@ -495,6 +496,68 @@ func (v *validator) scrape(s *Scrape, remote bool) {
 	}
 	if names := profile.Names(); !slices.Contains(names, s.Profile) {
 		v.add("scrape.profile", "want one of %s, got %q", strings.Join(names, ", "), s.Profile)
+	}
+	v.gpu(s.GPU, remote)
+}
+
+func (v *validator) gpu(g *GPUScrape, remote bool) {
+	if g == nil {
+		return
+	}
+	kinds := 0
+	for _, set := range []bool{len(g.Targets()) > 0, g.Sampler != "", g.File != ""} {
+		if set {
+			kinds++
+		}
+	}
+	if kinds != 1 {
+		v.add("scrape.gpu", "give one source of GPU telemetry: url (or urls) of a DCGM exporter, sampler: %s, or file: a CSV it wrote", SamplerNvidiaSMI)
+	}
+	if g.URL != "" {
+		v.url("scrape.gpu.url", g.URL, false, remote)
+	}
+	for i, u := range g.URLs {
+		v.url(fmt.Sprintf("scrape.gpu.urls[%d]", i), u, false, remote)
+	}
+	if g.Sampler != "" && g.Sampler != SamplerNvidiaSMI {
+		v.add("scrape.gpu.sampler", "want %s, got %q (a DCGM exporter's page goes in url)", SamplerNvidiaSMI, g.Sampler)
+	}
+	if g.Interval != 0 && g.Interval < Duration(minScrape) {
+		v.add("scrape.gpu.interval", "must be at least %s, got %s", minScrape, g.Interval)
+	}
+	seen := map[int]bool{}
+	for i, n := range g.GPUs {
+		if n < 0 || seen[n] {
+			v.add(fmt.Sprintf("scrape.gpu.gpus[%d]", i), "want distinct GPU indexes ≥ 0, got %d", n)
+		}
+		seen[n] = true
+	}
+	if g.Pod != "" && len(g.Targets()) == 0 {
+		v.add("scrape.gpu.pod", "selects GPUs by the DCGM exporter's pod label: give its url")
+	}
+}
+
+func (v *validator) cost(c *results.Cost) {
+	if c == nil {
+		return
+	}
+	for _, f := range []struct {
+		field string
+		x     float64
+	}{{"cost.per_gpu_hour", c.PerGPUHour}, {"cost.per_mtok_input", c.PerMTokInput}, {"cost.per_mtok_output", c.PerMTokOutput}} {
+		if math.IsNaN(f.x) || math.IsInf(f.x, 0) || f.x < 0 {
+			v.add(f.field, "want a price in US dollars ≥ 0, got %g", f.x)
+		}
+	}
+	tokens := c.PerMTokInput > 0 || c.PerMTokOutput > 0
+	switch {
+	case c.PerGPUHour > 0 && tokens:
+		v.add("cost", "price by the GPU-hour or by the token, not both")
+	case c.PerGPUHour == 0 && !tokens:
+		v.add("cost", "sets no price: give per_gpu_hour (with gpus), or per_mtok_input and per_mtok_output")
+	}
+	if c.GPUs < 0 || (c.GPUs > 0 && c.PerGPUHour == 0) {
+		v.add("cost.gpus", "counts the GPUs priced by per_gpu_hour: want a number ≥ 1 with per_gpu_hour, got %d", c.GPUs)
 	}
 }
 

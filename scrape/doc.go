@@ -28,6 +28,24 @@
 //	prefix_queries     counter, prompt tokens looked up in the prefix cache
 //	ttft, itl, e2e, queue_time
 //	                   server-side latency histograms, in seconds
+//	spec_drafts, spec_draft_tokens, spec_accepted_tokens
+//	                   counters of speculative decoding (vLLM), with the
+//	                   accepted tokens by draft position beside them
+//	                   (Reading.AcceptedPerPos)
+//	spec_accept_length, spec_accept_rate
+//	                   gauges of speculative decoding (SGLang)
+//
+// # GPU telemetry
+//
+// A GPU profile (profile.DCGM, for NVIDIA's DCGM exporter) reads a GPU
+// page instead of an engine's: power (gpu_power_w), the energy counter
+// (gpu_energy_j), utilisation, SM and DRAM activity, framebuffer memory,
+// the SM clock and the power limit, one "engine" per GPU, with each
+// GPU's model, UUID, host and Kubernetes pod in Reading.Devices.
+// Parser.Only keeps the series of some GPUs or of one pod. Hosts without
+// an exporter are sampled with nvidia-smi instead: SMIReader reads the CSV
+// that `nvidia-smi --query-gpu=… --format=csv -lms N` writes into the same
+// readings, and Sampler runs it for the length of a run.
 //
 // # Several engines on one page
 //

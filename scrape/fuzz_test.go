@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/scrape/profile"
@@ -29,7 +30,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("# TYPE x histogram\nx_bucket{le=\"1\"} 2\nx_bucket{le=\"1\"} 3\nx_bucket{le=\"+Inf\"} 1\nx_count 1\nx_sum 1\n"))
 	f.Add([]byte("sglang:num_running_reqs{dp_rank=\"01\",tp_rank=\"a\"} 1e308\nsglang:num_running_reqs{dp_rank=\"1\",tp_rank=\"b\"} 1e308\n"))
 
-	names := []string{profile.Auto}
+	names := []string{profile.Auto, profile.DCGM}
 	for _, p := range profile.All() {
 		names = append(names, p.Name)
 	}
@@ -84,4 +85,41 @@ func BenchmarkParse(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// FuzzSMIReader feeds arbitrary CSV to the nvidia-smi reader: it must not
+// panic, stop within as many samples as lines, and every reading must
+// round-trip through JSON.
+func FuzzSMIReader(f *testing.F) {
+	b, err := os.ReadFile(filepath.Join("testdata", "nvidia-smi_h100_590.csv"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte("timestamp, index, power.draw [W], utilization.gpu [%]\n2025/01/02 03:04:05.100, 0, 1e308 W, 90 %\n2025/01/02 03:04:05.100, 1, 1e308 W, NaN\n"))
+	f.Add([]byte("timestamp,index,clocks_event_reasons.sw_power_cap\n2025/01/02 03:04:05.100,0,Active\n2025/01/02 03:04:05.200,0,\"Not Active\"\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sr, err := NewSMIReader(bytes.NewReader(data), time.UTC)
+		if err != nil {
+			return
+		}
+		lines := bytes.Count(data, []byte("\n")) + 1
+		for n := 0; ; n++ {
+			if n > lines {
+				t.Fatalf("more samples than lines (%d)", lines)
+			}
+			_, rd, err := sr.Next()
+			if err != nil {
+				return
+			}
+			enc, err := json.Marshal(rd)
+			if err != nil {
+				t.Fatalf("reading does not encode: %v", err)
+			}
+			var back results.Reading
+			if err := json.Unmarshal(enc, &back); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -26,6 +27,7 @@ var ErrUnknownEngine = errors.New("no known engine metrics on the page")
 type Parser struct {
 	tp       expfmt.TextParser
 	profiles []profile.Profile
+	only     map[string][]string // labels every series read must carry, with one of the values
 }
 
 // NewParser returns a Parser that knows the built-in profiles.
@@ -63,7 +65,21 @@ func (p *Parser) Parse(r io.Reader, name string) (results.Reading, error) {
 			return results.Reading{}, fmt.Errorf("detect profile: %w", ErrUnknownEngine)
 		}
 	}
-	return read(fams, prof), nil
+	return read(fams, prof, p.only), nil
+}
+
+// Only restricts the series p reads to those whose label carries one of
+// values (a GPU page's gpu="0", or the pod of the server under test); the
+// restrictions add up. No values lifts the restriction on label.
+func (p *Parser) Only(label string, values ...string) {
+	if p.only == nil {
+		p.only = map[string][]string{}
+	}
+	if len(values) == 0 {
+		delete(p.only, label)
+		return
+	}
+	p.only[label] = values
 }
 
 func (p *Parser) lookup(name string) (profile.Profile, error) {
@@ -78,8 +94,11 @@ func (p *Parser) lookup(name string) (profile.Profile, error) {
 // read maps parsed metric families onto stable meanings with prof. Values
 // that are not finite (NaN, ±Inf), alone or summed, are treated as absent, so
 // every Reading can be encoded as JSON.
-func read(fams map[string]*dto.MetricFamily, prof profile.Profile) results.Reading {
-	rd := results.Reading{Profile: prof.Name, CountersAtEnd: prof.CountersAtEnd}
+func read(fams map[string]*dto.MetricFamily, prof profile.Profile, only map[string][]string) results.Reading {
+	if len(only) > 0 {
+		fams = selected(fams, only)
+	}
+	rd := results.Reading{Profile: prof.Name, CountersAtEnd: prof.CountersAtEnd, GPU: prof.GPU}
 	engines := map[string]*results.Snapshot{}
 	engine := func(key string) *results.Snapshot {
 		s := engines[key]
@@ -152,6 +171,10 @@ func read(fams map[string]*dto.MetricFamily, prof profile.Profile) results.Readi
 			break
 		}
 	}
+	rd.AcceptedPerPos = perPosition(fams, prof)
+	if prof.GPU {
+		rd.Devices = devices(fams, prof, rd.Matched)
+	}
 	// One engine's values would repeat the aggregate; keep Engines only when
 	// the page really splits the work.
 	if len(engines) > 1 {
@@ -205,7 +228,7 @@ func readValues(fams map[string]*dto.MetricFamily, prof profile.Profile, s profi
 	for _, m := range series(fams, prof, s.Metric, s.Labels) {
 		if v, ok := scalar(typ, m, s.Field); ok {
 			k := engineKey(m, prof)
-			byEngine[k] = append(byEngine[k], v)
+			byEngine[k] = append(byEngine[k], v*s.Factor())
 		}
 	}
 	out := map[string]float64{}
@@ -380,4 +403,102 @@ func rankedKeys[V any](m map[string]V) []string {
 	}
 	sort.Slice(keys, func(i, j int) bool { return rankLess(keys[i], keys[j]) })
 	return keys
+}
+
+// selected returns the families with only the series that carry, for each
+// label of only, one of its values.
+func selected(fams map[string]*dto.MetricFamily, only map[string][]string) map[string]*dto.MetricFamily {
+	out := make(map[string]*dto.MetricFamily, len(fams))
+	for name, fam := range fams {
+		var keep []*dto.Metric
+		for _, m := range fam.GetMetric() {
+			ok := true
+			for l, vals := range only {
+				v, has := label(m, l)
+				if !has || !slices.Contains(vals, v) {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				keep = append(keep, m)
+			}
+		}
+		if len(keep) > 0 {
+			out[name] = &dto.MetricFamily{Name: fam.Name, Help: fam.Help, Type: fam.Type, Unit: fam.Unit, Metric: keep}
+		}
+	}
+	return out
+}
+
+// perPosition reads the accepted-tokens-by-draft-position counter, summed
+// over engines, one value per position from 0 to the largest present (a
+// position the page lacks reads 0); nil when the page has none.
+func perPosition(fams map[string]*dto.MetricFamily, prof profile.Profile) []float64 {
+	if prof.PerPosition == "" {
+		return nil
+	}
+	typ := fams[prof.PerPosition].GetType()
+	byPos := map[int]float64{}
+	top := -1
+	for _, m := range series(fams, prof, prof.PerPosition, nil) {
+		ps, ok := label(m, prof.PositionLabel)
+		if !ok {
+			continue
+		}
+		pos, err := strconv.Atoi(ps)
+		if err != nil || pos < 0 || pos > maxDraftPositions {
+			continue
+		}
+		if v, ok := scalar(typ, m, profile.FieldValue); ok {
+			byPos[pos] += v
+			top = max(top, pos)
+		}
+	}
+	if top < 0 {
+		return nil
+	}
+	out := make([]float64, top+1)
+	for p, v := range byPos {
+		out[p] = v
+	}
+	return out
+}
+
+// maxDraftPositions bounds the positions read, so a damaged label cannot
+// make a huge slice.
+const maxDraftPositions = 64
+
+// devices describes each GPU of a GPU page from the labels of the series
+// its matched meanings were read from.
+func devices(fams map[string]*dto.MetricFamily, prof profile.Profile, matched map[results.Meaning]string) map[string]results.Device {
+	out := map[string]results.Device{}
+	dl := prof.DeviceLabels
+	for _, m := range results.Meanings() {
+		if _, ok := matched[m]; !ok {
+			continue
+		}
+		for _, s := range prof.Sources[m] {
+			for _, series := range series(fams, prof, s.Metric, s.Labels) {
+				k := engineKey(series, prof)
+				if k == "" {
+					continue
+				}
+				d := out[k]
+				for _, f := range []struct {
+					dst   *string
+					label string
+				}{{&d.UUID, dl.UUID}, {&d.Model, dl.Model}, {&d.Host, dl.Host}, {&d.Pod, dl.Pod}, {&d.Namespace, dl.Namespace}, {&d.Container, dl.Container}} {
+					if v, ok := label(series, f.label); ok && f.label != "" && *f.dst == "" {
+						*f.dst = v
+					}
+				}
+				out[k] = d
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

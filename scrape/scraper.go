@@ -87,6 +87,11 @@ type Config struct {
 
 	// MaxScrapes bounds the number of scrapes: DefaultMaxScrapes when zero.
 	MaxScrapes int
+
+	// Only keeps, on every page, the series whose label (the key)
+	// carries one of the values: a DCGM page's gpu="0", or pod="vllm-0"
+	// for the GPUs of the server under test (Parser.Only).
+	Only map[string][]string
 }
 
 // Stats counts a Scraper's scrapes.
@@ -150,6 +155,9 @@ func New(cfg Config) (*Scraper, error) {
 	}
 	s := &Scraper{cfg: cfg, parser: NewParser(), profile: cfg.Profile, warned: map[string]bool{},
 		redact: redact.New(cfg.Secrets...)}
+	for label, values := range cfg.Only {
+		s.parser.Only(label, values...)
+	}
 	if cfg.HTTPClient != nil {
 		c := *cfg.HTTPClient
 		s.http = &c

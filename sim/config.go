@@ -130,6 +130,42 @@ type Config struct {
 	// (a request's "dimensions" may ask for fewer).
 	EmbeddingDims int `yaml:"embedding_dims"`
 
+	// GPUs is the number of GPUs the simulated model runs on (tensor
+	// parallel), each drawing the same power; it shapes the GPU telemetry
+	// only. 0 is 1.
+	GPUs int `yaml:"gpus,omitempty"`
+	// IdlePowerW is one GPU's power in watts while no step runs. Set with
+	// MaxPowerW, it turns the power model on: the simulator serves a DCGM
+	// exporter's page at /dcgm/metrics (power, the energy counter, GPU
+	// utilisation, the power limit), which a run reads as GPU telemetry.
+	// 0: no power model.
+	IdlePowerW float64 `yaml:"idle_power_w,omitempty"`
+	// MaxPowerW is one GPU's power in watts during a step with a full
+	// batch (idle_power_w when lower). A step draws IdlePowerW + (MaxPowerW − IdlePowerW) × its
+	// occupancy, the larger of its requests over max_num_seqs and its
+	// tokens over max_num_batched_tokens; energy is that power integrated
+	// over the steps, and the idle power over the time between them.
+	MaxPowerW float64 `yaml:"max_power_w,omitempty"`
+	// PowerLimitW is the power limit each GPU reports (default
+	// max_power_w).
+	PowerLimitW float64 `yaml:"power_limit_w,omitempty"`
+	// NumSpeculativeTokens is the draft length of speculative decoding
+	// (vLLM's num_speculative_tokens): in every decode step each request
+	// proposes this many tokens (fewer near its max_tokens), of which a
+	// prefix is accepted, and gains the accepted tokens plus one. The
+	// simulator then exports vLLM's spec_decode counters. 0: off.
+	NumSpeculativeTokens int `yaml:"num_speculative_tokens,omitempty"`
+	// DraftAcceptance is the chance that a draft's first token is
+	// accepted; the token at position i is accepted, when the earlier ones
+	// were, with chance draft_acceptance × draft_acceptance_decay^i.
+	DraftAcceptance float64 `yaml:"draft_acceptance,omitempty"`
+	// DraftAcceptanceDecay scales the acceptance chance from one draft
+	// position to the next (0 is 1: every position alike).
+	DraftAcceptanceDecay float64 `yaml:"draft_acceptance_decay,omitempty"`
+	// PerDraftTokenUS is the cost in microseconds of each drafted token
+	// in a step (drafting it and verifying it).
+	PerDraftTokenUS float64 `yaml:"per_draft_token_us,omitempty"`
+
 	// Calibration records how a fitted preset (a twin written by `bench
 	// calibrate`) was obtained. The engine ignores it; `bench predict`
 	// draws its bands from it. Nil for the embedded presets.
@@ -165,6 +201,25 @@ type Calibration struct {
 	// repeated runs (or stages) of one load, included in Covariance; nil
 	// when no load was repeated, and the band is then the fit's alone.
 	BetweenRuns *BetweenRuns `yaml:"between_runs,omitempty"`
+	// Power is how the power model was fitted; nil when the runs had no
+	// GPU telemetry (idle_power_w and max_power_w are then unset).
+	Power *PowerFit `yaml:"power,omitempty"`
+}
+
+// PowerFit is the fit of a twin's power model to GPU telemetry.
+type PowerFit struct {
+	// Covariance of (idle_power_w, max_power_w), watts squared.
+	Covariance [][]float64 `yaml:"covariance"`
+	// OccupancyMin and OccupancyMax are the batch occupancy (decoding
+	// streams over max_num_seqs) the GPU intervals spanned: power beyond
+	// them is extrapolated.
+	OccupancyMin float64 `yaml:"occupancy_min"`
+	OccupancyMax float64 `yaml:"occupancy_max"`
+	Intervals    int     `yaml:"intervals"` // GPU intervals fitted
+	// ResidualW is the standard deviation of an interval's power about
+	// the fitted line, watts a GPU: how far the linear law misses a
+	// window, which a prediction's band includes.
+	ResidualW float64 `yaml:"residual_w"`
 }
 
 // CalibratedRange is what a twin's runs covered.
@@ -366,6 +421,7 @@ func (c *Config) Validate() error {
 	c.validateScheduler(bad)
 	c.validateKV(bad)
 	c.validateCosts(bad)
+	c.validatePower(bad)
 	c.validateCalibration(bad)
 	if len(errs) == 0 {
 		k, err := c.Capacity()

@@ -16,6 +16,7 @@
 // accumulate; tests advance a VirtualClock instead.
 //
 // Where the simulator knowingly differs from vLLM:
+//
 //   - prompt_tokens counts the messages' text with servebench's tokenizer
 //     (o200k_base) and adds no chat-template tokens, so it equals the
 //     scenario's intended input length; an assistant message's tool calls
@@ -23,14 +24,22 @@
 //   - token IDs are synthetic (derived from the text's space-led pieces),
 //     exact in number and shared by identical prefixes, which is all the
 //     prefix cache needs; /tokenize returns them;
-//   - output is plain content, one single-token word per chunk; n is
+//   - output is plain content, one single-token word per token, one chunk
+//     per engine step (several tokens with speculative decoding); n is
 //     always 1, and a tool is called only when tool_choice forces it;
 //   - a prefix-cache lookup is counted once, when a request is first
 //     admitted (vLLM 0.15 also re-counts lookups of requests that could not
 //     be admitted yet);
 //   - steps run strictly one after another (no asynchronous scheduling),
 //     and a request with no max_tokens and no ignore_eos ends at a
-//     geometric random length with the preset's mean_output_tokens.
+//     geometric random length with the preset's mean_output_tokens;
+//   - speculative decoding (num_speculative_tokens) is a draw per draft
+//     position with the configured acceptance chance, not a drafter; the
+//     draft's KV needs no blocks of its own;
+//   - the power model (idle_power_w, max_power_w; power.go) is linear in
+//     a step's occupancy, and its page at /dcgm/metrics carries power, the
+//     energy counter, GPU utilisation, the SM clock and the power limit
+//     only, not a GPU's DRAM or SM activity.
 //
 // Metric names are the exported constants in metrics.go, spelled exactly as
 // vLLM spells them, so the scraper's vLLM profile can import them.

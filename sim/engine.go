@@ -114,6 +114,11 @@ type Batch struct {
 	KVReadTokens float64
 	// Preempted counts the preemptions made while planning this step.
 	Preempted int
+	// Drafted holds, per scheduled request, the draft tokens it proposes
+	// this step (speculative decoding; 0 for prefills), and DraftTokens
+	// their sum.
+	Drafted     []int
+	DraftTokens int
 }
 
 // Duration is End − Start.
@@ -137,6 +142,7 @@ type Engine struct {
 	running  []*Request // admission order
 	inflight *Batch
 	lastEnd  time.Time
+	pwrT     time.Time // energy is booked up to here
 
 	stats Stats
 }
@@ -152,8 +158,9 @@ func NewEngine(cfg Config, clock Clock, rng *rand.Rand) (*Engine, error) {
 		return nil, fmt.Errorf("sim engine: %w", err)
 	}
 	e := &Engine{cfg: cfg, capacity: k, clock: clock, rng: rng,
-		kv: newKVManager(k, cfg.BlockSize, cfg.EnablePrefixCaching)}
+		kv: newKVManager(k, cfg.BlockSize, cfg.EnablePrefixCaching), pwrT: clock.Now()}
 	e.stats.init(cfg.MaxModelLen)
+	e.stats.SpecAcceptedPerPos = make([]int64, cfg.NumSpeculativeTokens)
 	return e, nil
 }
 
@@ -324,6 +331,7 @@ func (e *Engine) Schedule() (*Batch, error) {
 		e.stats.recordQueue(start.Sub(r.arrival))
 	}
 	b.Start = start
+	e.accountIdle(start)
 	b.End = b.Start.Add(e.stepTime(b))
 	e.inflight = b
 	return b, nil
@@ -342,11 +350,16 @@ func (e *Engine) grant(r *Request, budget int) int {
 func (e *Engine) add(b *Batch, r *Request, n int) {
 	b.Reqs = append(b.Reqs, r)
 	b.Tokens = append(b.Tokens, n)
+	drafted := 0
 	if n == 1 && r.computed == r.numTokens()-1 && len(r.outputs) > 0 {
 		b.DecodeTokens++
+		// A draft never proposes past max_tokens or the context.
+		drafted = max(0, min(e.cfg.NumSpeculativeTokens, r.MaxTokens-len(r.outputs)-1, e.cfg.MaxModelLen-r.numTokens()-1))
 	} else {
 		b.PrefillTokens += n
 	}
+	b.Drafted = append(b.Drafted, drafted)
+	b.DraftTokens += drafted
 	ctx := r.computed + n
 	for _, g := range e.capacity.Groups {
 		read := ctx
@@ -374,7 +387,8 @@ func (e *Engine) stepTime(b *Batch) time.Duration {
 	us := e.cfg.StepOverheadUS +
 		e.cfg.PerSeqUS*float64(len(b.Reqs)) +
 		e.cfg.PerKVTokenNS*b.KVReadTokens/1000 +
-		e.cfg.PerPrefillTokenUS*float64(b.PrefillTokens)
+		e.cfg.PerPrefillTokenUS*float64(b.PrefillTokens) +
+		e.cfg.PerDraftTokenUS*float64(b.DraftTokens)
 	if j := e.cfg.JitterFrac; j > 0 {
 		us *= max(0.5, 1+j*e.rng.NormFloat64())
 	}
@@ -390,6 +404,7 @@ func (e *Engine) Complete(b *Batch) ([]Output, error) {
 	}
 	e.inflight = nil
 	e.lastEnd = b.End
+	e.accountStep(b)
 	e.stats.Steps++
 	e.stats.Preemptions += b.Preempted
 	var outs []Output
@@ -412,10 +427,17 @@ func (e *Engine) Complete(b *Batch) ([]Output, error) {
 			outs = append(outs, Output{Req: r, FinishReason: FinishStop, Time: b.End})
 			continue
 		}
-		tok := e.rng.Uint32()
-		r.outputs = append(r.outputs, tok)
-		iterTokens++
-		if len(r.outputs) == 1 {
+		first := len(r.outputs)
+		r.outputs = append(r.outputs, e.rng.Uint32())
+		if accepted := e.speculate(r, b.Drafted[i]); accepted > 0 {
+			for range accepted {
+				r.outputs = append(r.outputs, e.rng.Uint32())
+			}
+			r.computed += accepted // verified with the step: their KV is computed
+		}
+		gained := len(r.outputs) - first
+		iterTokens += gained
+		if first == 0 {
 			r.firstToken = b.End
 			e.stats.recordFirstToken(b.End.Sub(r.arrival), len(r.Prompt))
 			iterTokens += len(r.Prompt)
@@ -423,8 +445,8 @@ func (e *Engine) Complete(b *Batch) ([]Output, error) {
 			e.stats.recordITL(b.End.Sub(r.lastToken))
 		}
 		r.lastToken = b.End
-		e.stats.GenerationTokens++
-		out := Output{Req: r, Tokens: []uint32{tok}, Time: b.End}
+		e.stats.GenerationTokens += int64(gained)
+		out := Output{Req: r, Tokens: r.outputs[first:len(r.outputs):len(r.outputs)], Time: b.End}
 		switch n := len(r.outputs); {
 		case n >= r.MinTokens && r.stopAt > 0 && n >= r.stopAt:
 			out.FinishReason = FinishStop
@@ -444,6 +466,33 @@ func (e *Engine) Complete(b *Batch) ([]Output, error) {
 		e.stats.IterationTokens.observe(float64(iterTokens))
 	}
 	return outs, nil
+}
+
+// speculate decides how many of the drafted tokens of r's decode step
+// are accepted: each position in turn, with its acceptance chance, until
+// one is rejected; never past r's natural end (EOS) or max_tokens, whose
+// token the step's own one may already be. It counts the draft as vLLM's
+// spec_decode counters do.
+func (e *Engine) speculate(r *Request, drafted int) int {
+	if drafted <= 0 {
+		return 0
+	}
+	accepted := 0
+	for accepted < drafted && e.rng.Float64() < e.cfg.acceptance(accepted) {
+		accepted++
+	}
+	limit := r.MaxTokens
+	if r.stopAt > 0 && r.stopAt >= r.MinTokens {
+		limit = min(limit, r.stopAt)
+	}
+	accepted = max(0, min(accepted, limit-len(r.outputs)))
+	e.stats.SpecDrafts++
+	e.stats.SpecDraftTokens += int64(drafted)
+	e.stats.SpecAccepted += int64(accepted)
+	for p := range accepted {
+		e.stats.SpecAcceptedPerPos[p]++
+	}
+	return accepted
 }
 
 func (e *Engine) finish(r *Request, reason string, at time.Time) {

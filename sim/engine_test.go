@@ -98,6 +98,8 @@ func engineVariants(t *testing.T) map[string]Config {
 		"no chunked prefill": set("max_num_batched_tokens=2048", "enable_chunked_prefill=false"),
 		"hybrid sliding":     set("num_layers=4", "sliding_window=64", "sliding_window_layers=2", "kv_cache_memory_bytes=8000000"),
 		"one seq":            set("max_num_seqs=1"),
+		"speculative":        set("num_speculative_tokens=3", "draft_acceptance=0.8", "draft_acceptance_decay=0.9", "per_draft_token_us=20"),
+		"speculative small":  set("num_speculative_tokens=4", "draft_acceptance=1", "max_num_batched_tokens=64"),
 	}
 }
 

@@ -78,6 +78,17 @@ type Stats struct {
 	PrefixHits       int64            // of which found in the cache
 	Success          map[string]int64 // finished requests by reason: stop, length, abort
 
+	// Speculative decoding (num_speculative_tokens > 0): drafts proposed,
+	// their tokens, the tokens accepted, and those by draft position.
+	SpecDrafts, SpecDraftTokens, SpecAccepted int64
+	SpecAcceptedPerPos                        []int64
+
+	// EnergyJ is the energy all GPUs used by the end of the last booked
+	// step or gap (Engine.Energy is exact at any time), and BusyTime the
+	// time steps ran; 0 without the power model.
+	EnergyJ  float64
+	BusyTime time.Duration
+
 	// Histograms, in seconds (tokens for IterationTokens and the
 	// Request*Tokens ones), with vLLM's buckets.
 	TTFT, ITL, E2E, QueueTime, IterationTokens   Histogram
@@ -114,6 +125,7 @@ func (s *Stats) clone() Stats {
 		*h = h.clone()
 	}
 	c.hitWindow = slices.Clone(s.hitWindow)
+	c.SpecAcceptedPerPos = slices.Clone(s.SpecAcceptedPerPos)
 	return c
 }
 
@@ -211,6 +223,15 @@ func WriteMetrics(w io.Writer, s Stats, cfg Config) error {
 	histogram(vllmmetric.E2ERequestLatency, "Histogram of e2e request latency in seconds.", s.E2E)
 	histogram(vllmmetric.RequestQueueTime, "Histogram of time spent in WAITING phase for request.", s.QueueTime)
 
+	if cfg.NumSpeculativeTokens > 0 {
+		counter(vllmmetric.SpecDecodeNumDrafts, "Number of spec decoding drafts.", float64(s.SpecDrafts))
+		counter(vllmmetric.SpecDecodeNumDraftTokens, "Number of draft tokens.", float64(s.SpecDraftTokens))
+		counter(vllmmetric.SpecDecodeNumAcceptedTokens, "Number of accepted tokens.", float64(s.SpecAccepted))
+		family(vllmmetric.SpecDecodeNumAcceptedTokensPerPos, "counter", "Accepted tokens per draft position.")
+		for p, n := range s.SpecAcceptedPerPos {
+			sample(vllmmetric.SpecDecodeNumAcceptedTokensPerPos, fmt.Sprintf(`%s="%d"`, vllmmetric.LabelPosition, p), float64(n))
+		}
+	}
 	family(vllmmetric.CacheConfigInfo, "gauge", "Information of the LLMEngine CacheConfig")
 	k, _ := cfg.Capacity()
 	info := []string{

@@ -29,9 +29,10 @@ type Server struct {
 	log *logger
 	url string
 
-	mu     sync.Mutex // guards engine, streams' pending output, seq
+	mu     sync.Mutex // guards engine, streams' pending output, seq, meter
 	engine *Engine
 	seq    uint64
+	meter  GPUMeter
 
 	wake   chan struct{}
 	ctx    context.Context
@@ -45,6 +46,7 @@ type Server struct {
 // stream carries one request's outputs from the driver to its handler.
 type stream struct {
 	pending []uint32
+	steps   []int // how many of pending each step gave, in order
 	finish  string
 	notify  chan struct{} // capacity 1: "something new"
 }
@@ -166,6 +168,9 @@ func (s *Server) drive() {
 				continue
 			}
 			st.pending = append(st.pending, o.Tokens...)
+			if len(o.Tokens) > 0 {
+				st.steps = append(st.steps, len(o.Tokens))
+			}
 			if o.FinishReason != "" {
 				st.finish = o.FinishReason
 			}
@@ -218,6 +223,9 @@ func (s *Server) routes() http.Handler {
 	})
 	mux.HandleFunc("POST /tokenize", s.tokenize)
 	mux.HandleFunc("GET /metrics", s.metrics)
+	if s.cfg.PowerModel() {
+		mux.HandleFunc("GET "+PathDCGM, s.dcgm)
+	}
 	return s.accessLog(mux)
 }
 
@@ -306,6 +314,16 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"count": len(ids), "max_model_len": s.cfg.MaxModelLen,
 		"tokens": ids, "token_strs": nil})
+}
+
+// dcgm serves the simulated GPUs as a DCGM exporter would (power model
+// on): power and utilisation since the previous page, the energy counter.
+func (s *Server) dcgm(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	rd := s.meter.Read(s.engine)
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	_ = WriteDCGM(w, rd, s.cfg)
 }
 
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {

@@ -26,23 +26,23 @@ type responder struct {
 	tool    string // the function the response calls (chat with tools), or ""
 }
 
-// next waits for new output; it returns the new tokens and the finish
-// reason ("" while running).
-func (p *responder) next(ctx context.Context, st *stream) ([]uint32, string, error) {
+// next waits for new output; it returns the new tokens, how many of them
+// each step gave, and the finish reason ("" while running).
+func (p *responder) next(ctx context.Context, st *stream) ([]uint32, []int, string, error) {
 	for {
 		p.s.mu.Lock()
-		toks, fin := st.pending, st.finish
-		st.pending = nil
+		toks, steps, fin := st.pending, st.steps, st.finish
+		st.pending, st.steps = nil, nil
 		p.s.mu.Unlock()
 		if len(toks) > 0 || fin != "" {
-			return toks, fin, nil
+			return toks, steps, fin, nil
 		}
 		select {
 		case <-st.notify:
 		case <-ctx.Done():
-			return nil, "", errClientGone
+			return nil, nil, "", errClientGone
 		case <-p.s.ctx.Done():
-			return nil, "", errClientGone
+			return nil, nil, "", errClientGone
 		}
 	}
 }
@@ -244,7 +244,7 @@ func (p *responder) stream(ctx context.Context, st *stream) error {
 	}
 	first := true
 	for {
-		toks, fin, err := p.next(ctx, st)
+		toks, steps, fin, err := p.next(ctx, st)
 		if err != nil {
 			return err
 		}
@@ -263,16 +263,8 @@ func (p *responder) stream(ctx context.Context, st *stream) error {
 			}
 			first = false
 		}
-		for i, t := range toks {
-			p.sent++
-			reason := ""
-			if i == len(toks)-1 {
-				reason = fin
-			}
-			p.tokenChunk(object, p.sent-1, p.s.word(t), reason)
-			if err := p.write(nil); err != nil {
-				return err
-			}
+		if err := p.chunks(object, toks, steps, fin); err != nil {
+			return err
 		}
 		if fin != "" && len(toks) == 0 {
 			// Aborted by the engine without a final token: close the
@@ -309,11 +301,46 @@ func (p *responder) stream(ctx context.Context, st *stream) error {
 	}
 }
 
+// chunks writes the tokens of the steps as vLLM streams them: one chunk
+// per step, carrying the text of every token the step gave (several with
+// speculative decoding), split where the kind of output changes (reasoning
+// to content) and one a token for tool calls; the finish reason rides on
+// the last.
+func (p *responder) chunks(object string, toks []uint32, steps []int, fin string) error {
+	var text strings.Builder
+	for _, n := range steps {
+		group := toks[:n]
+		toks = toks[n:]
+		for len(group) > 0 {
+			start, kind := p.sent, p.kind(p.sent)
+			k := 1
+			for kind <= kindReasoning && k < len(group) && p.kind(start+k) == kind {
+				k++
+			}
+			text.Reset()
+			for _, t := range group[:k] {
+				text.WriteString(p.s.word(t))
+			}
+			group = group[k:]
+			p.sent += k
+			reason := ""
+			if len(group) == 0 && len(toks) == 0 {
+				reason = fin
+			}
+			p.tokenChunk(object, start, text.String(), reason)
+			if err := p.write(nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // whole writes a non-streaming response once the request finishes.
 func (p *responder) whole(ctx context.Context, st *stream) error {
 	var content, reasoning, args strings.Builder
 	for {
-		toks, fin, err := p.next(ctx, st)
+		toks, _, fin, err := p.next(ctx, st)
 		if err != nil {
 			return err
 		}

@@ -29,7 +29,11 @@
 // output-token throughput that meets the scenario's budgets (the verdict
 // in each run's summary.json); without budgets, the one with the highest
 // throughput and no failed request, with its TTFT and ITL p99 shown so a
-// person can judge them. Throughputs within 1 % of the best count as equal
+// person can judge them. With sweep.rank_by the figure maximised is the
+// good output tokens (those of requests meeting the slo; all of them
+// without one) per joule of GPU energy or per dollar of the scenario's
+// cost instead, and sweep.pareto_x puts tokens/s per GPU, tokens per
+// joule or $ per 1M tokens on the Pareto plot's x axis. Throughputs within 1 % of the best count as equal
 // (below capacity every value serves the offered load) and the lowest E2E
 // p50 breaks the tie. When no value qualifies, the recommendation is
 // empty and its reason lists why each value was excluded.

@@ -14,6 +14,7 @@ import (
 	"github.com/servebench/servebench/internal/textable"
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/scenario"
 )
 
 // Schema is the version of the sweep.json contract. It changes only when a
@@ -52,6 +53,11 @@ type Summary struct {
 	Search []SearchResult `json:"search,omitempty"`
 	// Budgets are the scenario's budgets, which every run was judged by.
 	Budgets *results.Budgets `json:"budgets,omitempty"`
+	// RankBy is what the recommendation maximised (scenario.Sweep.RankBy;
+	// empty: throughput), ParetoX the Pareto plot's x axis (empty: total
+	// output tokens/s).
+	RankBy  string `json:"rank_by,omitempty"`
+	ParetoX string `json:"pareto_x,omitempty"`
 }
 
 // Point is one combination of values, over its repeats.
@@ -118,19 +124,40 @@ type Metrics struct {
 
 	OutputTokensPerSec float64 `json:"output_tokens_per_s"`
 	RequestsPerSec     float64 `json:"requests_per_s"`
+
+	// Efficiency (report.Efficiency), 0 when not measured or priced:
+	// joules per output token, output tokens per joule, the GPUs the
+	// telemetry saw, dollars per 1M output tokens, and the good output
+	// tokens (meeting the slo) per joule and per dollar.
+	JoulesPerToken     float64 `json:"joules_per_token,omitempty"`
+	TokensPerJoule     float64 `json:"output_tokens_per_j,omitempty"`
+	GPUs               float64 `json:"gpus,omitempty"`
+	USDPerMTok         float64 `json:"usd_per_mtok,omitempty"`
+	GoodTokensPerJoule float64 `json:"good_output_tokens_per_j,omitempty"`
+	GoodTokensPerUSD   float64 `json:"good_output_tokens_per_usd,omitempty"`
+}
+
+// efficiencyFields are the Metrics fields of the efficiency figures, which
+// are means over the runs that have them (a run without telemetry does
+// not pull the mean to 0) and keep six decimals.
+func efficiencyFields(m *Metrics) []*float64 {
+	return []*float64{&m.JoulesPerToken, &m.TokensPerJoule, &m.GPUs, &m.USDPerMTok, &m.GoodTokensPerJoule, &m.GoodTokensPerUSD}
 }
 
 // Recommendation is the value to use: among the combinations whose every
 // run completed (and met the budgets, when the scenario has budgets; had no
 // failed request, when it has none), the one with the highest output-token
-// throughput. Throughputs within 1 % count as equal (an open-loop load
+// throughput, or the most good output tokens per joule or per dollar
+// (sweep.rank_by). Throughputs within 1 % count as equal (an open-loop load
 // below capacity gives every value the offered rate), and the lowest E2E
 // p50 breaks the tie.
 type Recommendation struct {
 	Label  string            `json:"label,omitempty"` // empty when no combination qualifies
 	Values map[string]string `json:"values,omitempty"`
 	// Basis is "budgets" (the budgets were the filter) or "throughput"
-	// (no budgets: the filter is completed runs without failed requests).
+	// (no budgets: the filter is completed runs without failed requests),
+	// followed by ", good tokens per joule" or ", good tokens per dollar"
+	// when those were ranked by.
 	Basis  string `json:"basis"`
 	Reason string `json:"reason"` // one sentence, for people
 }
@@ -138,12 +165,27 @@ type Recommendation struct {
 // metricsOf reads a run's figures from its summary.
 func metricsOf(s *report.Summary) *Metrics {
 	o := &s.Overall
-	return &Metrics{
+	return (&Metrics{
 		OK: float64(o.Requests.OK), Failed: float64(o.Requests.Failed), Dropped: float64(o.Requests.Dropped),
 		TTFTP50: o.TTFT.P50, TTFTP99: o.TTFT.P99, ITLP50: o.ITL.P50, ITLP99: o.ITL.P99,
 		TPOTP50: o.TPOT.P50, E2EP50: o.E2E.P50, E2EP99: o.E2E.P99,
 		OutputTokensPerSec: o.OutputTokensPerSec, RequestsPerSec: o.RequestsPerSec,
+	}).withEfficiency(o.Efficiency)
+}
+
+// withEfficiency adds a run's efficiency figures.
+func (m *Metrics) withEfficiency(e *report.Efficiency) *Metrics {
+	if e == nil {
+		return m
 	}
+	if en := e.Energy; en != nil {
+		m.JoulesPerToken, m.TokensPerJoule, m.GPUs = e.JoulesPerToken, e.TokensPerJoule, float64(en.GPUs)
+	}
+	if c := e.Cost; c != nil {
+		m.USDPerMTok = c.USDPerMTok
+	}
+	m.GoodTokensPerJoule, m.GoodTokensPerUSD = e.GoodTokensPerJoule, e.GoodTokensPerUSD
+	return m
 }
 
 // meanMetrics averages figures field by field.
@@ -164,6 +206,19 @@ func meanMetrics(ms []*Metrics) *Metrics {
 	}
 	for _, f := range dst {
 		*f = math.Round(*f*1000) / 1000
+	}
+	eff := efficiencyFields(&out)
+	for i := range eff {
+		n := 0
+		for _, m := range ms {
+			if x := *efficiencyFields(m)[i]; x != 0 {
+				*eff[i] += x
+				n++
+			}
+		}
+		if n > 0 {
+			*eff[i] = math.Round(*eff[i]/float64(n)*1e6) / 1e6
+		}
 	}
 	return &out
 }
@@ -221,7 +276,29 @@ func (s *Summary) summarise(plan *Plan) {
 		pt.Metrics = meanMetrics(ms)
 		s.Points = append(s.Points, pt)
 	}
-	s.Recommendation = recommend(s.Points)
+	s.Recommendation = recommend(s.Points, s.RankBy)
+}
+
+// rankOf is the figure a sweep ranks by, its name in sentences, and why
+// a point without it is left out.
+func rankOf(rankBy string) (figure func(*Metrics) float64, name string, missing func(*Metrics) string) {
+	none := func(have float64, why string) func(*Metrics) string {
+		return func(m *Metrics) string {
+			if have == 0 {
+				return why
+			}
+			return "no request met the slo"
+		}
+	}
+	switch rankBy {
+	case scenario.RankGoodputPerJoule:
+		return func(m *Metrics) float64 { return m.GoodTokensPerJoule }, "good output tokens per joule",
+			func(m *Metrics) string { return none(m.JoulesPerToken, "no energy measured")(m) }
+	case scenario.RankGoodputPerDollar:
+		return func(m *Metrics) float64 { return m.GoodTokensPerUSD }, "good output tokens per dollar",
+			func(m *Metrics) string { return none(m.USDPerMTok, "not priced")(m) }
+	}
+	return func(m *Metrics) float64 { return m.OutputTokensPerSec }, "throughput", func(*Metrics) string { return "no throughput" }
 }
 
 func valueMap(vals []Value) map[string]string {
@@ -240,7 +317,8 @@ const tieFrac = 0.01
 // recommend picks the combination with the best throughput among those
 // that qualify (see Recommendation), or says why none does. Throughputs
 // within tieFrac of the best are a tie, broken by the lowest E2E p50.
-func recommend(points []Point) Recommendation {
+func recommend(points []Point, rankBy string) Recommendation {
+	figure, rankName, missing := rankOf(rankBy)
 	budgets := false
 	for _, p := range points {
 		budgets = budgets || p.BudgetsMet != nil
@@ -265,6 +343,8 @@ func recommend(points []Point) Recommendation {
 			why = append(why, p.Label+": "+missed)
 		case !budgets && p.Metrics.Failed > 0:
 			why = append(why, fmt.Sprintf("%s: %g failed requests", p.Label, p.Metrics.Failed))
+		case figure(p.Metrics) <= 0:
+			why = append(why, p.Label+": "+missing(p.Metrics))
 		default:
 			qualified = append(qualified, i)
 		}
@@ -275,11 +355,11 @@ func recommend(points []Point) Recommendation {
 	}
 	top := 0.0
 	for _, i := range qualified {
-		top = max(top, points[i].Metrics.OutputTokensPerSec)
+		top = max(top, figure(points[i].Metrics))
 	}
 	best, tied := -1, 0
 	for _, i := range qualified {
-		if points[i].Metrics.OutputTokensPerSec < top*(1-tieFrac) {
+		if figure(points[i].Metrics) < top*(1-tieFrac) {
 			continue
 		}
 		tied++
@@ -292,13 +372,21 @@ func recommend(points []Point) Recommendation {
 	m := p.Metrics
 	figures := fmt.Sprintf("%.1f output tokens/s, TTFT p50 %s p99 %s ms, ITL p50 %s p99 %s ms, E2E p50 %s ms",
 		m.OutputTokensPerSec, fmtMs(m.TTFTP50), fmtMs(m.TTFTP99), fmtMs(m.ITLP50), fmtMs(m.ITLP99), fmtMs(m.E2EP50))
+	switch rankBy {
+	case scenario.RankGoodputPerJoule:
+		rec.Basis += ", good tokens per joule"
+		figures = fmt.Sprintf("%s good output tokens per joule, %s J per token; ", fmtSig(m.GoodTokensPerJoule), fmtSig(m.JoulesPerToken)) + figures
+	case scenario.RankGoodputPerDollar:
+		rec.Basis += ", good tokens per dollar"
+		figures = fmt.Sprintf("%s good output tokens per dollar, $%s per 1M output tokens; ", fmtSig(m.GoodTokensPerUSD), fmtSig(m.USDPerMTok)) + figures
+	}
 	if budgets {
-		rec.Reason = fmt.Sprintf("%s meets every budget with the best throughput (%s)", p.Label, figures)
+		rec.Reason = fmt.Sprintf("%s meets every budget with the best %s (%s)", p.Label, rankName, figures)
 	} else {
-		rec.Reason = fmt.Sprintf("%s has the best throughput without failed requests (%s); the scenario has no budgets, so judge the latencies yourself", p.Label, figures)
+		rec.Reason = fmt.Sprintf("%s has the best %s without failed requests (%s); the scenario has no budgets, so judge the latencies yourself", p.Label, rankName, figures)
 	}
 	if tied > 1 {
-		rec.Reason += fmt.Sprintf("; %d values were within %g %% of the best throughput and it has the lowest E2E p50 of them", tied, tieFrac*100)
+		rec.Reason += fmt.Sprintf("; %d values were within %g %% of the best %s and it has the lowest E2E p50 of them", tied, tieFrac*100, rankName)
 	}
 	if len(why) > 0 {
 		rec.Reason += "; excluded: " + strings.Join(why, "; ")
@@ -307,6 +395,9 @@ func recommend(points []Point) Recommendation {
 }
 
 func fmtMs(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+
+// fmtSig formats x with four significant digits.
+func fmtSig(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }
 
 // WriteJSON writes the summary as indented JSON (the sweep.json format).
 func WriteJSON(w io.Writer, s *Summary) error {
@@ -323,7 +414,8 @@ func WriteJSON(w io.Writer, s *Summary) error {
 // parameter comes first.
 var csvHeader = []string{"repeat", "status", "ok", "failed", "dropped",
 	"ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms", "tpot_p50_ms", "e2e_p50_ms", "e2e_p99_ms",
-	"output_tokens_per_s", "requests_per_s", "budgets", "dir", "error"}
+	"output_tokens_per_s", "requests_per_s", "joules_per_token", "usd_per_mtok", "good_output_tokens_per_j", "good_output_tokens_per_usd",
+	"budgets", "dir", "error"}
 
 // WriteCSV writes one row per run (the sweep.csv format): the parameters'
 // values, then csvHeader's columns. Empty cells mean "no figure".
@@ -345,8 +437,15 @@ func WriteCSV(w io.Writer, s *Summary) error {
 				m.TPOTP50, m.E2EP50, m.E2EP99, m.OutputTokensPerSec, m.RequestsPerSec} {
 				row = append(row, num(x))
 			}
+			for _, x := range []float64{m.JoulesPerToken, m.USDPerMTok, m.GoodTokensPerJoule, m.GoodTokensPerUSD} {
+				if x == 0 {
+					row = append(row, "") // not measured, not priced
+				} else {
+					row = append(row, num(x))
+				}
+			}
 		} else {
-			row = append(row, make([]string, 12)...)
+			row = append(row, make([]string, 16)...)
 		}
 		budgets := ""
 		if r.BudgetsPass != nil {

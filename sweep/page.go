@@ -176,7 +176,8 @@ func loadPlots(s *Summary) (*chart.LoadPlot, *chart.ParetoPlot) {
 			continue
 		}
 		pt := chart.LoadPoint{Label: p.Label, Load: m.RequestsPerSec, TTFTP50: m.TTFTP50, TTFTP99: m.TTFTP99,
-			ITLP50: m.ITLP50, ITLP99: m.ITLP99, TPOTP50: m.TPOTP50, OutputTokensPerSec: m.OutputTokensPerSec, Pass: p.BudgetsMet}
+			ITLP50: m.ITLP50, ITLP99: m.ITLP99, TPOTP50: m.TPOTP50, OutputTokensPerSec: m.OutputTokensPerSec, Pass: p.BudgetsMet,
+			ParetoX: paretoX(s.ParetoX, m)}
 		key := ""
 		if lp != "" {
 			x, err := strconv.ParseFloat(p.Values[lp], 64)
@@ -211,8 +212,42 @@ func loadPlots(s *Summary) (*chart.LoadPlot, *chart.ParetoPlot) {
 		})
 		out = append(out, ls)
 	}
-	return &chart.LoadPlot{Title: fmt.Sprintf("%q: latency and throughput against load", s.Scenario), XLabel: xLabel, Series: out},
-		&chart.ParetoPlot{Title: fmt.Sprintf("%q: output tokens/s per user against total", s.Scenario), Series: out}
+	pp := &chart.ParetoPlot{Title: fmt.Sprintf("%q: output tokens/s per user against total", s.Scenario), Series: out}
+	if label := paretoLabel(s.ParetoX); label != "" {
+		pp.Title = fmt.Sprintf("%q: output tokens/s per user against %s", s.Scenario, label)
+		pp.XLabel, pp.XLowerIsBetter = label, s.ParetoX == scenario.ParetoUSDPerMTok
+	}
+	return &chart.LoadPlot{Title: fmt.Sprintf("%q: latency and throughput against load", s.Scenario), XLabel: xLabel, Series: out}, pp
+}
+
+// paretoX is a point's x on the Pareto plot's axis (sweep.pareto_x); 0
+// when it has no such figure (no telemetry, no price).
+func paretoX(axis string, m *Metrics) float64 {
+	switch axis {
+	case scenario.ParetoTokensPerSecPerGPU:
+		if m.GPUs > 0 {
+			return m.OutputTokensPerSec / m.GPUs
+		}
+	case scenario.ParetoTokensPerJoule:
+		return m.TokensPerJoule
+	case scenario.ParetoUSDPerMTok:
+		return m.USDPerMTok
+	}
+	return 0
+}
+
+// paretoLabel is the x axis's label for sweep.pareto_x; "" for the
+// default, total output tokens/s.
+func paretoLabel(axis string) string {
+	switch axis {
+	case scenario.ParetoTokensPerSecPerGPU:
+		return "output tokens/s per GPU"
+	case scenario.ParetoTokensPerJoule:
+		return "output tokens per joule (tokens/s per W)"
+	case scenario.ParetoUSDPerMTok:
+		return "$ per 1M output tokens (lower is better)"
+	}
+	return ""
 }
 
 // writePage writes sweep.html.

@@ -63,6 +63,9 @@ type Plan struct {
 	// capacity instead of running Jobs: Jobs then holds one job per
 	// combination, whose scenario every probe derives from.
 	Search *scenario.SweepSearch
+	// RankBy and ParetoX are the sweep's rank_by and pareto_x ("" for
+	// the defaults: throughput, total output tokens/s).
+	RankBy, ParetoX string
 }
 
 // NewPlan lays out the sweep of sc (which must have a sweep block). It
@@ -75,7 +78,8 @@ func NewPlan(ctx context.Context, sc *scenario.Scenario) (*Plan, error) {
 	if sw == nil {
 		return nil, fmt.Errorf("scenario %s has no sweep block", sc.Name)
 	}
-	p := &Plan{Name: sc.Name, Params: sw.Params(), Repeats: max(sw.Repeats, 1), Server: sw.Server, Policy: sc.Policy(), Search: sw.Search, Budgets: sc.Budgets}
+	p := &Plan{Name: sc.Name, Params: sw.Params(), Repeats: max(sw.Repeats, 1), Server: sw.Server, Policy: sc.Policy(), Search: sw.Search, Budgets: sc.Budgets,
+		RankBy: sw.RankBy, ParetoX: sw.ParetoX}
 	if sw.Search != nil {
 		p.unit = sc.SearchUnit()
 	}

@@ -77,7 +77,8 @@ func (p *Plan) Execute(ctx context.Context, opts Options) (*Summary, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("sweep: %w", err)
 	}
-	s := &Summary{Schema: Schema, Tool: "servebench", Scenario: p.Name, Repeats: p.Repeats, Started: time.Now().UTC(), Budgets: p.Budgets}
+	s := &Summary{Schema: Schema, Tool: "servebench", Scenario: p.Name, Repeats: p.Repeats, Started: time.Now().UTC(), Budgets: p.Budgets,
+		RankBy: p.RankBy, ParetoX: p.ParetoX}
 	for _, pa := range p.Params {
 		s.Parameters = append(s.Parameters, pa.Name)
 	}

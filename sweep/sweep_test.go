@@ -861,7 +861,7 @@ func TestRecommend(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := recommend(tc.points)
+			got := recommend(tc.points, "")
 			if got.Label != tc.label || !strings.Contains(got.Reason, tc.reason) {
 				t.Errorf("recommend = %+v; want %q with reason containing %q", got, tc.label, tc.reason)
 			}

@@ -48,6 +48,18 @@
 // vLLM's defaults, said so in the notes and listed in the calibration's
 // Assumed.
 //
+// # Power
+//
+// When the runs carry GPU telemetry, the simulator's power model
+// (idle_power_w, max_power_w, gpus) is fitted too (power.go): each
+// interval between two GPU samples gives the GPUs' mean power against
+// the decode batch's occupancy over it, and a least-squares line gives
+// the power of an idle and a full batch. Its covariance and the windows'
+// spread about the line are kept (sim.PowerFit), and a prediction's band
+// of joules per token adds them to the step costs' perturbations; the
+// scenario's price gives $ per 1M tokens. A twin fitted from runs without
+// telemetry predicts no energy.
+//
 // # Run-to-run variation
 //
 // A real server's speed varies from one start to the next more than the

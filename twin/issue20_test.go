@@ -89,10 +89,18 @@ func TestIssue20TwinSlots(t *testing.T) {
 		t.Skip("real-time runs")
 	}
 	t.Parallel()
+	// Calibration and truth are real-time runs: a machine too busy to keep
+	// a schedule slows the calibration's steps and inflates the twin's
+	// costs (a prediction of 634 ms against 150 ms was seen so).
+	if o := sleepOvershoot(); o > 2*time.Millisecond {
+		t.Skipf("the machine is too busy for real-time runs: 1 ms sleeps wake %v late (p90)", o)
+	}
+
 	for _, props := range []bool{true, false} {
 		t.Run(fmt.Sprintf("props=%v", props), func(t *testing.T) {
 			t.Parallel()
-			watch := watchMachine()
+			watch := sync.OnceValue(watchMachine())
+			defer watch()
 			srv := slotserver.Start(t, slotserver.Config{Slots: 4, StepOverhead: 4 * time.Millisecond, PerSeq: 500 * time.Microsecond,
 				Metrics: "llamacpp", CountersAtEnd: true, Props: props})
 			d, _ := slotRun(t, srv.URL, 24, [2]int{1, 6}, [2]int{4, 12})
@@ -117,14 +125,11 @@ func TestIssue20TwinSlots(t *testing.T) {
 				t.Errorf("concurrency 8 on a 4-slot twin runs 4 at once, within the calibration: %q", p.Extrapolated)
 			}
 			_, want := slotRun(t, srv.URL, 24, [2]int{8, 16})
-			late := watch()
 			if got, w := p.Central.TTFTP50, want.Overall.TTFT.P50; relErr(got, w) > 0.35 {
-				// Real-time runs: a machine that could not keep a 1 ms sleep
-				// distorts the calibration and the truth alike.
-				if h := want.Harness; late > 0.25 || (h != nil && h.Limited) {
-					t.Skipf("TTFT p50 at 8 predicted %.1f ms, measured %.1f ms, but the machine could not keep a real-time schedule (1 ms sleeps over 2 ms in %.0f %% of the samples during the runs): not judged", got, w, 100*late)
+				if busy := watch(); busy > 0.05 {
+					t.Skipf("TTFT p50 at 8 predicted %.1f ms, measured %.1f ms, while the machine could not keep a real-time schedule %.0f %% of the time: not judged", got, w, 100*busy)
 				}
-				t.Errorf("TTFT p50 at 8 predicted %.1f ms, measured %.1f ms (1 ms sleeps over 2 ms in %.0f %% of the samples): the queue behind 4 slots is not predicted", got, w, 100*late)
+				t.Errorf("TTFT p50 at 8 predicted %.1f ms, measured %.1f ms: the queue behind 4 slots is not predicted", got, w)
 			}
 		})
 	}

@@ -38,23 +38,58 @@ type Figures struct {
 	E2EP50             float64 `json:"e2e_p50_ms"`
 	OutputTokensPerSec float64 `json:"output_tokens_per_s"`
 	RequestsPerSec     float64 `json:"requests_per_s"`
+	// JoulesPerToken and USDPerMTok are predicted when the twin has a
+	// power model (fitted from GPU telemetry) and the scenario a price;
+	// 0 otherwise.
+	JoulesPerToken float64 `json:"joules_per_token,omitempty"`
+	USDPerMTok     float64 `json:"usd_per_mtok,omitempty"`
 }
 
 // figureNames are the figures in the order tables show them.
-var figureNames = []string{"ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms", "tpot_p50_ms", "e2e_p50_ms", "output_tokens_per_s", "requests_per_s"}
+var figureNames = []string{"ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms", "tpot_p50_ms", "e2e_p50_ms", "output_tokens_per_s", "requests_per_s",
+	"joules_per_token", "usd_per_mtok"}
 
 func (f *Figures) fields() []*float64 {
-	return []*float64{&f.TTFTP50, &f.TTFTP99, &f.ITLP50, &f.ITLP99, &f.TPOTP50, &f.E2EP50, &f.OutputTokensPerSec, &f.RequestsPerSec}
+	return []*float64{&f.TTFTP50, &f.TTFTP99, &f.ITLP50, &f.ITLP99, &f.TPOTP50, &f.E2EP50, &f.OutputTokensPerSec, &f.RequestsPerSec,
+		&f.JoulesPerToken, &f.USDPerMTok}
 }
 
 func figuresOf(m *sweep.Metrics) Figures {
 	return Figures{TTFTP50: m.TTFTP50, TTFTP99: m.TTFTP99, ITLP50: m.ITLP50, ITLP99: m.ITLP99, TPOTP50: m.TPOTP50,
-		E2EP50: m.E2EP50, OutputTokensPerSec: m.OutputTokensPerSec, RequestsPerSec: m.RequestsPerSec}
+		E2EP50: m.E2EP50, OutputTokensPerSec: m.OutputTokensPerSec, RequestsPerSec: m.RequestsPerSec,
+		JoulesPerToken: m.JoulesPerToken, USDPerMTok: m.USDPerMTok}
 }
 
 func figuresOfStage(st *report.Stage) Figures {
-	return Figures{TTFTP50: st.TTFT.P50, TTFTP99: st.TTFT.P99, ITLP50: st.ITL.P50, ITLP99: st.ITL.P99, TPOTP50: st.TPOT.P50,
+	f := Figures{TTFTP50: st.TTFT.P50, TTFTP99: st.TTFT.P99, ITLP50: st.ITL.P50, ITLP99: st.ITL.P99, TPOTP50: st.TPOT.P50,
 		E2EP50: st.E2E.P50, OutputTokensPerSec: st.OutputTokensPerSec, RequestsPerSec: st.RequestsPerSec}
+	if e := st.Efficiency; e != nil {
+		f.JoulesPerToken = e.JoulesPerToken
+		if e.Cost != nil {
+			f.USDPerMTok = e.Cost.USDPerMTok
+		}
+	}
+	return f
+}
+
+// powerVar is the relative variance of a GPU's power at mean power w
+// (watts a GPU) from the power model's fit: its occupancy x = (w − idle)
+// / (max − idle), and P = (1 − x)·idle + x·max with the fit's
+// covariance, and the spread of the fitted windows about the line. Step
+// costs' uncertainty is in the perturbed twins; this is the power law's
+// own, added to joules per token's band.
+func powerVar(cfg sim.Config, w float64) float64 {
+	k := cfg.Calibration
+	if k == nil || k.Power == nil || len(k.Power.Covariance) != 2 || w <= 0 || cfg.MaxPowerW <= cfg.IdlePowerW {
+		return 0
+	}
+	x := math.Min(1, math.Max(0, (w-cfg.IdlePowerW)/(cfg.MaxPowerW-cfg.IdlePowerW)))
+	c := k.Power.Covariance
+	v := (1-x)*(1-x)*c[0][0] + 2*x*(1-x)*c[0][1] + x*x*c[1][1]
+	// A window's own miss of the line: the law is linear in the decode
+	// batch only, and prefill steps and idle gaps fall off it.
+	v += k.Power.ResidualW * k.Power.ResidualW
+	return v / (w * w)
 }
 
 // PredictedPoint is one value of a predicted sweep (or search probe):
@@ -215,7 +250,7 @@ func predictCentral(ctx context.Context, sc *scenario.Scenario, cfg sim.Config, 
 // bandAcc accumulates one value's half-differences along the sigma
 // points.
 type bandAcc struct {
-	sq        [8]float64
+	sq        [10]float64 // one per figureNames
 	runs, bad int
 }
 
@@ -261,7 +296,13 @@ func predictBand(ctx context.Context, pred *Prediction, sc *scenario.Scenario, c
 			continue
 		}
 		for j, c := range p.Central.fields() {
-			half := z * math.Sqrt(a.sq[j])
+			sq := a.sq[j]
+			if figureNames[j] == "joules_per_token" {
+				// Mean power a GPU: joules per token × tokens per second.
+				w := *c * p.Central.OutputTokensPerSec / float64(cfg.NumGPUs())
+				sq += *c * *c * powerVar(cfg, w)
+			}
+			half := z * math.Sqrt(sq)
 			*p.Low.fields()[j] = max(*c-half, 0)
 			*p.High.fields()[j] = *c + half
 		}
@@ -556,7 +597,14 @@ func WritePrediction(w io.Writer, p *Prediction) error {
 		}
 		return fmt.Sprintf("%s [%s, %s]", fmtFig(c), fmtFig(lo), fmtFig(hi))
 	}
+	energy := false
+	for _, pt := range p.Points {
+		energy = energy || pt.Central.JoulesPerToken > 0 || pt.Central.USDPerMTok > 0
+	}
 	rows := [][]string{{"value", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "out tok/s", "budgets"}}
+	if energy {
+		rows[0] = append(rows[0][:6], "J/token", "$/1M tok", "budgets")
+	}
 	var extrapolated []string
 	for _, pt := range p.Points {
 		c, lo, hi := pt.Central, pt.Low, pt.High
@@ -574,9 +622,13 @@ func WritePrediction(w io.Writer, p *Prediction) error {
 				verdict += fmt.Sprintf(" (passes in %d of %d)", pt.BandRuns-pt.BandFails, pt.BandRuns)
 			}
 		}
-		rows = append(rows, []string{label, band(c.TTFTP50, lo.TTFTP50, hi.TTFTP50), band(c.TTFTP99, lo.TTFTP99, hi.TTFTP99),
+		row := []string{label, band(c.TTFTP50, lo.TTFTP50, hi.TTFTP50), band(c.TTFTP99, lo.TTFTP99, hi.TTFTP99),
 			band(c.ITLP50, lo.ITLP50, hi.ITLP50), band(c.ITLP99, lo.ITLP99, hi.ITLP99),
-			band(c.OutputTokensPerSec, lo.OutputTokensPerSec, hi.OutputTokensPerSec), verdict})
+			band(c.OutputTokensPerSec, lo.OutputTokensPerSec, hi.OutputTokensPerSec)}
+		if energy {
+			row = append(row, bandOrDash(band, c.JoulesPerToken, lo.JoulesPerToken, hi.JoulesPerToken), bandOrDash(band, c.USDPerMTok, lo.USDPerMTok, hi.USDPerMTok))
+		}
+		rows = append(rows, append(row, verdict))
 	}
 	var bb strings.Builder
 	bb.WriteString(textable.Format(rows, false))
@@ -604,6 +656,14 @@ func WritePrediction(w io.Writer, p *Prediction) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// bandOrDash is band's text, "-" for a figure not predicted.
+func bandOrDash(band func(c, lo, hi float64) string, c, lo, hi float64) string {
+	if c == 0 {
+		return "-"
+	}
+	return band(c, lo, hi)
 }
 
 func fmtFig(x float64) string {

@@ -88,6 +88,8 @@ type Result struct {
 	// Between is the run-to-run variation among repeated loads; nil when
 	// no load was repeated.
 	Between *sim.BetweenRuns
+	// power is the power model's fit; nil without GPU telemetry.
+	power *sim.PowerFit
 }
 
 // Estimate returns the estimate of a setting by name.
@@ -135,6 +137,7 @@ func Calibrate(paths []string, opts Options) (*Result, error) {
 	res.costModel(&cfg, fit)
 	res.costNotes(fit, obs)
 	res.capacity(&cfg, runs, opts, obs.maxStepTokens)
+	res.powerModel(&cfg, runs)
 	if hdr := runs[0].header; hdr != nil && hdr.Model != "" {
 		cfg.ServedModelName, cfg.Model = hdr.Model, hdr.Model
 	}
@@ -345,7 +348,8 @@ func (res *Result) calibration(cfg *sim.Config, fit *linearFit, obs *observation
 	res.Between = br
 	cfg.Calibration = &sim.Calibration{Sources: res.Sources, Segments: fit.n, Coefficients: Coefficients, Covariance: cov,
 		StdErr: stderr, Notes: res.Notes, Assumed: assumed, BetweenRuns: br,
-		Range: &sim.CalibratedRange{BatchMin: obs.minBatch, BatchMax: obs.maxBatch, PromptMin: obs.promptMin, PromptMax: obs.promptMax, OutputMax: obs.outputMax}}
+		Range: &sim.CalibratedRange{BatchMin: obs.minBatch, BatchMax: obs.maxBatch, PromptMin: obs.promptMin, PromptMax: obs.promptMax, OutputMax: obs.outputMax},
+		Power: res.power}
 }
 
 // roundSig rounds x to n significant digits.
@@ -421,6 +425,13 @@ func WriteConfig(w io.Writer, r *Result) error {
 		v   float64
 	}{{StepOverhead, c.StepOverheadUS}, {PerSeq, c.PerSeqUS}, {PerKVToken, c.PerKVTokenNS}, {PerPrefill, c.PerPrefillTokenUS}, {"jitter_frac", c.JitterFrac}} {
 		line(k.key, fmtNum(k.v))
+	}
+	if c.PowerModel() {
+		b.WriteString("\n# Power model (GPU telemetry), a GPU: idle_power_w between steps,\n")
+		b.WriteString("#   idle_power_w + (max_power_w − idle_power_w)·occupancy during a step\n")
+		line("gpus", c.GPUs)
+		line("idle_power_w", fmtNum(c.IdlePowerW))
+		line("max_power_w", fmtNum(c.MaxPowerW))
 	}
 	b.WriteString("\n")
 	line("mean_output_tokens", c.MeanOutputTokens)

@@ -21,8 +21,8 @@
 // matchers.go, tracebacks in traceback.go, commands in command.go, other
 // engines in engines.go); the engine generation (V0 or V1) is told from
 // the shapes of the lines (generation.go). Lines are read one at a time
-// (bufio.Scanner, lines up to MaxLineBytes) and only the figures are kept,
-// in bounded memory (MaxRuns, MaxPoints); a line it does not recognise is
+// (bufio.Scanner, lines up to maxLineBytes) and only the figures are kept,
+// in bounded memory (maxRuns, maxPoints); a line it does not recognise is
 // counted as not understood (FileStat), never an error. A log of SGLang,
 // TGI or llama.cpp is named as such. It produces a Report (JSON schema
 // Schema): per server start the settings, start-up, KV cache, the stats

@@ -15,8 +15,8 @@ import (
 	"github.com/servebench/servebench/internal/kvcapacity"
 )
 
-// DefaultPoll is how often Follow looks for new lines.
-const DefaultPoll = 250 * time.Millisecond
+// defaultPoll is how often Follow looks for new lines.
+const defaultPoll = 250 * time.Millisecond
 
 // Follow tails the growing log at path, as tail -f does: it reads what the
 // file already holds, writes one line saying what it found and the latest
@@ -24,7 +24,7 @@ const DefaultPoll = 250 * time.Millisecond
 // stats line to w the moment it is complete: one line of text (format
 // "text" or "markdown") or one JSON object per line ("json", without the
 // summary line). It looks for new data every poll
-// (DefaultPoll when 0). A file that shrinks or is replaced (log rotation)
+// (defaultPoll when 0). A file that shrinks or is replaced (log rotation)
 // is read again from its start. Follow returns nil when ctx is done, and
 // an error only when the file cannot be read or w cannot be written.
 func Follow(ctx context.Context, path string, opts Options, format string, poll time.Duration, w io.Writer) error {
@@ -32,7 +32,7 @@ func Follow(ctx context.Context, path string, opts Options, format string, poll 
 		return fmt.Errorf("logs: unknown format %q", format)
 	}
 	if poll <= 0 {
-		poll = DefaultPoll
+		poll = defaultPoll
 	}
 	p, err := NewParser(opts)
 	if err != nil {
@@ -93,7 +93,7 @@ type tail struct {
 	p        *Parser
 	f        *os.File
 	partial  []byte
-	skipping bool // inside the rest of a line longer than MaxLineBytes
+	skipping bool // inside the rest of a line longer than maxLineBytes
 	buf      [64 << 10]byte
 }
 
@@ -148,8 +148,8 @@ func (t *tail) consume(data []byte) {
 		if i < 0 {
 			if !t.skipping {
 				t.partial = append(t.partial, data...)
-				if len(t.partial) >= MaxLineBytes {
-					t.p.Line(string(t.partial[:MaxLineBytes]))
+				if len(t.partial) >= maxLineBytes {
+					t.p.Line(string(t.partial[:maxLineBytes]))
 					t.p.cut++
 					t.partial, t.skipping = t.partial[:0], true
 				}

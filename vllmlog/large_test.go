@@ -107,7 +107,7 @@ func TestLargeLogMemoryBounded(t *testing.T) {
 	}
 	r := rep.Runs[0]
 	s := r.Runtime.Engines[0]
-	if s.Lines < 70_000 || len(s.Points) > MaxPoints || r.KV.Tokens != 130960 || !r.KV.Check.Agrees() {
+	if s.Lines < 70_000 || len(s.Points) > maxPoints || r.KV.Tokens != 130960 || !r.KV.Check.Agrees() {
 		t.Errorf("series %d lines in %d points, KV %d tokens, check %+v", s.Lines, len(s.Points), r.KV.Tokens, r.KV.Check)
 	}
 	if len(r.Findings) != 1 || r.Findings[0].Count < 70_000 {

@@ -9,13 +9,13 @@ import (
 	"time"
 )
 
-// MaxLineBytes bounds one line. Longer lines (a megabyte-long config dump,
+// maxLineBytes bounds one line. Longer lines (a megabyte-long config dump,
 // a binary blob) are cut there and the rest of the line is skipped, so a
 // line can never make the reader fail or grow without bound.
-const MaxLineBytes = 4 << 20
+const maxLineBytes = 4 << 20
 
 // splitLines is a bufio.SplitFunc like bufio.ScanLines that never fails on
-// a long line: a line longer than MaxLineBytes is returned cut at that
+// a long line: a line longer than maxLineBytes is returned cut at that
 // length (with cut set) and the remainder of it is dropped.
 type splitLines struct {
 	skipping bool // inside the remainder of a cut line
@@ -40,10 +40,10 @@ func (s *splitLines) split(data []byte, atEOF bool) (advance int, token []byte, 
 		switch {
 		case i >= 0:
 			return advance + i + 1, data[:i], nil
-		case len(data) >= MaxLineBytes:
+		case len(data) >= maxLineBytes:
 			s.skipping = true
 			s.cut++
-			return advance + len(data), data[:MaxLineBytes], nil
+			return advance + len(data), data[:maxLineBytes], nil
 		case atEOF:
 			return advance + len(data), data, nil
 		}

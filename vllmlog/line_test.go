@@ -107,26 +107,26 @@ func TestParseStats(t *testing.T) {
 	}
 }
 
-// TestSplitLongLines checks that a line longer than MaxLineBytes is cut,
+// TestSplitLongLines checks that a line longer than maxLineBytes is cut,
 // its rest dropped, and the following lines read.
 func TestSplitLongLines(t *testing.T) {
 	t.Parallel()
-	long := strings.Repeat("x", MaxLineBytes+10)
+	long := strings.Repeat("x", maxLineBytes+10)
 	sc := bufio.NewScanner(strings.NewReader("a\n" + long + "\nb\nc"))
 	var sl splitLines
-	sc.Buffer(make([]byte, 1024), MaxLineBytes+1)
+	sc.Buffer(make([]byte, 1024), maxLineBytes+1)
 	sc.Split(sl.split)
 	var got []int
 	for sc.Scan() {
 		got = append(got, len(sc.Text()))
 	}
-	if sc.Err() != nil || len(got) != 4 || got[0] != 1 || got[1] != MaxLineBytes || got[2] != 1 || got[3] != 1 || sl.cut != 1 {
+	if sc.Err() != nil || len(got) != 4 || got[0] != 1 || got[1] != maxLineBytes || got[2] != 1 || got[3] != 1 || sl.cut != 1 {
 		t.Errorf("lines %v, err %v, cut %d", got, sc.Err(), sl.cut)
 	}
 }
 
 // TestSeriesBounded adds many stats lines to one engine: the series keeps
-// at most MaxPoints means, the exact first and last lines, and the mean.
+// at most maxPoints means, the exact first and last lines, and the mean.
 func TestSeriesBounded(t *testing.T) {
 	t.Parallel()
 	s := &Series{Stride: 1}
@@ -137,7 +137,7 @@ func TestSeriesBounded(t *testing.T) {
 		sum += v
 		s.add(Point{GenerationTPS: v, OffsetS: float64(i), Running: 1, Waiting: 0, Preemptions: 1, KVUsagePerc: 50, PrefixHitPerc: math.NaN(), PromptTPS: 0})
 	}
-	if len(s.Points) > MaxPoints || len(s.Points) < MaxPoints/2 || s.Lines != n {
+	if len(s.Points) > maxPoints || len(s.Points) < maxPoints/2 || s.Lines != n {
 		t.Fatalf("%d points, %d lines", len(s.Points), s.Lines)
 	}
 	if s.First.GenerationTPS != 0 || s.Last.GenerationTPS != float64((n-1)%1000) || s.Preemptions != n {

@@ -17,11 +17,11 @@ import (
 
 // Bounds that keep a parse's memory independent of the log's length.
 const (
-	// MaxRuns is the number of server starts a report keeps; later
+	// maxRuns is the number of server starts a report keeps; later
 	// starts are counted in a warning.
-	MaxRuns = 64
-	// MaxPoints is the number of stats points kept per engine (see Series).
-	MaxPoints = 1024
+	maxRuns = 64
+	// maxPoints is the number of stats points kept per engine (see Series).
+	maxPoints = 1024
 	// maxFindings, maxRoutes and maxRequests bound the distinct warning
 	// kinds, announced routes and access-line keys kept per run.
 	maxFindings = 200
@@ -50,8 +50,8 @@ type Parser struct {
 	line  int64
 	year  int
 	last  time.Time
-	cut   int   // lines cut at MaxLineBytes
-	extra int64 // server starts beyond MaxRuns
+	cut   int   // lines cut at maxLineBytes
+	extra int64 // server starts beyond maxRuns
 	// onPoint, when set, is called with each stats line as it is read.
 	onPoint func(r *Run, engine string, p Point)
 }
@@ -140,7 +140,7 @@ func (p *Parser) ReadFrom(ctx context.Context, name string, r io.Reader) error {
 	p.StartFile(name)
 	sc := bufio.NewScanner(r)
 	var sl splitLines
-	sc.Buffer(make([]byte, 64<<10), MaxLineBytes+1)
+	sc.Buffer(make([]byte, 64<<10), maxLineBytes+1)
 	sc.Split(sl.split)
 	for n := 0; sc.Scan(); n++ {
 		if n%4096 == 0 && ctx.Err() != nil {
@@ -368,7 +368,7 @@ func (p *Parser) newRun() {
 	r := &run{printed: map[string]string{}, findings: map[string]*Finding{}, requests: map[RouteCount]int64{}, engines: map[string]*Series{},
 		tb: map[string]*tbState{}, lastFinding: map[string]string{}, errs: map[string]Evidence{}}
 	r.File, r.FirstLine, r.LastLine = p.file, p.line, p.line
-	if len(p.runs) >= MaxRuns {
+	if len(p.runs) >= maxRuns {
 		p.extra++
 		// Keep reading into a scratch run, so lines still parse, but do
 		// not keep it.
@@ -578,7 +578,7 @@ func parseStats(msg string) (engine string, p Point, ok bool) {
 	return engine, p, ok
 }
 
-// add appends a point, halving the resolution when MaxPoints is reached.
+// add appends a point, halving the resolution when maxPoints is reached.
 func (s *Series) add(p Point) {
 	s.Lines++
 	if s.Lines == 1 {
@@ -608,7 +608,7 @@ func (s *Series) add(p Point) {
 			s.pending, s.pendingN = nil, 0
 		}
 	}
-	if len(s.Points) >= MaxPoints {
+	if len(s.Points) >= maxPoints {
 		half := s.Points[:0]
 		for i := 0; i+1 < len(s.Points); i += 2 {
 			half = append(half, mergePoints(s.Points[i], s.Points[i+1], 1, 1))
@@ -656,12 +656,12 @@ func (p *Parser) Report() *Report {
 		rep.Runs = append(rep.Runs, &r.Run)
 	}
 	if p.cut > 0 {
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d lines longer than %d bytes were cut there", p.cut, MaxLineBytes))
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d lines longer than %d bytes were cut there", p.cut, maxLineBytes))
 	}
 	rep.FileStats = append([]FileStat(nil), p.rep.FileStats...)
 	rep.Warnings = append(rep.Warnings, readingWarnings(&rep)...)
 	if p.extra > 0 {
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d more server starts after the first %d were read but not kept", p.extra, MaxRuns))
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d more server starts after the first %d were read but not kept", p.extra, maxRuns))
 	}
 	return &rep
 }

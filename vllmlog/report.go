@@ -22,7 +22,7 @@ type Report struct {
 	// the engine of a log that is not vLLM's.
 	FileStats []FileStat `json:"file_stats"`
 	// Warnings are problems of reading, not of the server: lines cut at
-	// MaxLineBytes, server starts beyond MaxRuns, files of other engines,
+	// maxLineBytes, server starts beyond maxRuns, files of other engines,
 	// files with nothing understood.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -283,7 +283,7 @@ type Runtime struct {
 }
 
 // Series is one engine's periodic "Engine 000: Avg prompt throughput …"
-// lines. It holds at most MaxPoints points: beyond that, neighbouring
+// lines. It holds at most maxPoints points: beyond that, neighbouring
 // points are averaged in pairs (Stride lines per point), so memory stays
 // bounded however long the log; First and Last are the exact end lines.
 type Series struct {

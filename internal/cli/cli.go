@@ -38,12 +38,25 @@ type env struct {
 var benchWord = regexp.MustCompile(`\bbench\b`)
 
 // named rewrites a usage text for the program's own name (servebench
-// installs as servebench; the texts say bench).
+// installs as servebench; the texts say bench). vLLM's own command, "vllm
+// bench serve", keeps its word.
 func (e env) named(text string) string {
 	if e.prog == "" || e.prog == "bench" {
 		return text
 	}
-	return benchWord.ReplaceAllString(text, e.prog)
+	var b strings.Builder
+	last := 0
+	for _, m := range benchWord.FindAllStringIndex(text, -1) {
+		b.WriteString(text[last:m[0]])
+		if strings.HasSuffix(text[:m[0]], "vllm ") {
+			b.WriteString("bench")
+		} else {
+			b.WriteString(e.prog)
+		}
+		last = m[1]
+	}
+	b.WriteString(text[last:])
+	return b.String()
 }
 
 // abortHooks are what an abort runs before the process exits at once (a

@@ -3,8 +3,12 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"slices"
+	"time"
 
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/report/compare"
@@ -25,7 +29,10 @@ sampling error (distribution-free for percentiles, Wilson for the error
 rate, batch means for throughput): run-to-run noise is unknown. Give
 repeats on both sides (BASE1 BASE2 … vs NEW1 NEW2 …) and the interval comes
 from the runs' spread (Welch): a change is called only beyond the noise
-the repeats show. A change is a regression or an improvement when its
+the repeats show. With --history FILE, each comparison adds its base runs
+to a baseline history, and once it holds three runs of the base's
+workload (lengths, stages, model), a comparison with one run a side takes
+its interval from the spread of the history's runs. A change is a regression or an improvement when its
 interval excludes 0 and it is at least --min-change; a p-value from a
 two-sided Mann-Whitney U test on per-request values is shown beside each
 latency, and decides a gate on a figure without an interval. Runs whose workloads
@@ -42,6 +49,7 @@ Examples:
   bench compare runs/v0.11.1 runs/v0.11.2
   bench compare base/results.jsonl new/results.jsonl --max-regression ttft_ms.p99=10% --max-regression itl_ms.p50=5%
   bench compare runs/main runs/pr --max-regression closed-8:tpot_ms.p50=3% --max-regression output_tokens_per_s=5%
+  bench compare runs/nightly runs/pr --history ci/baseline-history.jsonl --max-regression ttft_ms.p99=10%
 `
 
 func compareCmd(ctx context.Context, e env, args []string) error {
@@ -54,6 +62,7 @@ func compareCmd(ctx context.Context, e env, args []string) error {
 	partial := fs.Bool("partial", false, "accept sharded runs whose results lack shards")
 	different := fs.Bool("different-workloads", false, "compare runs whose workloads differ, flagged in the first line, instead of refusing")
 	mixed := fs.Bool("mixed", false, "merge results of different scenarios (refused otherwise: the figures would mix their workloads)")
+	history := fs.String("history", "", "baseline history `FILE` (JSON lines): its runs of the base's workload give the run-to-run noise; the base runs are added to it")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -94,9 +103,23 @@ func compareCmd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	opts.BaseRuns, opts.NewRuns = baseRuns, newRuns
+	if *history != "" {
+		if opts.History, err = readHistory(*history); err != nil {
+			return err
+		}
+	}
 	c, err := compare.Runs(base, cand, opts)
 	if err != nil {
 		return usageError{err: fmt.Errorf("compare: %w", err)}
+	}
+	if *history != "" {
+		runs := baseRuns
+		if len(runs) == 0 {
+			runs = []*report.Aggregate{base}
+		}
+		if err := recordHistory(e, *history, opts.History, runs); err != nil {
+			return err
+		}
 	}
 	if *format == "json" {
 		enc := json.NewEncoder(e.stdout)
@@ -128,6 +151,45 @@ func gateErr(c *compare.Comparison) error {
 	case unclear > 0:
 		return fmt.Errorf("%w: %d of %d regression limits cannot be told (their intervals straddle the limits)", errInconclusive, unclear, len(c.Gates))
 	}
+	return nil
+}
+
+// readHistory reads a baseline history file; a missing one is empty.
+func readHistory(path string) ([]compare.HistoryRun, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("compare: --history: %w", err)
+	}
+	defer f.Close()
+	h, err := compare.ReadHistory(f)
+	if err != nil {
+		return nil, fmt.Errorf("compare: --history %s: %w", path, err)
+	}
+	return h, nil
+}
+
+// recordHistory appends the base runs the history lacks and says so.
+func recordHistory(e env, path string, hist []compare.HistoryRun, base []*report.Aggregate) error {
+	add := compare.NewRuns(hist, base, time.Now())
+	if len(add) == 0 {
+		fmt.Fprintf(e.stderr, "history %s: the base runs are in it already (%d runs in all)\n", path, len(hist))
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("compare: --history: %w", err)
+	}
+	if err := compare.WriteHistory(f, add); err != nil {
+		f.Close()
+		return fmt.Errorf("compare: --history %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("compare: --history %s: %w", path, err)
+	}
+	fmt.Fprintf(e.stderr, "history %s: added %d base run(s) (%d runs in all)\n", path, len(add), len(hist)+len(add))
 	return nil
 }
 

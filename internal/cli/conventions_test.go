@@ -301,3 +301,15 @@ func TestTerminalGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestNamedKeepsVLLMsCommand: usage texts take the program's own name, but
+// vLLM's "vllm bench serve" keeps its word.
+func TestNamedKeepsVLLMsCommand(t *testing.T) {
+	t.Parallel()
+	e := env{prog: "servebench"}
+	got := e.named("keys of 'vllm bench serve --save-result'; bench run x.yaml; benchmark")
+	want := "keys of 'vllm bench serve --save-result'; servebench run x.yaml; benchmark"
+	if got != want {
+		t.Errorf("named = %q, want %q", got, want)
+	}
+}

@@ -24,7 +24,10 @@ type liveMetrics struct {
 	out  io.Writer // where the URL is announced; nil: nowhere
 }
 
-var _ run.Observer = (*liveMetrics)(nil)
+var (
+	_ run.Observer       = (*liveMetrics)(nil)
+	_ run.SampleObserver = (*liveMetrics)(nil)
+)
 
 // listenLive opens addr for the live metrics of a run (loopback unless
 // allowRemote).
@@ -40,7 +43,7 @@ func listenLive(addr string, allowRemote bool, out io.Writer) (*liveMetrics, err
 func (m *liveMetrics) Start(l run.Live) error {
 	exp, err := live.New(m.reg, live.Run{Scenario: l.Scenario, Target: l.Target, Model: l.Model, Version: l.Version,
 		Started: l.Started, StageName: l.Spec.StageName, InFlight: l.InFlight, Stage: l.Stage, StageCount: l.StageCount,
-		Chunks: l.Chunks, FirstTokens: l.FirstTokens})
+		Chunks: l.Chunks, FirstTokens: l.FirstTokens, Cost: costOf(l.Spec)})
 	if err != nil {
 		return err
 	}
@@ -57,6 +60,21 @@ func (m *liveMetrics) Observe(r *results.Result) {
 	if m.exp != nil {
 		m.exp.Observe(r)
 	}
+}
+
+// ObserveSample implements run.SampleObserver: GPU power and energy, and
+// speculative decoding.
+func (m *liveMetrics) ObserveSample(s *results.Sample) {
+	if m.exp != nil {
+		m.exp.ObserveSample(s)
+	}
+}
+
+func costOf(s *results.Spec) *results.Cost {
+	if s == nil {
+		return nil
+	}
+	return s.Cost
 }
 
 // Close stops serving and closes the listener.

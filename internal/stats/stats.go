@@ -241,20 +241,111 @@ func NormalQuantile(p float64) float64 {
 	return x - u/(1+x*u/2)
 }
 
-// TQuantile is the p-quantile of Student's t distribution with nu degrees
-// of freedom (the Cornish-Fisher expansion in 1/nu; within 0.1 % of the
-// exact value from nu = 5, and the normal quantile for nu ≥ 1e6).
+// TQuantile is the p-quantile of Student's t distribution with nu (> 0,
+// not necessarily whole) degrees of freedom: exact for nu = 1 and 2, else
+// the root of the distribution function found by bisection to 1e-12
+// (the normal quantile from nu = 1e6). Small nu matters: Welch's
+// interval over two runs a side has about one degree of freedom, where
+// t(0.975) is 12.7, not the normal 1.96.
 func TQuantile(p, nu float64) float64 {
-	z := NormalQuantile(p)
-	if nu >= 1e6 {
-		return z
+	switch {
+	case math.IsNaN(p) || math.IsNaN(nu) || nu <= 0:
+		return math.NaN()
+	case p <= 0:
+		return math.Inf(-1)
+	case p >= 1:
+		return math.Inf(1)
+	case p < 0.5:
+		return -TQuantile(1-p, nu)
+	case p == 0.5:
+		return 0
+	case nu >= 1e6:
+		return NormalQuantile(p)
+	case nu == 1:
+		return math.Tan(math.Pi * (p - 0.5))
+	case nu == 2:
+		return (2*p - 1) / math.Sqrt(2*p*(1-p))
 	}
-	z2 := z * z
-	g1 := (z2 + 1) * z / 4
-	g2 := ((5*z2+16)*z2 + 3) * z / 96
-	g3 := (((3*z2+19)*z2+17)*z2 - 15) * z / 384
-	g4 := ((((79*z2+776)*z2+1482)*z2-1920)*z2 - 945) * z / 92160
-	return z + g1/nu + g2/(nu*nu) + g3/(nu*nu*nu) + g4/(nu*nu*nu*nu)
+	lo, hi := 0.0, 1.0
+	for tCDF(hi, nu) < p && hi < 1e300 {
+		lo, hi = hi, hi*2
+	}
+	for range 200 {
+		mid := (lo + hi) / 2
+		if tCDF(mid, nu) < p {
+			lo = mid
+		} else {
+			hi = mid
+		}
+		if hi-lo <= 1e-12*hi {
+			break
+		}
+	}
+	return (lo + hi) / 2
+}
+
+// tCDF is Student's t distribution function at t ≥ 0 with nu degrees of
+// freedom: 1 − I_x(nu/2, 1/2)/2 with x = nu/(nu+t²).
+func tCDF(t, nu float64) float64 {
+	return 1 - regIncBeta(nu/2, 0.5, nu/(nu+t*t))/2
+}
+
+// regIncBeta is the regularised incomplete beta function I_x(a, b), by its
+// continued fraction (evaluated where it converges fast, with the
+// symmetry I_x(a, b) = 1 − I_{1−x}(b, a) elsewhere).
+func regIncBeta(a, b, x float64) float64 {
+	switch {
+	case x <= 0:
+		return 0
+	case x >= 1:
+		return 1
+	}
+	la, _ := math.Lgamma(a)
+	lb, _ := math.Lgamma(b)
+	lab, _ := math.Lgamma(a + b)
+	front := math.Exp(lab - la - lb + a*math.Log(x) + b*math.Log1p(-x))
+	if x < (a+1)/(a+b+2) {
+		return front * betaFraction(a, b, x) / a
+	}
+	return 1 - front*betaFraction(b, a, 1-x)/b
+}
+
+// betaFraction evaluates the incomplete beta function's continued
+// fraction by the modified Lentz method.
+func betaFraction(a, b, x float64) float64 {
+	const tiny, eps = 1e-300, 1e-15
+	c, d := 1.0, 1-(a+b)*x/(a+1)
+	if math.Abs(d) < tiny {
+		d = tiny
+	}
+	d = 1 / d
+	h := d
+	for m := 1.0; m <= 500; m++ {
+		// The even step, then the odd one.
+		num := m * (b - m) * x / ((a + 2*m - 1) * (a + 2*m))
+		d, c = 1+num*d, 1+num/c
+		d, c = lentzGuard(d), lentzGuard(c)
+		d = 1 / d
+		h *= d * c
+		num = -(a + m) * (a + b + m) * x / ((a + 2*m) * (a + 2*m + 1))
+		d, c = 1+num*d, 1+num/c
+		d, c = lentzGuard(d), lentzGuard(c)
+		d = 1 / d
+		step := d * c
+		h *= step
+		if math.Abs(step-1) < eps {
+			break
+		}
+	}
+	return h
+}
+
+// lentzGuard keeps a Lentz term away from zero.
+func lentzGuard(v float64) float64 {
+	if math.Abs(v) < 1e-300 {
+		return 1e-300
+	}
+	return v
 }
 
 // Wilson returns the Wilson score interval at conf of a proportion p

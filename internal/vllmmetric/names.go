@@ -27,6 +27,13 @@ const (
 	RequestPromptTokens     = "vllm:request_prompt_tokens"
 	RequestGenerationTokens = "vllm:request_generation_tokens"
 	CacheConfigInfo         = "vllm:cache_config_info" // gauge = 1, labels describe the cache
+
+	// Speculative decoding counters, exported only when a draft is
+	// configured (vllm/v1/spec_decode/metrics.py).
+	SpecDecodeNumDrafts               = "vllm:spec_decode_num_drafts_total"
+	SpecDecodeNumDraftTokens          = "vllm:spec_decode_num_draft_tokens_total"
+	SpecDecodeNumAcceptedTokens       = "vllm:spec_decode_num_accepted_tokens_total"
+	SpecDecodeNumAcceptedTokensPerPos = "vllm:spec_decode_num_accepted_tokens_per_pos_total" // label position
 )
 
 // Label names vLLM puts on engine metrics.
@@ -34,4 +41,5 @@ const (
 	LabelModelName      = "model_name"
 	LabelEngine         = "engine"
 	LabelFinishedReason = "finished_reason"
+	LabelPosition       = "position" // draft position of the per-position acceptance counter
 )

@@ -36,6 +36,10 @@ type LoadPoint struct {
 	TPOTP50            float64
 	OutputTokensPerSec float64
 	Pass               *bool // met the budgets (nil: no verdict)
+	// ParetoX is the point's x in a Pareto plot with another axis than
+	// total throughput (ParetoPlot.XLabel): tokens/s per GPU, tokens per
+	// joule, $ per 1M tokens; 0 when unknown, and the point is not drawn.
+	ParetoX float64
 }
 
 // LoadSeries is one curve: the points of one combination of the other
@@ -113,22 +117,47 @@ func (lp *LoadPlot) panel(yLabel string, f func(LoadPoint) [2]float64) *plot.Plo
 type ParetoPlot struct {
 	Title  string
 	Series []LoadSeries
+	// XLabel names the x axis when it is not total output throughput:
+	// the points' ParetoX is drawn instead. XLowerIsBetter says a
+	// smaller x is better ($ per 1M tokens), for the frontier.
+	XLabel         string
+	XLowerIsBetter bool
+}
+
+// x is a point's x in pp.
+func (pp *ParetoPlot) x(p LoadPoint) float64 {
+	if pp.XLabel != "" {
+		return p.ParetoX
+	}
+	return p.OutputTokensPerSec
 }
 
 // Frontier returns the indexes of pts that no other point beats on both
 // total and per-user throughput, in order of total throughput.
 func Frontier(pts []LoadPoint) []int {
+	return FrontierBy(pts, func(p LoadPoint) float64 { return p.OutputTokensPerSec }, false)
+}
+
+// FrontierBy returns the indexes of pts that no other point beats on both
+// x (larger, or smaller when lowerBetter) and per-user throughput, in
+// order of x; a point without x (0) or per-user speed is left out.
+func FrontierBy(pts []LoadPoint, x func(LoadPoint) float64, lowerBetter bool) []int {
+	key := func(p LoadPoint) float64 {
+		if lowerBetter {
+			return -x(p)
+		}
+		return x(p)
+	}
 	var out []int
 	for i, a := range pts {
 		ua := perUser(a)
-		if ua <= 0 {
+		if ua <= 0 || x(a) <= 0 {
 			continue
 		}
 		dominated := false
 		for j, b := range pts {
 			ub := perUser(b)
-			if i != j && ub > 0 && b.OutputTokensPerSec >= a.OutputTokensPerSec && ub >= ua &&
-				(b.OutputTokensPerSec > a.OutputTokensPerSec || ub > ua) {
+			if i != j && ub > 0 && x(b) > 0 && key(b) >= key(a) && ub >= ua && (key(b) > key(a) || ub > ua) {
 				dominated = true
 				break
 			}
@@ -137,10 +166,13 @@ func Frontier(pts []LoadPoint) []int {
 			out = append(out, i)
 		}
 	}
-	slices.SortFunc(out, func(a, b int) int {
-		return cmpF(pts[a].OutputTokensPerSec, pts[b].OutputTokensPerSec)
-	})
+	slices.SortFunc(out, func(a, b int) int { return cmpF(x(pts[a]), x(pts[b])) })
 	return out
+}
+
+// Frontier returns the indexes of the points of s on pp's frontier.
+func (pp *ParetoPlot) Frontier(s LoadSeries) []int {
+	return FrontierBy(s.Points, pp.x, pp.XLowerIsBetter)
 }
 
 func perUser(p LoadPoint) float64 {
@@ -169,6 +201,9 @@ func (pp *ParetoPlot) Render() (pngData, svgData []byte, err error) {
 	p.Title.Text = pp.Title
 	p.Title.TextStyle.Font.Size = vg.Points(13)
 	p.X.Label.Text = "total output tokens/s"
+	if pp.XLabel != "" {
+		p.X.Label.Text = pp.XLabel
+	}
 	p.Y.Label.Text = "output tokens/s per user (1000 / TPOT p50)"
 	p.Legend.Top, p.Legend.Left = true, false
 	p.Legend.TextStyle.Font.Size = vg.Points(10)
@@ -180,8 +215,8 @@ func (pp *ParetoPlot) Render() (pngData, svgData []byte, err error) {
 		var pts plotter.XYs
 		var labels []string
 		for _, pt := range s.Points {
-			if u := perUser(pt); u > 0 {
-				xy := plotter.XY{X: pt.OutputTokensPerSec, Y: u}
+			if u := perUser(pt); u > 0 && pp.x(pt) > 0 {
+				xy := plotter.XY{X: pp.x(pt), Y: u}
 				pts = append(pts, xy)
 				labels = append(labels, pt.Label)
 				if pt.Pass != nil && *pt.Pass {
@@ -207,8 +242,8 @@ func (pp *ParetoPlot) Render() (pngData, svgData []byte, err error) {
 		}
 		p.Legend.Add(name, sc)
 		var front plotter.XYs
-		for _, i := range Frontier(s.Points) {
-			front = append(front, plotter.XY{X: s.Points[i].OutputTokensPerSec, Y: perUser(s.Points[i])})
+		for _, i := range pp.Frontier(s) {
+			front = append(front, plotter.XY{X: pp.x(s.Points[i]), Y: perUser(s.Points[i])})
 		}
 		if len(front) > 1 {
 			l, err := plotter.NewLine(front)

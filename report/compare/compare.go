@@ -20,7 +20,7 @@ import (
 // Compare defaults.
 const (
 	DefaultAlpha     = 0.05 // significance level of the rank test
-	DefaultMinChange = 0.05 // smallest relative change flagged, as a fraction
+	defaultMinChange = 0.05 // smallest relative change flagged, as a fraction
 	// offeredTolerance is how far apart (relative) two open-loop stages'
 	// realised arrival rates may be before the comparison is flagged.
 	offeredTolerance = 0.10
@@ -38,7 +38,7 @@ type Options struct {
 	// MinChange is the smallest relative change (a fraction) that is
 	// flagged as a regression or improvement, however significant: with
 	// thousands of requests, a 1 % shift is significant and still noise on
-	// a shared machine. 0 means DefaultMinChange; negative means none.
+	// a shared machine. 0 means defaultMinChange; negative means none.
 	MinChange float64
 	// MaxRegression turns the comparison into a gate: each key
 	// "[SCOPE:]METRIC[.STAT]" ("ttft_ms.p99", "closed-8:itl_ms.p50",
@@ -53,6 +53,10 @@ type Options struct {
 	// interval comes from the run-to-run spread (Welch); otherwise from
 	// each run's own sampling error, and run-to-run noise is unknown.
 	BaseRuns, NewRuns []*report.Aggregate
+	// History holds earlier baseline runs' figures (a history file): with
+	// at least three runs of the base's workload and no repeats on both
+	// sides, a change's interval comes from the spread the history shows.
+	History []HistoryRun
 	// DifferentWorkloads compares runs whose workloads differ (lengths,
 	// API, dataset, stage shapes) instead of refusing: the first line of
 	// the output says so.
@@ -76,6 +80,10 @@ type Comparison struct {
 	Noise     string `json:"noise"`
 	BaseCount int    `json:"base_runs"`
 	NewCount  int    `json:"new_runs"`
+	// HistoryRuns is how many runs of the base's workload the history
+	// holds (the noise comes from them when Noise is "history": at least
+	// three); 0 without a history.
+	HistoryRuns int `json:"history_runs,omitempty"`
 	// Workload lists how the two sides' workloads differ; empty when they
 	// asked the same of the server.
 	Workload []string `json:"workload_differences,omitempty"`
@@ -232,14 +240,22 @@ func Runs(base, cand *report.Aggregate, opts Options) (*Comparison, error) {
 	}
 	c := &Comparison{BaseLabel: opts.BaseLabel, NewLabel: opts.NewLabel, Alpha: opts.Alpha, MinChange: opts.MinChange, Pass: true,
 		Noise: "within runs", BaseCount: max(len(opts.BaseRuns), 1), NewCount: max(len(opts.NewRuns), 1), Workload: diffs}
-	if cp.between() {
+	switch {
+	case cp.between():
 		c.Noise = "between runs"
+	case len(opts.History) > 0:
+		if cp.hist, c.HistoryRuns = noiseFrom(opts.History, bs); cp.hist != nil {
+			c.Noise = "history"
+		}
 	}
 	c.Tables = append(c.Tables, cp.table("overall", &bs.Overall, &ns.Overall, nil, nil))
 	tables, warnings := cp.stageTables()
 	c.Tables = append(c.Tables, tables...)
 	c.Warnings = append(c.Warnings, warnings...)
 	c.Warnings = append(c.Warnings, loadWarnings(c, bs, ns)...)
+	if w := SpecDraftWarning(c.BaseLabel, bs.Overall.Efficiency, c.NewLabel, ns.Overall.Efficiency); w != "" {
+		c.Warnings = append(c.Warnings, w)
+	}
 	for _, g := range gates {
 		cg := g.judge(c)
 		c.Pass = c.Pass && cg.Pass
@@ -267,7 +283,7 @@ func (o *Options) defaults() {
 		o.Alpha = DefaultAlpha
 	}
 	if o.MinChange == 0 {
-		o.MinChange = DefaultMinChange
+		o.MinChange = defaultMinChange
 	}
 	o.MinChange = max(o.MinChange, 0)
 	if o.BaseLabel == "" {
@@ -287,6 +303,7 @@ type comparer struct {
 	extra          map[string][]string // "scope:metric" → the stats a gate names
 	gated          map[string]bool     // "scope:metric" gated
 	bRuns, nRuns   []*report.Summary   // each side's runs, when it pools several
+	hist           *historyNoise       // the history's noise; nil: none used
 }
 
 // stageTables compares the stages the two runs share, by name (when
@@ -366,7 +383,7 @@ func (cp *comparer) table(scope string, bst, nst *report.Stage, bIdx, nIdx []int
 			b, _ := m.bd.Stat(stat)
 			n, _ := m.nd.Stat(stat)
 			r := newRow(m.metric, stat, "ms", b, n, m.nb, m.nn, m.adjusted, m.shift, true, cp.opts)
-			r.Lo, r.Hi = cp.interval(scope, bst, nst, m.metric, stat, b)
+			r.Lo, r.Hi = cp.interval(scope, bst, nst, m.metric, stat, b, r.Change)
 			r.judge(cp.opts)
 			t.Rows = append(t.Rows, r)
 		}
@@ -389,7 +406,7 @@ func (cp *comparer) table(scope string, bst, nst *report.Stage, bIdx, nIdx []int
 			n = mean(runValues(cp.nRuns, scope, name, ""))
 		}
 		r := newRow(name, "", m.Unit, b, n, 0, 0, math.NaN(), 0, !m.HigherIsBetter, cp.opts)
-		r.Lo, r.Hi = cp.interval(scope, bst, nst, name, "", b)
+		r.Lo, r.Hi = cp.interval(scope, bst, nst, name, "", b, r.Change)
 		r.judge(cp.opts)
 		t.Rows = append(t.Rows, r)
 	}
@@ -749,8 +766,14 @@ func WriteText(w io.Writer, c *Comparison) error {
 		fmt.Fprintf(&b, "load: %s %s; %s %s\n", c.BaseLabel, loadText(t.BaseLoad), c.NewLabel, loadText(t.NewLoad))
 	}
 	noise := fmt.Sprintf("between runs (%d against %d): run-to-run noise measured, Welch's interval over the runs' figures", c.BaseCount, c.NewCount)
-	if c.Noise != "between runs" {
-		noise = "within runs: each run's own sampling error; run-to-run noise is unknown (give several runs a side: BASE… vs NEW…)"
+	switch c.Noise {
+	case "history":
+		noise = fmt.Sprintf("the run-to-run spread of %d baseline runs in the history (%d against %d here)", c.HistoryRuns, c.BaseCount, c.NewCount)
+	case "within runs":
+		noise = "within runs: each run's own sampling error; run-to-run noise is unknown (give several runs a side: BASE… vs NEW…, or a --history)"
+		if c.HistoryRuns > 0 {
+			noise = fmt.Sprintf("within runs: each run's own sampling error; the history holds %d run(s) of this workload, %d are needed to measure the run-to-run noise", c.HistoryRuns, minHistory)
+		}
 	}
 	fmt.Fprintf(&b, "(latencies in ms; 95 %% interval of the change: %s; p: Mann-Whitney U on per-request values, Holm-adjusted; ~: the interval holds 0 or the change is under %s %%)\n",
 		noise, report.FormatDecimal(c.MinChange*100, 1))
@@ -803,4 +826,21 @@ func signed(x float64) string {
 func round(x float64, digits int) float64 {
 	p := math.Pow(10, float64(digits))
 	return math.Round(x*p) / p
+}
+
+// SpecDraftWarning warns when two runs' speculative decoding used
+// different draft lengths: the acceptance rate (accepted ÷ proposed)
+// falls arithmetically as drafts grow, whatever the drafter's quality, so
+// the mean acceptance length (tokens per step) is what compares. "" when
+// they drafted alike or either did not speculate.
+func SpecDraftWarning(baseLabel string, base *report.Efficiency, newLabel string, cand *report.Efficiency) string {
+	if base == nil || cand == nil || base.SpecDecode == nil || cand.SpecDecode == nil {
+		return ""
+	}
+	b, n := base.SpecDecode, cand.SpecDecode
+	if b.DraftLength == 0 || n.DraftLength == 0 || math.Abs(b.DraftLength-n.DraftLength) < 0.05 {
+		return ""
+	}
+	return fmt.Sprintf("speculative decoding drafted %.2g tokens in %s and %.2g in %s: the acceptance rate (%.1f %% against %.1f %%) falls as drafts grow whatever the drafter, so compare the mean acceptance length, %.3g against %.3g tokens per step",
+		b.DraftLength, baseLabel, n.DraftLength, newLabel, 100*b.AcceptanceRate, 100*n.AcceptanceRate, b.AcceptLength, n.AcceptLength)
 }

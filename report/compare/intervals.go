@@ -17,12 +17,19 @@ const sideConf = 0.975
 
 // interval is the 95 % interval of a row's relative change (new − base) /
 // base: with repeats on both sides, Welch's interval over the runs' own
-// figures (run-to-run noise); else the difference of each side's own
-// interval of the figure (sampling error only). NaN when there is none.
-func (cp *comparer) interval(scope string, bst, nst *report.Stage, metric, stat string, base float64) (lo, hi float64) {
+// figures (run-to-run noise); else, with a history of the base's
+// workload, the change ± the spread the history shows; else the
+// difference of each side's own interval of the figure (sampling error
+// only). NaN when there is none.
+func (cp *comparer) interval(scope string, bst, nst *report.Stage, metric, stat string, base, change float64) (lo, hi float64) {
 	nan := math.NaN()
 	if base == 0 {
 		return nan, nan
+	}
+	if cp.hist != nil {
+		if lo, hi, ok := cp.hist.interval(scope, metric, stat, change, max(len(cp.bRuns), 1), max(len(cp.nRuns), 1)); ok {
+			return lo, hi
+		}
 	}
 	if cp.between() {
 		bv, nv := runValues(cp.bRuns, scope, metric, stat), runValues(cp.nRuns, scope, metric, stat)
@@ -30,8 +37,9 @@ func (cp *comparer) interval(scope string, bst, nst *report.Stage, metric, stat 
 		if !ok {
 			return nan, nan
 		}
+		// A positive figure cannot fall by more than all of it.
 		mb := mean(bv)
-		return (d - half) / mb, (d + half) / mb
+		return max((d-half)/mb, -1), (d + half) / mb
 	}
 	bl, bh, ok1 := sideInterval(cp.base, bst, metric, stat)
 	nl, nh, ok2 := sideInterval(cp.cand, nst, metric, stat)

@@ -278,6 +278,10 @@ func p99Spans(sent time.Duration, chunks, buf []time.Duration) ([]span, []time.D
 // other records).
 func (c *Correlator) AddSample(s results.Sample) { c.samples = append(c.samples, s) }
 
+// Samples returns every sample added, the server's and the GPU
+// telemetry's, in the order added. The caller must not modify them.
+func (c *Correlator) Samples() []results.Sample { return c.samples }
+
 // Window is one interval of the common timeline: what the client saw and
 // what the server reported during it. Server figures are NaN when no scrape
 // covers the window or the server does not export them.
@@ -309,6 +313,12 @@ type Window struct {
 	// a request ends (see countersAtEnd), whose per-window rate means
 	// nothing.
 	ServerTokensPerSec float64
+
+	// GPU telemetry (NaN without it): mean power of all GPUs over the
+	// window, in watts; their power limit; GPU utilisation, SM and DRAM
+	// activity, and the share of time the power cap held the clocks down,
+	// 0..1, means of the GPUs and of the samples in the window.
+	PowerW, PowerLimitW, GPUUtil, SMActive, DRAMActive, PowerCapped float64
 
 	serverTokens float64 // the counter's increase over the window, whatever its granularity
 	endTokens    float64 // output tokens of the requests that ended in the window
@@ -349,6 +359,7 @@ func (c *Correlator) timeline() timeline {
 		tl.windows = c.fixedWindows(tl.nominal)
 	}
 	c.fill(tl.windows)
+	c.fillGPU(tl.windows)
 	if tl.scraped {
 		tl.countersAtEnd = countersAtEnd(tl.windows, tl.countersAtEnd)
 		for i := range tl.windows {
@@ -406,6 +417,9 @@ func countersAtEnd(ws []Window, hint bool) bool {
 func (c *Correlator) serverSamples(tl *timeline) []results.Sample {
 	count := map[string]int{}
 	for i := range c.samples {
+		if c.samples[i].GPU {
+			continue // GPU telemetry: its own series (gpu.go)
+		}
 		if c.samples[i].OK {
 			count[c.samples[i].Target]++
 			tl.okSamples++
@@ -422,7 +436,7 @@ func (c *Correlator) serverSamples(tl *timeline) []results.Sample {
 	}
 	var out []results.Sample
 	for i := range c.samples {
-		if s := c.samples[i]; s.OK && s.Target == target {
+		if s := c.samples[i]; s.OK && !s.GPU && s.Target == target {
 			out = append(out, s)
 		}
 	}

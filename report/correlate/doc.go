@@ -4,10 +4,13 @@
 // cross-check, TTFT spent behind a queue, preemption attribution, and
 // the figures each stage's saturation verdict rests on: what its load
 // offered and was served, how long the client's cap held, and the
-// server's queue against its ceiling (Load), and the queue's trend.
+// server's queue against its ceiling (Load), and the queue's trend; and
+// the GPU telemetry on the same windows (power, utilisation, SM and DRAM
+// activity, the power limit: gpu.go).
 //
 // It consumes request records (results.Result) and scrape samples
-// (results.Sample) in any order, from any number of files, through a
+// (results.Sample, the server's and the GPUs', told apart by Reading.GPU)
+// in any order, from any number of files, through a
 // Correlator, which bins each request's contribution into fine time bins
 // as it arrives, so memory follows the run's duration, not its tokens. It
 // produces Windows (the timeline, cut at the scrape times) and a

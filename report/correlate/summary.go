@@ -62,6 +62,9 @@ type Correlation struct {
 
 	Stages []StageCorrelation `json:"stages"`
 
+	// GPU is what the GPU telemetry showed under load; nil without any.
+	GPU *GPU `json:"gpu,omitempty"`
+
 	// Conclusion answers in one sentence whether the server saturated and
 	// what limited it (package report writes it); it is also the first of
 	// the findings.
@@ -123,6 +126,11 @@ type StageCorrelation struct {
 	// say what held the server back when it saturated.
 	RunningMax *float64 `json:"running_max,omitempty"`
 	KVUsageMax *float64 `json:"kv_usage_max_perc,omitempty"`
+	// KVZeroOnly is true when the server's KV-cache usage gauge read 0
+	// throughout while requests ran: a running request holds cache blocks,
+	// so the gauge does not measure this cache (KVUsageMax is then absent:
+	// memory cannot be judged from it).
+	KVZeroOnly bool `json:"kv_usage_zero_only,omitempty"`
 
 	Preemptions *float64 `json:"preemptions,omitempty"`
 	// AffectedRequests counts the stage's non-warmup requests whose chunk
@@ -319,6 +327,7 @@ func (c *Correlator) Correlation(names map[int]string) *Correlation {
 		sc.AffectedSeqs = seqs
 		out.Stages = append(out.Stages, sc)
 	}
+	out.GPU = c.gpuSummary(ws)
 	return out
 }
 
@@ -369,6 +378,9 @@ func stageCorrelation(index int, name string, ws []Window) StageCorrelation {
 	sc.Preemptions = sumOf(mine, func(w *Window) float64 { return w.Preemptions })
 	sc.RunningMax = maxOf(mine, func(w *Window) float64 { return w.Running })
 	sc.KVUsageMax = maxOf(mine, func(w *Window) float64 { return w.KVUsagePerc })
+	if kv, run := sc.KVUsageMax, sc.RunningMax; kv != nil && *kv == 0 && run != nil && *run > 0 {
+		sc.KVUsageMax, sc.KVZeroOnly = nil, true
+	}
 	trend(&sc, mine)
 	return sc
 }

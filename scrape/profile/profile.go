@@ -36,6 +36,19 @@ type Source struct {
 	// engine does not export directly (TGI's reserved token budget over its
 	// cap as kv_usage). Sample.Matched records it as "Metric/Per".
 	Per string
+
+	// Scale converts the series' unit to the meaning's (0.001 for a
+	// counter in millijoules read as joules, 0.01 for a percentage read as
+	// a fraction); zero means 1.
+	Scale float64
+}
+
+// Factor returns the source's Scale, 1 when unset.
+func (s Source) Factor() float64 {
+	if s.Scale == 0 {
+		return 1
+	}
+	return s.Scale
 }
 
 // String returns the source as Sample.Matched records it: the metric name,
@@ -92,6 +105,24 @@ type Profile struct {
 	// sources newest first. The first candidate present on a page is used.
 	// A meaning absent from the map is one the engine never exports.
 	Sources map[results.Meaning][]Source
+
+	// PerPosition is the counter of accepted draft tokens by draft
+	// position (speculative decoding), whose PositionLabel says the
+	// position; empty when the engine exports none.
+	PerPosition   string
+	PositionLabel string
+
+	// GPU is true for a GPU telemetry profile (DCGM): its Engines are
+	// GPUs, keyed by EngineLabel, and DeviceLabels name the labels that
+	// describe each.
+	GPU          bool
+	DeviceLabels DeviceLabels
+}
+
+// DeviceLabels are the label names a GPU page describes its devices
+// with (results.Device); an empty name is a label the page lacks.
+type DeviceLabels struct {
+	UUID, Model, Host, Pod, Namespace, Container string
 }
 
 // Provides reports whether the profile knows any source for m.
@@ -108,6 +139,9 @@ const (
 	// Auto detects the profile from the page. The empty string
 	// means the same.
 	Auto = "auto"
+
+	// DCGM reads NVIDIA's DCGM exporter page (GPU telemetry, scrape.gpu).
+	DCGM = "dcgm"
 )
 
 // All returns the built-in profiles, in detection-preference order.
@@ -125,10 +159,14 @@ func Names() []string {
 	return names
 }
 
-// ByName returns the built-in profile called name.
+// GPUProfiles returns the built-in GPU telemetry profiles (DCGM). They
+// are not among All: an engine's page is never read as a GPU's.
+func GPUProfiles() []Profile { return []Profile{dcgmProfile()} }
+
+// ByName returns the built-in profile called name, engine or GPU.
 func ByName(name string) (Profile, error) {
 	var names []string
-	for _, p := range All() {
+	for _, p := range append(All(), GPUProfiles()...) {
 		if p.Name == name {
 			return p, nil
 		}
@@ -179,6 +217,10 @@ const (
 	vllmE2ESeconds              = vllmmetric.E2ERequestLatency
 	vllmQueueTimeSeconds        = vllmmetric.RequestQueueTime
 	vllmEngineLabel             = vllmmetric.LabelEngine
+	vllmSpecDrafts              = vllmmetric.SpecDecodeNumDrafts
+	vllmSpecDraftTokens         = vllmmetric.SpecDecodeNumDraftTokens
+	vllmSpecAcceptedTokens      = vllmmetric.SpecDecodeNumAcceptedTokens
+	vllmSpecAcceptedPerPos      = vllmmetric.SpecDecodeNumAcceptedTokensPerPos
 
 	vllmGPUCacheUsagePerc     = "vllm:gpu_cache_usage_perc"           // renamed vllm:kv_cache_usage_perc
 	vllmGPUPrefixCacheHits    = "vllm:gpu_prefix_cache_hits_total"    // renamed vllm:prefix_cache_hits_total
@@ -197,19 +239,24 @@ func vllmProfile() Profile {
 		Prefix:      "vllm:",
 		EngineLabel: vllmEngineLabel,
 		Sources: map[results.Meaning][]Source{
-			results.KVUsage:          {src(vllmKVCacheUsagePerc), src(vllmGPUCacheUsagePerc)},
-			results.Running:          {src(vllmNumRequestsRunning)},
-			results.Waiting:          {src(vllmNumRequestsWaiting)},
-			results.Preemptions:      {src(vllmNumPreemptionsTotal)},
-			results.PromptTokens:     {src(vllmPromptTokensTotal)},
-			results.GenerationTokens: {src(vllmGenerationTokensTotal)},
-			results.PrefixHits:       {src(vllmPrefixCacheHitsTotal), src(vllmGPUPrefixCacheHits)},
-			results.PrefixQueries:    {src(vllmPrefixCacheQueriesTotal), src(vllmGPUPrefixCacheQueries)},
-			results.TTFT:             {src(vllmTTFTSeconds)},
-			results.ITL:              {src(vllmITLSeconds), src(vllmTPOTSeconds)},
-			results.E2E:              {src(vllmE2ESeconds)},
-			results.QueueTime:        {src(vllmQueueTimeSeconds)},
+			results.KVUsage:            {src(vllmKVCacheUsagePerc), src(vllmGPUCacheUsagePerc)},
+			results.Running:            {src(vllmNumRequestsRunning)},
+			results.Waiting:            {src(vllmNumRequestsWaiting)},
+			results.Preemptions:        {src(vllmNumPreemptionsTotal)},
+			results.PromptTokens:       {src(vllmPromptTokensTotal)},
+			results.GenerationTokens:   {src(vllmGenerationTokensTotal)},
+			results.PrefixHits:         {src(vllmPrefixCacheHitsTotal), src(vllmGPUPrefixCacheHits)},
+			results.PrefixQueries:      {src(vllmPrefixCacheQueriesTotal), src(vllmGPUPrefixCacheQueries)},
+			results.TTFT:               {src(vllmTTFTSeconds)},
+			results.ITL:                {src(vllmITLSeconds), src(vllmTPOTSeconds)},
+			results.E2E:                {src(vllmE2ESeconds)},
+			results.QueueTime:          {src(vllmQueueTimeSeconds)},
+			results.SpecDrafts:         {src(vllmSpecDrafts)},
+			results.SpecDraftTokens:    {src(vllmSpecDraftTokens)},
+			results.SpecAcceptedTokens: {src(vllmSpecAcceptedTokens)},
 		},
+		PerPosition:   vllmSpecAcceptedPerPos,
+		PositionLabel: vllmmetric.LabelPosition,
 	}
 }
 
@@ -241,6 +288,10 @@ func sglangProfile() Profile {
 			results.ITL:           {src("sglang:inter_token_latency_seconds"), src("sglang:time_per_output_token_seconds")},
 			results.E2E:           {src("sglang:e2e_request_latency_seconds")},
 			results.QueueTime:     {src("sglang:queue_time_seconds")},
+			// SGLang exports speculative decoding as gauges averaged over
+			// its recent steps, not counters.
+			results.SpecAcceptLength: {src("sglang:spec_accept_length")},
+			results.SpecAcceptRate:   {src("sglang:spec_accept_rate")},
 		},
 	}
 }
@@ -314,3 +365,76 @@ func lmdeployProfile() Profile {
 		},
 	}
 }
+
+// dcgmProfile reads the page of NVIDIA's DCGM exporter
+// (github.com/NVIDIA/dcgm-exporter), one series per GPU labelled gpu="N",
+// with the fields of its default counter files (default-counters.csv,
+// dcp-metrics-included.csv). Energy is a counter in millijoules, framebuffer
+// memory in MiB and utilisations in percent; DRAM and SM activity are
+// ratios and come only with the profiling (DCP) fields. DRAM activity
+// falls back on the memory copy utilisation, the share of time memory was
+// read or written, which the default file exports. SM activity
+// (DCGM_FI_PROF_SM_ACTIVE) is commented out in both default files: a page
+// without it cannot show a memory-bound GPU.
+func dcgmProfile() Profile {
+	return Profile{
+		Name:        DCGM,
+		Prefix:      "DCGM_FI_",
+		EngineLabel: "gpu",
+		GPU:         true,
+		DeviceLabels: DeviceLabels{UUID: "UUID", Model: "modelName", Host: "Hostname",
+			Pod: "pod", Namespace: "namespace", Container: "container"},
+		Sources: map[results.Meaning][]Source{
+			results.GPUPowerW:       {src("DCGM_FI_DEV_POWER_USAGE")},
+			results.GPUEnergyJ:      {{Metric: "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", Scale: 1e-3}},
+			results.GPUUtil:         {{Metric: "DCGM_FI_DEV_GPU_UTIL", Scale: 0.01}},
+			results.GPUSMActive:     {src("DCGM_FI_PROF_SM_ACTIVE")},
+			results.GPUDRAMActive:   {src("DCGM_FI_PROF_DRAM_ACTIVE"), {Metric: "DCGM_FI_DEV_MEM_COPY_UTIL", Scale: 0.01}},
+			results.GPUMemUsedBytes: {{Metric: "DCGM_FI_DEV_FB_USED", Scale: 1 << 20}},
+			results.GPUSMClockMHz:   {src("DCGM_FI_DEV_SM_CLOCK")},
+			results.GPUPowerLimitW:  {src("DCGM_FI_DEV_ENFORCED_POWER_LIMIT"), src("DCGM_FI_DEV_POWER_MGMT_LIMIT")},
+		},
+	}
+}
+
+// NvidiaSMI names the nvidia-smi sampler's readings (scrape.gpu.sampler).
+const NvidiaSMI = "nvidia-smi"
+
+// SMIField is one nvidia-smi --query-gpu field servebench reads: the
+// meaning it carries and the unit nvidia-smi gives it (the header says
+// "power.draw [W]"; with --format=csv,nounits it says "power.draw" and
+// the unit is this one).
+type SMIField struct {
+	Field   string
+	Meaning results.Meaning
+	Unit    string // "W", "%", "MiB", "MHz"; "" for a state ("Active", "Not Active")
+}
+
+// SMIFields returns the fields read from nvidia-smi's CSV, for each
+// meaning the preferred field first (a later one is read only when the
+// earlier is absent or "[N/A]"). clocks_event_reasons.* is the name since
+// driver 535; clocks_throttle_reasons.* the earlier one.
+func SMIFields() []SMIField {
+	return []SMIField{
+		{"power.draw", results.GPUPowerW, "W"},
+		{"power.draw.average", results.GPUPowerW, "W"},
+		{"power.draw.instant", results.GPUPowerW, "W"},
+		{"enforced.power.limit", results.GPUPowerLimitW, "W"},
+		{"power.limit", results.GPUPowerLimitW, "W"},
+		{"utilization.gpu", results.GPUUtil, "%"},
+		{"utilization.memory", results.GPUDRAMActive, "%"},
+		{"memory.used", results.GPUMemUsedBytes, "MiB"},
+		{"clocks.sm", results.GPUSMClockMHz, "MHz"},
+		{"clocks.current.sm", results.GPUSMClockMHz, "MHz"},
+		{"clocks_event_reasons.sw_power_cap", results.GPUPowerCapped, ""},
+		{"clocks_throttle_reasons.sw_power_cap", results.GPUPowerCapped, ""},
+	}
+}
+
+// SMIQuery is the --query-gpu list the sampler asks for, and
+// SMIQueryOld the one it falls back on when the driver predates the
+// clocks_event_reasons names.
+const (
+	SMIQuery    = "timestamp,index,uuid,name,power.draw,power.limit,utilization.gpu,utilization.memory,memory.used,clocks.sm,clocks_event_reasons.sw_power_cap"
+	SMIQueryOld = "timestamp,index,uuid,name,power.draw,power.limit,utilization.gpu,utilization.memory,memory.used,clocks.sm,clocks_throttle_reasons.sw_power_cap"
+)
