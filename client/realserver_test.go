@@ -339,8 +339,9 @@ func TestDoneThenHeldOpen(t *testing.T) {
 			t.Fatalf("%s %s", r.Outcome, r.Error)
 		}
 	}
-	// Waiting out the 200 ms grace each would take 4 s.
-	if d := time.Since(start); d > 2*time.Second {
+	// Waiting out the 200 ms grace each would take 4 s. A timing bound:
+	// not judged under the race detector.
+	if d := time.Since(start); d > 2*time.Second && !raceEnabled {
 		t.Errorf("%d sequential requests took %v: each waited for the body to end after [DONE]", n, d)
 	}
 }

@@ -7,7 +7,8 @@
 // power and energy, speculative decoding; the cost follows the scenario's
 // price) and the run's count of requests in flight, and
 // produces counters and histograms in the caller's Prometheus registry,
-// and an HTTP /metrics page of that registry (Serve). It is off unless a
+// every stage's series at 0 from the start, and an HTTP /metrics page of
+// that registry (Serve). It is off unless a
 // run asks for it (run.Options.MetricsAddr): the results file, not this
 // page, stays the record of the run.
 package live

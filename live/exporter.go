@@ -107,6 +107,7 @@ func New(reg prometheus.Registerer, r Run) (*Exporter, error) {
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricSchedLag,
 			Help: "The largest lag so far between a request's scheduled and actual send: the load generator falling behind."}, []string{"stage"}),
 	}
+	e.zero(r)
 	info := prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricInfo, Help: "The run: 1, labelled with its scenario, target, model and servebench version.",
 		ConstLabels: prometheus.Labels{"scenario": r.Scenario, "target": r.Target, "model": r.Model, "version": r.Version}})
 	info.Set(1)
@@ -150,6 +151,30 @@ func New(reg prometheus.Registerer, r Run) (*Exporter, error) {
 		}
 	}
 	return e, nil
+}
+
+// zero makes every series of every stage exist at 0 before the first
+// request ends: each outcome, each error class, the token counters, the
+// latency histograms and the schedule lag. A series that does not exist
+// yet is "No data" on a dashboard, and rate() of a counter whose first
+// sample is already 3 misses those 3.
+func (e *Exporter) zero(r Run) {
+	for i := range r.StageCount {
+		stage := r.StageName(i)
+		for _, o := range results.Outcomes() {
+			e.requests.WithLabelValues(stage, string(o))
+		}
+		for _, c := range results.ErrorClasses() {
+			e.errs.WithLabelValues(stage, string(c))
+		}
+		for _, v := range []*prometheus.CounterVec{e.out, e.input} {
+			v.WithLabelValues(stage)
+		}
+		for _, h := range []*prometheus.HistogramVec{e.ttft, e.tpot, e.itl, e.e2e} {
+			h.WithLabelValues(stage)
+		}
+		e.lag.WithLabelValues(stage).Set(0)
+	}
 }
 
 // Observe adds one request record. Latencies count the measured (not

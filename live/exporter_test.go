@@ -1,6 +1,7 @@
 package live
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -15,7 +16,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/servebench/servebench/internal/vllmmetric"
 	"github.com/servebench/servebench/results"
+	"github.com/servebench/servebench/sim"
 )
 
 const ms = time.Millisecond
@@ -162,6 +165,53 @@ func TestServeStops(t *testing.T) {
 	}
 }
 
+// TestSeriesStartAtZero: before any request ends, every stage has every
+// outcome, every error class, the token counters, the latency histograms
+// and the schedule lag at 0, so a dashboard shows 0 rather than "No data".
+func TestSeriesStartAtZero(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	stages := []string{"warm", "open"}
+	if _, err := New(reg, Run{Scenario: "s", StageName: func(i int) string { return stages[i] }, StageCount: len(stages)}); err != nil {
+		t.Fatal(err)
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			key := f.GetName()
+			for _, l := range m.GetLabel() {
+				key += "," + l.GetName() + "=" + l.GetValue()
+			}
+			seen[key] = true
+			if c := m.GetCounter(); c != nil && c.GetValue() != 0 {
+				t.Errorf("%s = %v before any request", key, c.GetValue())
+			}
+			if h := m.GetHistogram(); h != nil && h.GetSampleCount() != 0 {
+				t.Errorf("%s has %d samples before any request", key, h.GetSampleCount())
+			}
+		}
+	}
+	for _, s := range stages {
+		want := []string{MetricOutputTokens + ",stage=" + s, MetricPromptTokens + ",stage=" + s, MetricTTFT + ",stage=" + s,
+			MetricTPOT + ",stage=" + s, MetricITL + ",stage=" + s, MetricE2E + ",stage=" + s, MetricSchedLag + ",stage=" + s}
+		for _, o := range results.Outcomes() {
+			want = append(want, MetricRequests+",outcome="+string(o)+",stage="+s)
+		}
+		for _, c := range results.ErrorClasses() {
+			want = append(want, MetricErrors+",error_class="+string(c)+",stage="+s)
+		}
+		for _, w := range want {
+			if !seen[w] {
+				t.Errorf("no series %s at the start", w)
+			}
+		}
+	}
+}
+
 // TestGrafanaDashboard checks deploy/grafana/servebench.json: it parses,
 // and every servebench_ series its queries name is one this package
 // exports, so a renamed metric cannot leave the dashboard blank.
@@ -173,6 +223,7 @@ func TestGrafanaDashboard(t *testing.T) {
 	}
 	var dash struct {
 		Panels []struct {
+			Type    string `json:"type"`
 			Title   string `json:"title"`
 			Targets []struct {
 				Expr string `json:"expr"`
@@ -187,20 +238,34 @@ func TestGrafanaDashboard(t *testing.T) {
 		MetricTPOT, MetricITL, MetricE2E, MetricInfo, MetricStarted, MetricSchedLag, MetricStage, MetricChunks, MetricFirstTokens, MetricFirstTokenS} {
 		known[n] = true
 	}
+	vllm := vllmNames(t)
 	used := map[string]bool{}
-	series := regexp.MustCompile(`servebench_[a-z0-9_]+`)
+	series := regexp.MustCompile(`servebench_[a-z0-9_]+|vllm:[a-z0-9_:]+`)
 	for _, p := range dash.Panels {
+		if p.Type == "row" {
+			continue
+		}
 		if len(p.Targets) == 0 {
 			t.Errorf("panel %q has no query", p.Title)
 		}
 		for _, q := range p.Targets {
 			for _, s := range series.FindAllString(q.Expr, -1) {
 				name := strings.TrimSuffix(s, "_bucket")
-				if !known[name] {
+				switch {
+				case strings.HasPrefix(name, "vllm:") && !vllm[name]:
+					t.Errorf("panel %q queries %s, which is not among vLLM's names (internal/vllmmetric) the simulator exports", p.Title, s)
+				case !strings.HasPrefix(name, "vllm:") && !known[name]:
 					t.Errorf("panel %q queries %s, which package live does not export", p.Title, s)
 				}
 				used[name] = true
 			}
+		}
+	}
+	// The server's row: vLLM's series beside the client's.
+	for _, n := range []string{vllmmetric.KVCacheUsagePerc, vllmmetric.NumRequestsRunning, vllmmetric.NumRequestsWaiting,
+		vllmmetric.PromptTokensTotal, vllmmetric.GenerationTokensTotal, vllmmetric.NumPreemptionsTotal} {
+		if !used[n] {
+			t.Errorf("the dashboard does not show the server's %s", n)
 		}
 	}
 	for _, n := range []string{MetricRequests, MetricOutputTokens, MetricTTFT, MetricITL, MetricE2E, MetricInFlight, MetricChunks, MetricFirstTokens, MetricFirstTokenS} {
@@ -208,4 +273,36 @@ func TestGrafanaDashboard(t *testing.T) {
 			t.Errorf("the dashboard does not show %s", n)
 		}
 	}
+}
+
+// vllmNames are the vLLM series names of internal/vllmmetric that the
+// simulator's /metrics page holds (histograms by their family name), so a
+// dashboard query on one of them is a query on a name vLLM exports.
+func vllmNames(t *testing.T) map[string]bool {
+	t.Helper()
+	cfg, err := sim.Preset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page bytes.Buffer
+	if err := sim.WriteMetrics(&page, sim.Stats{}, cfg); err != nil {
+		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(&page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, n := range []string{vllmmetric.NumRequestsRunning, vllmmetric.NumRequestsWaiting, vllmmetric.KVCacheUsagePerc,
+		vllmmetric.NumPreemptionsTotal, vllmmetric.PromptTokensTotal, vllmmetric.GenerationTokensTotal, vllmmetric.PrefixCacheQueries,
+		vllmmetric.PrefixCacheHits, vllmmetric.RequestSuccessTotal, vllmmetric.TimeToFirstToken, vllmmetric.InterTokenLatency,
+		vllmmetric.E2ERequestLatency, vllmmetric.RequestQueueTime, vllmmetric.IterationTokensTotal, vllmmetric.RequestPromptTokens,
+		vllmmetric.RequestGenerationTokens, vllmmetric.CacheConfigInfo} {
+		family := strings.TrimSuffix(n, "_total")
+		if fams[n] != nil || fams[family] != nil {
+			names[n] = true
+		}
+	}
+	return names
 }

@@ -155,6 +155,12 @@ load:
 	if st.Requests.Dropped == 0 {
 		t.Fatalf("no arrival was dropped (in flight at most %d): the load did not reproduce the case", st.PeakInFlight)
 	}
+	// 64 slots hold the 16 requests the cap lets in: requests wait in
+	// this server only when its steps run late, on a machine too busy to
+	// run it on time. The case (a server with room) was then not made.
+	if w := c.Stages[0].WaitingMax; w != nil && *w >= 1 {
+		t.Skipf("up to %.1f requests waited in the 64-slot server: this machine did not run it on time, so the case of a server with room was not reproduced", *w)
+	}
 	text := strings.Join(c.Findings, "\n")
 	want := fmt.Sprintf("Stage %q: %d of %d arrivals", st.Name, st.Requests.Dropped, st.Requests.Scheduled)
 	if !strings.Contains(text, want) || !strings.Contains(text, "bursts, not the server: Poisson arrivals came in bunches that filled the cap") ||

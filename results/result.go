@@ -136,6 +136,15 @@ const (
 	ErrNotSSE           ErrorClass = "not_sse"            // a streaming request answered 2xx with no event stream (HTML, JSON, binary, compressed)
 )
 
+// Outcomes lists every Outcome, in the order reports give them.
+func Outcomes() []Outcome { return []Outcome{OK, Failed, Canceled, Dropped} }
+
+// ErrorClasses lists every ErrorClass.
+func ErrorClasses() []ErrorClass {
+	return []ErrorClass{ErrConnect, ErrHTTP4xx, ErrHTTP5xx, ErrTimeout, ErrStreamTruncated, ErrMalformedChunk,
+		ErrServerErrorEvent, ErrCanceled, ErrNotSSE}
+}
+
 // Header is the first record of a results file.
 type Header struct {
 	Schema  int       `json:"schema"` // Schema

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/results"
 )
 
@@ -39,51 +40,74 @@ func readFixture(t *testing.T) []traceLine {
 	return out
 }
 
-// TestTraceReplay is issue 10's trace check, against the simulator: the
-// arrivals follow the file's timestamps divided by the speed-up (their
-// scheduled offsets exactly; their sends within the scheduler's lag), each
-// request has the file's lengths (the simulator's usage confirms the
-// prompt's token count), and a prompt whose leading hash ids an earlier
-// arrival already sent is served from the prefix cache for at least those
-// blocks, while one whose first id is new is not. The simulator's KV cache
-// is enlarged so that nothing is evicted.
-func TestTraceReplay(t *testing.T) {
-	t.Parallel()
-	const speedup = 2
-	lines := readFixture(t)
-	probe := startTimerProbe()
-	sum, recs := runSim(t, `name: trace
+// traceDoc replays the fixture at twice its speed on the simulator, whose
+// KV cache is enlarged so that nothing is evicted.
+const traceDoc = `name: trace
 target: {url: "sim://tiny?enable_prompt_tokens_details=true&num_gpu_blocks_override=2048"}
 scrape: {enabled: false}
-load: {stages: [{name: replay, trace: {path: `+traceFixture+`, speedup: 2}, max_concurrency: 64}]}
-`)
+load: {stages: [{name: replay, trace: {path: ` + traceFixture + `, speedup: 2}, max_concurrency: 64}]}
+`
+
+// TestTraceReplay is issue 10's trace check, against the simulator: the
+// arrivals are scheduled at the file's timestamps divided by the speed-up
+// (exactly), each request has the file's lengths (the simulator's usage
+// confirms the prompt's token count), and, in virtual time, a prompt whose
+// leading hash ids an earlier arrival already sent is served from the
+// prefix cache for at least those blocks, while one whose first id is new
+// is not. Over HTTP it checks outcomes only, whatever the machine's load;
+// the prefix check runs in virtual time, where no machine reorders two
+// arrivals a few milliseconds apart, so the test is deterministic.
+// TestTraceReplayKeepsSchedule judges the real-time sends' lag.
+func TestTraceReplay(t *testing.T) {
+	t.Parallel()
+	lines := readFixture(t)
+	sum, recs := runSim(t, traceDoc)
+	checkTraceRecords(t, "HTTP", sum, recs, lines)
+	sum, recs = runSimWith(t, traceDoc, Options{Virtual: true})
+	checkTraceRecords(t, "virtual", sum, recs, lines)
+	for _, r := range recs {
+		if r.Sent != r.Scheduled {
+			t.Errorf("virtual arrival %d sent at %v, scheduled at %v: want the schedule exactly", r.Seq, r.Sent, r.Scheduled)
+		}
+	}
+	checkTracePrefixes(t, recs, lines)
+}
+
+// checkTraceRecords checks one replay's records against the trace: one
+// ok record per line, scheduled at the line's timestamp ÷ 2, with its
+// lengths. It sorts recs by sequence number.
+func checkTraceRecords(t *testing.T, how string, sum *report.Summary, recs []results.Result, lines []traceLine) {
+	t.Helper()
+	const speedup = 2
 	if len(recs) != len(lines) || sum.Overall.Requests.OK != int64(len(lines)) {
-		t.Fatalf("%d records, %d ok: want the trace's %d arrivals", len(recs), sum.Overall.Requests.OK, len(lines))
+		t.Fatalf("%s: %d records, %d ok: want the trace's %d arrivals", how, len(recs), sum.Overall.Requests.OK, len(lines))
 	}
 	slices.SortFunc(recs, func(a, b results.Result) int { return int(a.Seq) - int(b.Seq) })
 	t0, ts0 := recs[0].Scheduled, lines[0].Timestamp
-	var worstLag time.Duration
 	for n, r := range recs {
 		l := lines[n]
 		want := time.Duration((l.Timestamp - ts0) / speedup * float64(time.Millisecond))
 		if got := r.Scheduled - t0; got != want {
-			t.Errorf("arrival %d scheduled at %v, want the file's %g ms ÷ %d = %v", n, got, l.Timestamp-ts0, speedup, want)
+			t.Errorf("%s: arrival %d scheduled at %v, want the file's %g ms ÷ %d = %v", how, n, got, l.Timestamp-ts0, speedup, want)
 		}
-		worstLag = max(worstLag, r.Sent-r.Scheduled)
 		if r.InputTokens != l.InputLength || r.PromptTokens != l.InputLength || r.MaxTokens != l.OutputLength || r.OutputTokens != l.OutputLength {
-			t.Errorf("arrival %d: input %d (server counted %d), max_tokens %d, output %d: want the file's %d and %d",
-				n, r.InputTokens, r.PromptTokens, r.MaxTokens, r.OutputTokens, l.InputLength, l.OutputLength)
+			t.Errorf("%s: arrival %d: input %d (server counted %d), max_tokens %d, output %d: want the file's %d and %d",
+				how, n, r.InputTokens, r.PromptTokens, r.MaxTokens, r.OutputTokens, l.InputLength, l.OutputLength)
 		}
 	}
-	late := probe()
+}
 
-	// Prefix reuse: the cached tokens follow the hash ids.
+// checkTracePrefixes checks that the cached tokens follow the hash ids:
+// an arrival whose first block no earlier arrival sent has none cached,
+// and one sharing k leading blocks with an arrival sent at least 100 ms
+// earlier (long enough to have been prefilled) has at least k blocks
+// cached. recs are in sequence order, in virtual time.
+func checkTracePrefixes(t *testing.T, recs []results.Result, lines []traceLine) {
+	t.Helper()
 	seen := map[uint64]bool{}
 	var hits int
 	for n, r := range recs {
 		ids := lines[n].HashIDs
-		// shared: leading ids sent by an arrival at least 100 ms (of the
-		// replay) earlier, long enough to have been prefilled.
 		shared := 0
 		for m := range n {
 			if recs[n].Scheduled-recs[m].Scheduled < 100*time.Millisecond {
@@ -95,18 +119,8 @@ load: {stages: [{name: replay, trace: {path: `+traceFixture+`, speedup: 2}, max_
 			}
 			shared = max(shared, k)
 		}
-		// Another arrival with the same first block that was sent before
-		// this one's first token may have been prefilled first (arrivals a
-		// few ms apart can reach the server in either order on a busy
-		// machine): then this one may find the block cached.
-		raced := false
-		for m := range recs {
-			if m != n && len(ids) > 0 && len(lines[m].HashIDs) > 0 && lines[m].HashIDs[0] == ids[0] && recs[m].Sent < r.FirstToken {
-				raced = raced || m > n
-			}
-		}
 		switch {
-		case len(ids) > 0 && !seen[ids[0]] && !raced:
+		case len(ids) > 0 && !seen[ids[0]]:
 			if r.CachedTokens != 0 {
 				t.Errorf("arrival %d (new first block %d): %d cached tokens, want none", n, ids[0], r.CachedTokens)
 			}
@@ -123,28 +137,52 @@ load: {stages: [{name: replay, trace: {path: `+traceFixture+`, speedup: 2}, max_
 	if hits < 10 {
 		t.Errorf("%d arrivals reused an earlier prefix: the fixture should have more", hits)
 	}
+}
 
-	// Last, as it may skip: the sends kept the schedule, unless the
-	// machine could not keep a timer meanwhile.
+// TestTraceReplayKeepsSchedule: over HTTP in real time, every arrival is
+// sent within 25 ms of its scheduled time, unless the machine could not
+// keep a 5 ms timer meanwhile (then it skips, saying so). It is a timing
+// bound, so it does not run under the race detector.
+func TestTraceReplayKeepsSchedule(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a timing bound: not judged under the race detector")
+	}
+	t.Parallel()
+	probe := startTimerProbe()
+	sum, recs := runSim(t, traceDoc)
+	late := probe()
+	if len(recs) != len(readFixture(t)) {
+		t.Fatalf("%d records", len(recs))
+	}
+	var worstLag time.Duration
+	for _, r := range recs {
+		worstLag = max(worstLag, r.Sent-r.Scheduled)
+	}
 	if h := sum.Harness; h != nil && h.Limited {
 		t.Skipf("the machine could not keep the schedule, lag not judged: %s", h.Reason)
 	}
 	if worstLag > 25*time.Millisecond {
-		if late > 5*time.Millisecond {
-			t.Skipf("an arrival was sent %v late, but one 5 ms timer in ten fired over %v late meanwhile: the machine could not keep the schedule, lag not judged", worstLag, late)
+		// A machine whose timers fire late by most of the bound, or one in
+		// ten by 5 ms, cannot keep it.
+		if late.P90 > 5*time.Millisecond || late.Max > 20*time.Millisecond {
+			t.Skipf("an arrival was sent %v late, but 5 ms timers fired up to %v late (p90 %v) meanwhile: the machine could not keep the schedule, lag not judged", worstLag, late.Max, late.P90)
 		}
-		t.Errorf("an arrival was sent %v after its scheduled time (5 ms timers p90 %v late meanwhile): want within 25 ms", worstLag, late)
+		t.Errorf("an arrival was sent %v after its scheduled time (5 ms timers p90 %v, at worst %v late meanwhile): want within 25 ms", worstLag, late.P90, late.Max)
 	}
 }
 
+// timerLateness is how late a 5 ms timer fired while a probe ran: the
+// 90th percentile and the worst.
+type timerLateness struct{ P90, Max time.Duration }
+
 // startTimerProbe measures how late this machine fires a 5 ms timer, from
 // now until the returned function is called, which returns the 90th
-// percentile of the lateness seen: a timing test's "can this machine keep
-// a schedule now". (The worst is tens of milliseconds on a busy machine
-// even when nearly every timer is on time.)
-func startTimerProbe() func() time.Duration {
+// percentile and the worst of the lateness seen: a timing test's "can
+// this machine keep a schedule now". (The worst is tens of milliseconds on
+// a busy machine even when nearly every timer is on time.)
+func startTimerProbe() func() timerLateness {
 	stop := make(chan struct{})
-	done := make(chan time.Duration)
+	done := make(chan timerLateness)
 	go func() {
 		var late []time.Duration
 		for {
@@ -153,17 +191,17 @@ func startTimerProbe() func() time.Duration {
 			case <-stop:
 				slices.Sort(late)
 				if len(late) == 0 {
-					done <- 0
+					done <- timerLateness{}
 					return
 				}
-				done <- late[len(late)*9/10]
+				done <- timerLateness{P90: late[len(late)*9/10], Max: late[len(late)-1]}
 				return
 			case <-time.After(5 * time.Millisecond):
 				late = append(late, time.Since(t0)-5*time.Millisecond)
 			}
 		}
 	}()
-	return func() time.Duration { close(stop); return <-done }
+	return func() timerLateness { close(stop); return <-done }
 }
 
 // TestTraceDrops: a trace arriving faster than max_concurrency allows

@@ -99,8 +99,8 @@ func decode(name string, data []byte) (*Scenario, error) {
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
-		line, msg := yamlErrorLine(err.Error())
-		return nil, fe(line, "", msg)
+		m := yamlmsg.Locate(data, err)
+		return nil, fe(m.Line, "", m.Text)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -127,8 +127,8 @@ func decode(name string, data []byte) (*Scenario, error) {
 		if err := strict.Decode(sc); err != nil {
 			var te *yaml.TypeError
 			if !errors.As(err, &te) {
-				line, msg := yamlErrorLine(err.Error())
-				return nil, fe(line, "", msg)
+				m := yamlmsg.Locate(data, err)
+				return nil, fe(m.Line, "", m.Text)
 			}
 			var errs []error
 			for _, m := range te.Errors {

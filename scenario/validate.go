@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -132,11 +133,23 @@ func (v *validator) target(sc *Scenario) {
 	}
 }
 
+// isHostPort tells a "localhost:8000" that url.Parse read as scheme
+// "localhost" with the opaque part "8000".
+func isHostPort(u *url.URL) bool {
+	_, err := strconv.Atoi(u.Opaque)
+	return u.Scheme != "" && err == nil
+}
+
 // url checks a base URL: http(s) to a loopback host (any host when remote
 // is allowed), or sim://PRESET when sim is allowed.
 func (v *validator) url(field, raw string, sim, remote bool) {
 	u, err := url.Parse(raw)
-	if err != nil {
+	if err != nil || isHostPort(u) {
+		if !strings.Contains(raw, "://") {
+			// "127.0.0.1:8000", "localhost:8000": a host and port without the scheme.
+			v.add(field, "want a URL with its scheme, like http://127.0.0.1:8000, got %q (did you mean http://%s?)", raw, raw)
+			return
+		}
 		v.add(field, "not a URL: %v", errorTail(err))
 		return
 	}

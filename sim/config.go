@@ -357,7 +357,7 @@ func parseConfig(data []byte, depth int) (Config, error) {
 		Base string `yaml:"base"`
 	}
 	if err := yaml.Unmarshal(data, &head); err != nil {
-		return Config{}, errors.New(yamlmsg.Text(err, true))
+		return Config{}, errors.New(yamlmsg.TextIn(data, err))
 	}
 	c := Defaults()
 	if head.Base != "" {

@@ -25,6 +25,7 @@ import (
 	"github.com/servebench/servebench/internal/golden"
 	"github.com/servebench/servebench/internal/loopback"
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/report/chart"
 	"github.com/servebench/servebench/run"
 	"github.com/servebench/servebench/scenario"
 )
@@ -496,7 +497,7 @@ sweep:
 		t.Fatal(err)
 	}
 	f := &fakeRun{param: "delay"}
-	s, err := p.Execute(context.Background(), Options{Dir: dir, Run: f.run, Environ: os.Environ()})
+	s, err := p.Execute(context.Background(), Options{NoPlots: raceEnabled, Dir: dir, Run: f.run, Environ: os.Environ()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -534,7 +535,7 @@ func TestIssue11ReadyNoRedirect(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &fakeRun{param: "mode"}
-	s, err := p.Execute(context.Background(), Options{Dir: t.TempDir(), Run: f.run, Environ: os.Environ()})
+	s, err := p.Execute(context.Background(), Options{NoPlots: raceEnabled, Dir: t.TempDir(), Run: f.run, Environ: os.Environ()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -628,7 +629,7 @@ sweep:
 		}
 		return nil, errors.New("aborted")
 	}
-	s, err := p.Execute(context.Background(), Options{Dir: dir, Run: run, Log: &log, Environ: os.Environ(), Servers: servers})
+	s, err := p.Execute(context.Background(), Options{NoPlots: raceEnabled, Dir: dir, Run: run, Log: &log, Environ: os.Environ(), Servers: servers})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -710,7 +711,7 @@ sweep:
 	// Budgets: pass up to 1024 (say the ITL budget fails above 1024); the
 	// fake's throughput grows with the value.
 	f := &fakeRun{param: "max_num_batched_tokens", verdict: func(x float64) *bool { b := x <= 1024; return &b }}
-	s, err := p.Execute(context.Background(), Options{Dir: dir, Run: f.run})
+	s, err := p.Execute(context.Background(), Options{NoPlots: raceEnabled, Dir: dir, Run: f.run})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -741,7 +742,10 @@ sweep: {parameters: {max_num_seqs: [2, 4]}}
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := p.Execute(context.Background(), Options{Dir: dir})
+	// The real run library; under the race detector without its plots.
+	s, err := p.Execute(context.Background(), Options{NoPlots: raceEnabled, Dir: dir, Run: func(ctx context.Context, sc *scenario.Scenario, dir string) (*report.Summary, error) {
+		return run.Run(ctx, sc, run.Options{Dir: dir, Render: chart.Renderer{}, NoPlots: raceEnabled})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -750,7 +754,7 @@ sweep: {parameters: {max_num_seqs: [2, 4]}}
 		calls++
 		return run.Run(ctx, sc, run.Options{Dir: dir})
 	}
-	s2, err := p.Execute(context.Background(), Options{Dir: dir, Run: counting, Resume: true})
+	s2, err := p.Execute(context.Background(), Options{NoPlots: raceEnabled, Dir: dir, Run: counting, Resume: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -767,7 +771,7 @@ sweep: {parameters: {max_num_seqs: [2, 4]}}
 	if err := os.Remove(filepath.Join(dir, p.Jobs[1].Dir, run.FileSummary)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Execute(context.Background(), Options{Dir: dir, Run: counting, Resume: true}); err != nil {
+	if _, err := p.Execute(context.Background(), Options{NoPlots: raceEnabled, Dir: dir, Run: counting, Resume: true}); err != nil {
 		t.Fatal(err)
 	}
 	if calls != 1 {
@@ -789,7 +793,7 @@ sweep: {parameters: {max_num_seqs: [2, 4]}}
 		t.Fatal(err)
 	}
 	var log strings.Builder
-	if _, err := p.Execute(context.Background(), Options{Dir: dir, Run: counting, Resume: true, Log: &log}); err != nil {
+	if _, err := p.Execute(context.Background(), Options{NoPlots: raceEnabled, Dir: dir, Run: counting, Resume: true, Log: &log}); err != nil {
 		t.Fatal(err)
 	}
 	if calls != 2 || !strings.Contains(log.String(), "running again: the earlier run did not complete") {
@@ -814,7 +818,7 @@ func TestExecuteInterrupted(t *testing.T) {
 		}
 		return f.run(ctx, sc, dir)
 	}
-	s, err := p.Execute(ctx, Options{Dir: dir, Run: run})
+	s, err := p.Execute(ctx, Options{NoPlots: raceEnabled, Dir: dir, Run: run})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -916,7 +920,7 @@ func TestIssue22ForeignServerOnPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &fakeRun{param: "mode"}
-	s, err := p.Execute(context.Background(), Options{Dir: t.TempDir(), Run: f.run, Environ: os.Environ()})
+	s, err := p.Execute(context.Background(), Options{NoPlots: raceEnabled, Dir: t.TempDir(), Run: f.run, Environ: os.Environ()})
 	if err != nil {
 		t.Fatal(err)
 	}

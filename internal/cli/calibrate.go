@@ -81,8 +81,7 @@ func calibrateCmd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if len(paths) == 0 {
-		fset.Usage()
-		return usagef("calibrate: no results file given")
+		return usageFor(fset, "calibrate: no results file given")
 	}
 	for _, h := range holdout {
 		for _, name := range strings.Split(h, ",") {
@@ -104,11 +103,11 @@ func calibrateCmd(ctx context.Context, e env, args []string) error {
 	if *serverLog != "" {
 		rep, err := vllmlog.ParseFiles(ctx, []string{*serverLog}, vllmlog.Options{})
 		if err != nil {
-			return usageError{fmt.Errorf("calibrate: --server-log: %w", err)}
+			return usageError{err: fmt.Errorf("calibrate: --server-log: %w", err)}
 		}
 		taken, err := opts.FromLog(rep)
 		if err != nil {
-			return usageError{fmt.Errorf("calibrate: --server-log %s: %w", *serverLog, err)}
+			return usageError{err: fmt.Errorf("calibrate: --server-log %s: %w", *serverLog, err)}
 		}
 		for _, t := range taken {
 			fmt.Fprintf(e.stderr, "from %s: %s\n", *serverLog, t)
@@ -156,7 +155,7 @@ func calibrateCmd(ctx context.Context, e env, args []string) error {
 // calibrateErr maps a stage the runs lack to a usage error.
 func calibrateErr(err error) error {
 	if strings.Contains(err.Error(), "no stage") {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	return err
 }

@@ -45,7 +45,7 @@ var errInconclusive = errors.New("budget inconclusive")
 func checkCmd(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "check", checkUsage)
 	budgetsFile := fs.String("budgets", "", "scenario `file` whose budgets and slo to judge by (default: the results' own scenario)")
-	format := fs.String("format", "text", "stdout format: text, json, markdown or junit")
+	format := choiceFlag(fs, "format", "text", []string{"text", "json", "markdown", "junit"}, "stdout format: text, json, markdown or junit")
 	outDir := fs.String("out", "", "also write summary.json, junit.xml and verdict.md into `DIR`")
 	partial := fs.Bool("partial", false, "accept a sharded run's results that lack shards (and judge them)")
 	mixed := fs.Bool("mixed", false, "merge results of different scenarios (refused otherwise: the figures would mix their workloads)")
@@ -54,8 +54,7 @@ func checkCmd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if len(paths) == 0 {
-		fs.Usage()
-		return usagef("check: no results file given")
+		return usageFor(fs, "check: no results file given")
 	}
 	switch *format {
 	case "text", "json", "markdown", "junit":
@@ -118,7 +117,7 @@ func budgetsGate(file string) (gate, error) {
 	}
 	sc, err := scenario.Load(file)
 	if err != nil {
-		return gate{}, usageError{err}
+		return gate{}, usageError{err: err}
 	}
 	if sc.Budgets == nil {
 		return gate{}, usagef("check: %s has no budgets block", file)

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/servebench/servebench/internal/suggest"
 )
 
 // Exit codes. They are part of servebench's contract with CI systems.
@@ -25,9 +27,11 @@ const (
 type env struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
-	isTerminal     bool        // stderr is a terminal: draw a live status line
-	aborts         *abortHooks // run on an abort (a second Ctrl-C) before exiting; nil: none
-	prog           string      // the program's name in usage texts; "" is bench
+	isTerminal     bool                // stderr is a terminal: draw a live status line
+	aborts         *abortHooks         // run on an abort (a second Ctrl-C) before exiting; nil: none
+	prog           string              // the program's name in usage texts; "" is bench
+	flagSets       func(*flag.FlagSet) // told of each flag set a command makes (completion reads them); nil: none
+	noPlots        bool                // runs draw no plots and no report.html (the tests under the race detector)
 }
 
 // benchWord is the program's name as the usage texts write it.
@@ -94,13 +98,35 @@ func (h *abortHooks) run() {
 	}
 }
 
-// usageError is a command-line or scenario problem (exit code 2).
-type usageError struct{ err error }
+// usageError is a command-line or scenario problem (exit code 2). hint,
+// when set, is a line printed after the message: where to read the usage.
+type usageError struct {
+	err  error
+	hint string
+}
 
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
-func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+func usagef(format string, args ...any) error { return usageError{err: fmt.Errorf(format, args...)} }
+
+// printError writes err as the program reports it on stderr: one line
+// "prog: message" (unless the command printed it already) and, for a
+// command-line mistake, the line that says where the usage is.
+func printError(e env, err error) {
+	if err == nil || isReported(err) {
+		return
+	}
+	prog := e.prog
+	if prog == "" {
+		prog = "bench"
+	}
+	fmt.Fprintf(e.stderr, "%s: %v\n", prog, err)
+	var u usageError
+	if errors.As(err, &u) && u.hint != "" {
+		fmt.Fprintln(e.stderr, e.named(u.hint))
+	}
+}
 
 // errInterrupted marks a run stopped by a signal.
 var errInterrupted = errors.New("interrupted")
@@ -209,7 +235,7 @@ func bench(ctx context.Context, e env, args []string) error {
 	case "-v", "-version", "--version":
 		name = "version"
 	case "help":
-		if len(rest) == 0 {
+		if len(rest) == 0 || rest[0] == "-h" || rest[0] == "-help" || rest[0] == "--help" || rest[0] == "help" {
 			printMainUsage(e, e.stdout)
 			return nil
 		}
@@ -221,8 +247,23 @@ func bench(ctx context.Context, e env, args []string) error {
 			return c.run(ctx, e, rest)
 		}
 	}
-	printMainUsage(e, e.stderr)
-	return usagef("unknown command %q", name)
+	return unknownCommand(name)
+}
+
+// unknownCommand answers a command name that is not one, with the nearest
+// command and where the list is.
+func unknownCommand(name string) error {
+	var known []string
+	for _, c := range commands() {
+		known = append(known, c.name)
+	}
+	msg := fmt.Sprintf("unknown command %q", name)
+	if strings.HasPrefix(name, "-") {
+		msg += " (flags come after the command: bench run --target URL …)"
+	} else if best, ok := suggest.Closest(name, known); ok {
+		msg += fmt.Sprintf(" (did you mean %s?)", best)
+	}
+	return usageError{err: errors.New(msg), hint: "Run 'bench help' for the commands."}
 }
 
 // multiFlag collects a repeatable string flag.

@@ -58,7 +58,7 @@ func compareCmd(ctx context.Context, e env, args []string) error {
 	fs.Var(&gates, "max-regression", "gate: fail when `[SCOPE:]METRIC[.STAT]=N%` got worse by more than N% (repeatable)")
 	alpha := fs.Float64("alpha", compare.DefaultAlpha, "significance level of the rank test")
 	minChange := fs.String("min-change", "5%", "smallest relative change flagged as a regression or improvement")
-	format := fs.String("format", "text", "output format: text or json")
+	format := choiceFlag(fs, "format", "text", []string{"text", "json"}, "output format: text or json")
 	partial := fs.Bool("partial", false, "accept sharded runs whose results lack shards")
 	different := fs.Bool("different-workloads", false, "compare runs whose workloads differ, flagged in the first line, instead of refusing")
 	mixed := fs.Bool("mixed", false, "merge results of different scenarios (refused otherwise: the figures would mix their workloads)")
@@ -89,7 +89,7 @@ func compareCmd(ctx context.Context, e env, args []string) error {
 	for _, g := range gates {
 		k, v, err := compare.ParseMaxRegression(g)
 		if err != nil {
-			return usageError{fmt.Errorf("compare: --max-regression: %w", err)}
+			return usageError{err: fmt.Errorf("compare: --max-regression: %w", err)}
 		}
 		opts.MaxRegression[k] = v
 	}
@@ -110,7 +110,7 @@ func compareCmd(ctx context.Context, e env, args []string) error {
 	}
 	c, err := compare.Runs(base, cand, opts)
 	if err != nil {
-		return usageError{fmt.Errorf("compare: %w", err)}
+		return usageError{err: fmt.Errorf("compare: %w", err)}
 	}
 	if *history != "" {
 		runs := baseRuns

@@ -59,8 +59,8 @@ func TestHelpGolden(t *testing.T) {
 	}
 }
 
-// TestFlagMistakeToStderr: a mistaken flag prints the error and the usage
-// to stderr, nothing to stdout, and exits 2.
+// TestFlagMistakeToStderr: a mistaken flag prints a short message and
+// the pointer to --help to stderr, nothing to stdout, and exits 2.
 func TestFlagMistakeToStderr(t *testing.T) {
 	t.Parallel()
 	e, out, errb := testEnv()
@@ -68,8 +68,64 @@ func TestFlagMistakeToStderr(t *testing.T) {
 	if code := exitCode(err); code != exitUsage {
 		t.Fatalf("exit code %d, want %d", code, exitUsage)
 	}
-	if out.Len() > 0 || !strings.Contains(errb.String(), "flag provided but not defined: -no-such-flag") || !strings.Contains(errb.String(), "Usage: bench report") {
-		t.Errorf("stdout %q\nstderr %q", out, errb)
+	printError(e, err)
+	want := "bench: report: unknown flag --no-such-flag\nRun 'bench report --help' for its flags and examples.\n"
+	if out.Len() > 0 || errb.String() != want {
+		t.Errorf("stdout %q\nstderr %q\nwant   %q", out, errb, want)
+	}
+}
+
+// TestForgivingCLI: a mistyped flag, command or value is answered in at
+// most three lines on stderr, naming what was meant, in the words the
+// scenario file's messages use, with the pointer to --help instead of the
+// usage text; exit code 2.
+func TestForgivingCLI(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want []string // each must be in the output
+	}{
+		{[]string{"run", "--concurency", "4", "--target", "sim://tiny"}, []string{"unknown flag --concurency (did you mean --concurrency?)", "Run 'bench run --help'"}},
+		{[]string{"rnu", "scenarios/quickstart.yaml"}, []string{`unknown command "rnu" (did you mean run?)`, "Run 'bench help'"}},
+		{[]string{"help", "rnu"}, []string{`unknown command "rnu" (did you mean run?)`}},
+		{[]string{"run", "--duration", "30"}, []string{`run: --duration: want a duration with a unit, like "30s", got "30"`}},
+		{[]string{"run", "--concurrency", "four"}, []string{`--concurrency: want an integer, got "four"`}},
+		{[]string{"run", "--rate", "fast"}, []string{`--rate: want a number, got "fast"`}},
+		{[]string{"run", "--arrival", "poison"}, []string{`--arrival: want poisson, constant or gamma, got "poison" (did you mean poisson?)`}},
+		{[]string{"run", "--concurrency"}, []string{"--concurrency needs a value: an integer"}},
+		{[]string{"report", "x.jsonl", "--format", "jsno"}, []string{`--format: want text, json, csv or vllm, got "jsno" (did you mean json?)`}},
+		{[]string{"sim", "--preset", "tiy"}, []string{`(did you mean tiny?)`}},
+		{[]string{"run", "--target", "127.0.0.1:8000", "--concurrency", "1", "--requests", "1", "--input-tokens", "8", "--output-tokens", "8", "--dry-run"},
+			[]string{`want a URL with its scheme, like http://127.0.0.1:8000, got "127.0.0.1:8000" (did you mean http://127.0.0.1:8000?)`}},
+		{[]string{"run", "a.yaml", "b.yaml"}, []string{"want one scenario file", "Run 'bench run --help'"}},
+	} {
+		e, out, errb := testEnv()
+		err := bench(context.Background(), e, tc.args)
+		printError(e, err)
+		if code := exitCode(err); code != exitUsage {
+			t.Errorf("%v: exit code %d, want %d", tc.args, code, exitUsage)
+		}
+		if n := strings.Count(errb.String(), "\n"); n > 3 || out.Len() > 0 {
+			t.Errorf("%v: %d lines on stderr (at most 3), stdout %q:\n%s", tc.args, n, out, errb)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errb.String(), w) {
+				t.Errorf("%v: stderr lacks %q:\n%s", tc.args, w, errb)
+			}
+		}
+	}
+}
+
+// TestHelpHelp: 'bench help --help' and 'bench help help' print the main
+// usage to stdout and exit 0.
+func TestHelpHelp(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"help", "--help"}, {"help", "help"}, {"help", "-h"}} {
+		e, out, errb := testEnv()
+		err := bench(context.Background(), e, args)
+		if exitCode(err) != exitOK || !strings.Contains(out.String(), "Commands:") || errb.Len() > 0 {
+			t.Errorf("%v: exit %d, stdout %d bytes, stderr %q", args, exitCode(err), out.Len(), errb)
+		}
 	}
 }
 
@@ -147,13 +203,22 @@ func TestCompletionBash(t *testing.T) {
 	if err := os.WriteFile(script, out.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// COMP_LINE and COMP_POINT as bash sets them; COMP_WORDS as bash splits
+	// them, at ':' and '=' too.
 	prog := `source "$1"; shift
-for w in "$@"; do read -ra COMP_WORDS <<<"$w"; COMP_CWORD=$((${#COMP_WORDS[@]}-1)); _bench; echo "$w -> ${COMPREPLY[*]}"; done`
-	got, err := exec.Command(bash, "-c", prog, "bash", script, "bench cal", "bench run --allow", "bench completion f", "bench help pre").CombinedOutput()
+for w in "$@"; do COMP_LINE="$w"; COMP_POINT=${#w}; read -ra COMP_WORDS <<<"$(sed 's/[:=]/ & /g' <<<"$w")"; COMP_CWORD=$((${#COMP_WORDS[@]}-1)); COMPREPLY=(); _bench; echo "$w -> ${COMPREPLY[*]}"; done`
+	cases := []string{"bench cal", "bench run --allow", "bench completion f", "bench help pre",
+		"bench run --arrival p", "bench report x.jsonl --format c", "bench sim --preset gpt-oss-1",
+		"bench run --set load.stages[0].ra", "bench run --target sim://ti", "bench sim --set max_num_s",
+		"bench run --tokenizer o2", "bench run --concurrency 4 --over"}
+	got, err := exec.Command(bash, append([]string{"-c", prog, "bash", script}, cases...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, got)
 	}
-	want := "bench cal -> calibrate\nbench run --allow -> --allow-remote\nbench completion f -> fish\nbench help pre -> predict\n"
+	want := "bench cal -> calibrate\nbench run --allow -> --allow-remote\nbench completion f -> fish\nbench help pre -> predict\n" +
+		"bench run --arrival p -> poisson\nbench report x.jsonl --format c -> csv\nbench sim --preset gpt-oss-1 -> gpt-oss-120b-h100\n" +
+		"bench run --set load.stages[0].ra -> load.stages[0].rate=\nbench run --target sim://ti -> //tiny\nbench sim --set max_num_s -> max_num_seqs=\n" +
+		"bench run --tokenizer o2 -> o200k_base\nbench run --concurrency 4 --over -> --overflow\n"
 	if string(got) != want {
 		t.Errorf("completions:\n%s\nwant:\n%s", got, want)
 	}

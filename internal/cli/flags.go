@@ -6,7 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
+	"slices"
 	"strings"
+	"time"
+
+	"github.com/servebench/servebench/internal/suggest"
 )
 
 // envPrefix starts the environment variables that stand in for common
@@ -26,9 +31,9 @@ func envName(name string) string {
 }
 
 // flagOutput is where a flag set writes: while parsing, into a buffer,
-// which parseFlags then sends to stdout for --help (exit 0) and to stderr
-// for a mistake; afterwards straight to stderr (a command printing its
-// usage for a wrong argument count).
+// which parseFlags then sends to stdout for --help (exit 0) and drops for
+// a mistake (which gets its own short message instead); afterwards
+// straight to stderr.
 type flagOutput struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
@@ -53,7 +58,70 @@ func newFlagSet(e env, name, usage string) *flag.FlagSet {
 		fmt.Fprintln(fs.Output(), "\nFlags:")
 		printFlags(fs.Output(), fs)
 	}
+	if e.flagSets != nil {
+		e.flagSets(fs)
+	}
 	return fs
+}
+
+// helpHint is the line that follows a command-line mistake: where to read
+// the command's flags, instead of the whole usage text.
+func helpHint(cmd string) string {
+	return fmt.Sprintf("Run 'bench %s --help' for its flags and examples.", cmd)
+}
+
+// usageFor is a mistake in the arguments of command fs, with the pointer
+// to its --help.
+func usageFor(fs *flag.FlagSet, format string, args ...any) error {
+	return usageError{err: fmt.Errorf(format, args...), hint: helpHint(fs.Name())}
+}
+
+// choice is a string flag that takes one of a fixed set of values; a
+// mistake is answered with the values and the nearest one. Completion
+// offers the values.
+type choice struct {
+	p       *string
+	choices []string
+}
+
+// choiceVar defines a choice flag with default def ("" for none).
+func choiceVar(fs *flag.FlagSet, p *string, name, def string, choices []string, usage string) {
+	*p = def
+	fs.Var(&choice{p: p, choices: choices}, name, usage)
+}
+
+// choiceFlag defines a choice flag and returns where its value goes.
+func choiceFlag(fs *flag.FlagSet, name, def string, choices []string, usage string) *string {
+	p := new(string)
+	choiceVar(fs, p, name, def, choices, usage)
+	return p
+}
+
+func (c *choice) String() string {
+	if c == nil || c.p == nil {
+		return ""
+	}
+	return *c.p
+}
+
+func (c *choice) Set(v string) error {
+	if slices.Contains(c.choices, v) {
+		*c.p = v
+		return nil
+	}
+	msg := fmt.Sprintf("want %s, got %q", orList(c.choices), v)
+	if best, ok := suggest.Closest(v, c.choices); ok {
+		msg += fmt.Sprintf(" (did you mean %s?)", best)
+	}
+	return errors.New(msg)
+}
+
+// orList writes a, b or c.
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
 // printFlags lists fs's flags as they are typed, with two dashes, their
@@ -61,6 +129,9 @@ func newFlagSet(e env, name, usage string) *flag.FlagSet {
 func printFlags(w io.Writer, fs *flag.FlagSet) {
 	fs.VisitAll(func(f *flag.Flag) {
 		name, usage := flag.UnquoteUsage(f)
+		if c, ok := f.Value.(*choice); ok && name == "value" {
+			name = strings.Join(c.choices, "|")
+		}
 		// flag names an unnamed argument by its Go type: say what to type.
 		switch name {
 		case "string", "value":
@@ -120,7 +191,7 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 		_, _ = out.buf.WriteTo(out.stdout)
 		return nil, err
 	case err != nil:
-		_, _ = out.buf.WriteTo(out.stderr)
+		out.buf.Reset() // Go's message and the whole usage: flagMistake says it shorter
 		return nil, err
 	}
 	if err := fromEnv(fs, out.getenv); err != nil {
@@ -136,7 +207,7 @@ func parseAll(fs *flag.FlagSet, args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
-			return nil, reported{usageError{err}}
+			return nil, usageError{err: flagMistake(fs, err), hint: helpHint(fs.Name())}
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -171,4 +242,66 @@ func fromEnv(fs *flag.FlagSet, getenv func(string) string) error {
 		}
 	}
 	return nil
+}
+
+// The messages of package flag's parse errors.
+var (
+	undefinedRE = regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
+	badValueRE  = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-+(\S+): (.*)$`)
+	noValueRE   = regexp.MustCompile(`^flag needs an argument: -+(\S+)$`)
+)
+
+// flagMistake rewords one of package flag's parse errors for people: two
+// dashes, the nearest flag for one that is not defined, and a bad value in
+// the words the scenario file's messages use.
+func flagMistake(fs *flag.FlagSet, err error) error {
+	msg := err.Error()
+	if m := undefinedRE.FindStringSubmatch(msg); m != nil {
+		var known []string
+		fs.VisitAll(func(f *flag.Flag) { known = append(known, f.Name) })
+		s := fmt.Sprintf("%s: unknown flag --%s", fs.Name(), m[1])
+		if best, ok := suggest.Closest(m[1], known); ok {
+			s += fmt.Sprintf(" (did you mean --%s?)", best)
+		}
+		return errors.New(s)
+	}
+	if m := badValueRE.FindStringSubmatch(msg); m != nil {
+		f := fs.Lookup(m[2])
+		if f == nil {
+			return fmt.Errorf("%s: --%s: %s", fs.Name(), m[2], m[3])
+		}
+		if _, ok := f.Value.(*choice); ok {
+			return fmt.Errorf("%s: --%s: %s", fs.Name(), f.Name, m[3])
+		}
+		return fmt.Errorf("%s: --%s: want %s, got %q", fs.Name(), f.Name, valueWords(f), m[1])
+	}
+	if m := noValueRE.FindStringSubmatch(msg); m != nil {
+		if f := fs.Lookup(m[1]); f != nil {
+			return fmt.Errorf("%s: --%s needs a value: %s", fs.Name(), f.Name, valueWords(f))
+		}
+	}
+	return fmt.Errorf("%s: %s", fs.Name(), msg)
+}
+
+// valueWords says what a flag's value must be, in the words the scenario
+// file's messages use for the same kind of value.
+func valueWords(f *flag.Flag) string {
+	if c, ok := f.Value.(*choice); ok {
+		return orList(c.choices)
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return "a value"
+	}
+	switch g.Get().(type) {
+	case time.Duration:
+		return `a duration with a unit, like "30s"`
+	case int, int64, uint, uint64:
+		return "an integer"
+	case float64:
+		return "a number"
+	case bool:
+		return "true or false"
+	}
+	return "a value"
 }

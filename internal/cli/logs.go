@@ -48,7 +48,7 @@ Examples:
 
 func logsCmd(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "logs", logsUsage)
-	format := fs.String("format", "text", "output format: text, json or markdown")
+	format := choiceFlag(fs, "format", "text", []string{"text", "json", "markdown"}, "output format: text, json or markdown")
 	out := fs.String("out", "", "directory for logs.json and the plots")
 	var opts vllmlog.Options
 	fs.StringVar(&opts.ModelConfig, "model-config", "", "the served model's config.json, for the KV check")
@@ -60,8 +60,7 @@ func logsCmd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if len(paths) == 0 || (*follow && len(paths) > 1) || !vllmlog.ValidFormat(*format) {
-		fs.Usage()
-		return usagef("logs: want log files (one with --follow) and --format text, json or markdown")
+		return usageFor(fs, "logs: want log files (one with --follow) and --format text, json or markdown")
 	}
 	if *replayDir != "" && (len(paths) > 1 || *follow || *out != "" || *format != "text") {
 		return usagef("logs: --replay takes one log file, and neither --follow, --out nor --format")
@@ -101,7 +100,7 @@ func replayLog(ctx context.Context, e env, rep *vllmlog.Report, dir string, forc
 	path, err := r.Write(dir, force)
 	if err != nil {
 		if strings.Contains(err.Error(), "--force") {
-			return usageError{err}
+			return usageError{err: err}
 		}
 		return err
 	}

@@ -95,7 +95,7 @@ func TestLogsUsage(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []cliCase{
 		{"no file", []string{"logs"}, exitUsage, "want log files"},
-		{"bad format", []string{"logs", testLog, "--format", "yaml"}, exitUsage, "--format text, json or markdown"},
+		{"bad format", []string{"logs", testLog, "--format", "yaml"}, exitUsage, `--format: want text, json or markdown, got "yaml"`},
 		{"follow two files", []string{"logs", "--follow", testLog, testLog}, exitUsage, "one with --follow"},
 		{"missing file", []string{"logs", "no/such.log"}, exitFailed, "no such file"},
 		{"missing model config", []string{"logs", testLog, "--model-config", "no/config.json"}, exitFailed, "model config"},

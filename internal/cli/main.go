@@ -47,8 +47,6 @@ func Main(prog string) int {
 		prog:       prog,
 	}
 	err := bench(ctx, e, os.Args[1:])
-	if err != nil && !isReported(err) {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", prog, err)
-	}
+	printError(e, err)
 	return exitCode(err)
 }

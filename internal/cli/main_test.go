@@ -15,9 +15,14 @@ import (
 )
 
 // testEnv returns an env writing into buffers, with an empty environment.
+//
+// Under the race detector its runs draw no plots: drawing them (gonum, on
+// one goroutine) is half the package's CPU and ten times slower there, and
+// the plain pass draws every one. A test that reads a run's plots or
+// report.html sets noPlots back to false.
 func testEnv() (env, *bytes.Buffer, *bytes.Buffer) {
 	var out, errb bytes.Buffer
-	return env{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}, &out, &errb
+	return env{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }, noPlots: raceEnabled}, &out, &errb
 }
 
 // quickArgs shrinks the quickstart scenario so a test run takes about a second.

@@ -55,8 +55,7 @@ func mergeCmd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if len(paths) == 0 {
-		fs.Usage()
-		return usagef("merge: no results file given")
+		return usageFor(fs, "merge: no results file given")
 	}
 	if *outDir == "" {
 		return usagef("merge: --out DIR is required")
@@ -64,7 +63,7 @@ func mergeCmd(ctx context.Context, e env, args []string) error {
 	if err := run.PrepareDir(*outDir, *force, chart.Renderer{}); err != nil {
 		var used *run.UsedDirError
 		if errors.As(err, &used) {
-			return usageError{err}
+			return usageError{err: err}
 		}
 		return fmt.Errorf("merge: %w", err)
 	}

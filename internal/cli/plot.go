@@ -35,8 +35,7 @@ func plotCmd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if len(paths) == 0 {
-		fs.Usage()
-		return usagef("plot: no results file given")
+		return usageFor(fs, "plot: no results file given")
 	}
 	dir := *outDir
 	if dir == "" {

@@ -53,7 +53,7 @@ func predictCmd(ctx context.Context, e env, args []string) error {
 	twinFile := fs.String("twin", "", "the twin `FILE` from bench calibrate")
 	outDir := fs.String("out", "", "output directory (default runs/NAME-predict-YYYYMMDD-HHMMSS)")
 	noBand := fs.Bool("no-band", false, "skip the band (one sweep instead of one per perturbed twin)")
-	format := fs.String("format", "text", "stdout format: text or json")
+	format := choiceFlag(fs, "format", "text", []string{"text", "json"}, "stdout format: text or json")
 	var sets multiFlag
 	fs.Var(&sets, "set", "override a scenario field, `path=value` (repeatable)")
 	pos, err := parseFlags(fs, args)
@@ -61,8 +61,7 @@ func predictCmd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		fs.Usage()
-		return usagef("predict: want exactly one scenario file, got %d", len(pos))
+		return usageFor(fs, "predict: want exactly one scenario file, got %d", len(pos))
 	}
 	if *twinFile == "" {
 		return usagef("predict: --twin FILE is required (write one with bench calibrate)")
@@ -72,17 +71,17 @@ func predictCmd(ctx context.Context, e env, args []string) error {
 	}
 	sc, err := scenario.Load(pos[0])
 	if err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	if err := sc.ApplyFlags(scenario.Flags{}, sets...); err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	dir := *outDir
 	if dir == "" {
 		dir = filepath.Join("runs", safeName(sc.Name)+"-predict-"+time.Now().Format("20060102-150405"))
 	}
 	if _, err := sim.LoadConfig(*twinFile); err != nil {
-		return usageError{fmt.Errorf("predict: --twin: %w", err)}
+		return usageError{err: fmt.Errorf("predict: --twin: %w", err)}
 	}
 	pred, err := twin.Predict(ctx, sc, *twinFile, twin.PredictOptions{Dir: dir, NoBand: *noBand, Log: e.stderr})
 	var fe *scenario.FieldError
@@ -91,7 +90,7 @@ func predictCmd(ctx context.Context, e env, args []string) error {
 	case ctx.Err() != nil:
 		return errInterrupted
 	case errors.As(err, &fe):
-		return usageError{fmt.Errorf("predict: %w", err)}
+		return usageError{err: fmt.Errorf("predict: %w", err)}
 	default:
 		return fmt.Errorf("predict: %w", err)
 	}

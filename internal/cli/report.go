@@ -35,7 +35,7 @@ Examples:
 
 func reportCmd(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "report", reportUsage)
-	format := fs.String("format", "text", "output format: text, json, csv (one row per request) or vllm (vllm bench serve's result JSON)")
+	format := choiceFlag(fs, "format", "text", []string{"text", "json", "csv", "vllm"}, "output format: text, json, csv (one row per request) or vllm (vllm bench serve's result JSON)")
 	partial := fs.Bool("partial", false, "accept a sharded run's results that lack shards")
 	mixed := fs.Bool("mixed", false, "merge results of different scenarios (refused otherwise: the figures would mix their workloads)")
 	verbose := fs.Bool("verbose", false, "text: print every finding and the analyst's detail (decode law, Pearson r, throughput by KV-cache usage, cross-checks)")
@@ -44,8 +44,7 @@ func reportCmd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if len(paths) == 0 {
-		fs.Usage()
-		return usagef("report: no results file given")
+		return usageFor(fs, "report: no results file given")
 	}
 	switch *format {
 	case "text", "json", "vllm":
@@ -80,7 +79,7 @@ func reportCmd(ctx context.Context, e env, args []string) error {
 func readError(cmd string, err error) error {
 	err = fmt.Errorf("%s: %w", cmd, err)
 	if errors.Is(err, results.ErrMixedScenarios) {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	return err
 }

@@ -107,8 +107,7 @@ func runCmd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if len(pos) > 1 {
-		fs.Usage()
-		return usagef("run: want one scenario file (or none, with the flags of a run), got %d", len(pos))
+		return usageFor(fs, "run: want one scenario file (or none, with the flags of a run), got %d", len(pos))
 	}
 	file := ""
 	if len(pos) == 1 {
@@ -142,7 +141,7 @@ func runCmd(ctx context.Context, e env, args []string) error {
 	if *metricsAddr != "" {
 		lm, err := listenLive(*metricsAddr, sc.Target.AllowRemote, opts.Progress)
 		if err != nil {
-			return usageError{err}
+			return usageError{err: err}
 		}
 		defer lm.Close()
 		opts.Observer = lm
@@ -176,11 +175,11 @@ func runCmd(ctx context.Context, e env, args []string) error {
 func runDry(ctx context.Context, e env, sc *scenario.Scenario, sh scenario.Shard, metricsAddr string) error {
 	if metricsAddr != "" {
 		if err := live.CheckAddr(metricsAddr, sc.Target.AllowRemote); err != nil {
-			return usageError{err}
+			return usageError{err: err}
 		}
 	}
 	if err := run.DryRun(ctx, e.stdout, sc, sh); err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	return nil
 }
@@ -219,7 +218,7 @@ func runDir(name, out string, force bool) (dir string, created bool, err error) 
 	if err := run.PrepareDir(dir, force, chart.Renderer{}); err != nil {
 		var used *run.UsedDirError
 		if errors.As(err, &used) {
-			return "", false, usageError{err}
+			return "", false, usageError{err: err}
 		}
 		return "", false, fmt.Errorf("run: %w", err)
 	}
@@ -236,7 +235,7 @@ func runOutcome(ctx context.Context, e env, text report.Text, sum *report.Summar
 	}
 	var cfgErr *run.ConfigError
 	if errors.As(runErr, &cfgErr) {
-		runErr = usageError{runErr}
+		runErr = usageError{err: runErr}
 	}
 	if sum == nil {
 		if created {
@@ -304,10 +303,10 @@ func shardFlags(shard, startAt string, scrapeShard int) (scenario.Shard, time.Ti
 // runOptions are the run library's options for a run from the command
 // line: the API key from the environment, progress on stderr.
 func runOptions(e env, sc *scenario.Scenario, dir string, quiet bool) (run.Options, error) {
-	o := run.Options{Dir: dir, Terminal: e.isTerminal, Render: chart.Renderer{}}
+	o := run.Options{Dir: dir, Terminal: e.isTerminal, Render: chart.Renderer{}, NoPlots: e.noPlots}
 	key, err := run.APIKey(sc, e.getenv)
 	if err != nil {
-		return o, usageError{err}
+		return o, usageError{err: err}
 	}
 	o.APIKey = key
 	if !quiet {
@@ -340,16 +339,16 @@ func scenarioFlagsInto(fs *flag.FlagSet, f *scenario.Flags) func(path string, ex
 		if path == "" {
 			sc, err := scenario.FromFlags(*f, all...)
 			if err != nil {
-				return nil, usageError{err}
+				return nil, usageError{err: err}
 			}
 			return sc, nil
 		}
 		sc, err := scenario.Load(path)
 		if err != nil {
-			return nil, usageError{err}
+			return nil, usageError{err: err}
 		}
 		if err := sc.ApplyFlags(*f, all...); err != nil {
-			return nil, usageError{err}
+			return nil, usageError{err: err}
 		}
 		return sc, nil
 	}
@@ -361,7 +360,7 @@ func runLoadFlags(fs *flag.FlagSet, f *scenario.Flags) {
 	fs.StringVar(&f.Model, "model", "", "the model `name` (target.model; default: the first of GET /v1/models)")
 	fs.IntVar(&f.Concurrency, "concurrency", 0, "a closed loop of `N` workers")
 	fs.Float64Var(&f.Rate, "rate", 0, "an open loop of `R` arrivals per second")
-	fs.StringVar(&f.Arrival, "arrival", "", "the open loop's arrival `process`: poisson (default), constant or gamma")
+	choiceVar(fs, &f.Arrival, "arrival", "", []string{"poisson", "constant", "gamma"}, "the open loop's arrival process: poisson (default), constant or gamma")
 	fs.IntVar(&f.Requests, "requests", 0, "stop the stage after `N` requests")
 	fs.DurationVar(&f.Duration, "duration", 0, "stop the stage after `D` (30s, 5m)")
 	fs.IntVar(&f.InputTokens, "input-tokens", 0, "prompts of `N` tokens")
@@ -369,7 +368,7 @@ func runLoadFlags(fs *flag.FlagSet, f *scenario.Flags) {
 	fs.StringVar(&f.Dataset, "dataset", "", "take the prompts from `FILE` (ShareGPT JSON, or JSONL)")
 	// The flags vllm bench serve users type, with vLLM's meaning.
 	fs.IntVar(&f.MaxConcurrency, "max-concurrency", 0, "at most `N` requests in flight; with --rate, excess arrivals wait client-side (as vLLM's --max-concurrency), alone a closed loop of N")
-	fs.StringVar(&f.Overflow, "overflow", "", "what an open loop does with an arrival finding the cap: `queue` (wait client-side) or drop (record it, never sent)")
+	choiceVar(fs, &f.Overflow, "overflow", "", []string{"queue", "drop"}, "what an open loop does with an arrival finding the cap: queue (wait client-side) or drop (record it, never sent)")
 	fs.Float64Var(&f.Burstiness, "burstiness", 0, "gamma arrivals of shape `B` (vLLM's --burstiness; 1 is Poisson, below 1 burstier)")
 	fs.IntVar(&f.Warmups, "num-warmups", 0, "send `N` warmup requests first, left out of the figures (added to --requests)")
 	fs.StringVar(&f.Seed, "seed", "", "the prompts' and arrivals' `seed` (prompts.seed)")

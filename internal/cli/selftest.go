@@ -48,9 +48,13 @@ func selftestCmd(ctx context.Context, e env, args []string) error {
 	fs.StringVar(&cfg.Source, "source", "", "an external OpenAI-compatible server to read from (default: a built-in source)")
 	fs.BoolVar(&cfg.AllowRemote, "allow-remote", false, "let --source be a host that is not loopback")
 	fs.StringVar(&cfg.Model, "model", "", "the model to ask --source for (default: the first it lists)")
-	format := fs.String("format", "text", "output format: text or json")
-	if pos, err := parseFlags(fs, args); err != nil || len(pos) > 0 {
-		return errors.Join(err, usagef("selftest: takes no arguments"))
+	format := choiceFlag(fs, "format", "text", []string{"text", "json"}, "output format: text or json")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageFor(fs, "selftest: takes no arguments, got %q", pos)
 	}
 	if cfg.Rounds < 0 || cfg.Chunks < 0 || cfg.Duration < 0 || cfg.Warmup < 0 {
 		return usagef("selftest: --rounds, --chunks, --duration and --warmup cannot be negative")

@@ -39,12 +39,11 @@ load:
 // totals and percentiles must equal those computed directly from the
 // shards' records (percentiles within the histograms' 0.1 %), and the
 // shards' open-loop arrivals together must be the scenario's one schedule
-// at its rate. Then a missing shard is refused.
-//
-// It is not parallel: its three processes would take the CPU from the
-// package's parallel tests, and some of those (the comparison of a doubled
-// decode cost) need the simulator to keep its pace.
+// at its rate. Then a missing shard is refused. What it checks does not
+// depend on the machine's pace (a shard that starts late is named by the
+// merge, not failed), so it runs beside the package's other tests.
 func TestShardsMergeExactly(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	cfg, err := sim.Preset("tiny")
 	if err != nil {

@@ -35,7 +35,7 @@ Examples:
 
 func simCmd(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "sim", fmt.Sprintf(simUsage, strings.Join(sim.PresetNames(), ", ")))
-	preset := fs.String("preset", "tiny", "embedded preset `name`")
+	preset := choiceFlag(fs, "preset", "tiny", sim.PresetNames(), "embedded preset (bench sim --list-settings --preset NAME shows its settings)")
 	config := fs.String("config", "", "preset YAML `file` (overrides --preset)")
 	addr := fs.String("addr", "127.0.0.1:8000", "listen address (loopback only)")
 	list := fs.Bool("list-settings", false, "list every setting with its value and meaning, and exit")
@@ -46,8 +46,7 @@ func simCmd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if len(pos) != 0 {
-		fs.Usage()
-		return usagef("sim: unexpected argument %q", pos[0])
+		return usageFor(fs, "sim: unexpected argument %q", pos[0])
 	}
 	var cfg sim.Config
 	if *config != "" {
@@ -56,7 +55,7 @@ func simCmd(ctx context.Context, e env, args []string) error {
 		cfg, err = sim.Preset(*preset)
 	}
 	if err != nil {
-		return usageError{fmt.Errorf("sim: %w", err)}
+		return usageError{err: fmt.Errorf("sim: %w", err)}
 	}
 	for _, s := range sets {
 		k, v, ok := strings.Cut(s, "=")
@@ -64,7 +63,7 @@ func simCmd(ctx context.Context, e env, args []string) error {
 			return usagef("sim: --set %q: want key=value", s)
 		}
 		if err := cfg.Set(k, v); err != nil {
-			return usageError{fmt.Errorf("sim: %w", err)}
+			return usageError{err: fmt.Errorf("sim: %w", err)}
 		}
 	}
 	if *list {

@@ -102,8 +102,7 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		fs.Usage()
-		return usagef("sweep: want exactly one scenario file, got %d", len(pos))
+		return usageFor(fs, "sweep: want exactly one scenario file, got %d", len(pos))
 	}
 	searchSets, err := searchOverrides(*search, *between, *resolution, *repeats)
 	if err != nil {
@@ -118,7 +117,7 @@ func sweepCmd(ctx context.Context, e env, args []string) error {
 	}
 	plan, err := sweep.NewPlan(ctx, sc)
 	if err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	dir, err := sweepDir(sc.Name, *outDir, *resume)
 	if err != nil {

@@ -189,7 +189,7 @@ func TestSweepSearchVirtual(t *testing.T) {
 	dir := t.TempDir()
 	e, out, errb := testEnv()
 	err := bench(context.Background(), e, []string{"sweep", "../../scenarios/release-gate.yaml", "--search", "load.stages[1].rate",
-		"--between", "9,41", "--resolution", "8", "--virtual", "--quiet", "--out", dir})
+		"--between", "9,25", "--resolution", "8", "--virtual", "--quiet", "--out", dir})
 	if err != nil {
 		t.Fatalf("search: %v\n%s", err, errb)
 	}

@@ -26,7 +26,7 @@ import (
 // with github.com/dlclark/regexp2 (already in the module graph through
 // tiktoken-go), which has the lookaheads. Its counts were checked against
 // Hugging Face's own tokenizers library (its Rust core) on those four
-// files; see the README's "Tokenizers" section for the figures.
+// files; see docs/scenarios.md, "Tokenizers", for the figures.
 
 // maxTokenizerBytes bounds a tokenizer.json (Qwen3's is 11 MB, gpt-oss's 28 MB).
 const maxTokenizerBytes = 256 << 20

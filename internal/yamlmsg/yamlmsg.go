@@ -10,7 +10,9 @@
 package yamlmsg
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -121,4 +123,60 @@ func typeWords(t string) string {
 		return `a duration with a unit, like "30s"`
 	}
 	return "a mapping"
+}
+
+// TextIn is Text with lines for an error decoding doc, a syntax error
+// placed on its line by Locate.
+func TextIn(doc []byte, err error) string {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		return Text(err, true)
+	}
+	if m := Locate(doc, err); m.Line > 0 {
+		return "line " + strconv.Itoa(m.Line) + ": " + m.Text
+	}
+	return Text(err, true)
+}
+
+// maxLocate bounds the search for a syntax error's line: the lines after
+// the reported one that are tried, the document's size, and the bytes
+// parsed in all (a few hundred milliseconds at most).
+const (
+	maxLocateLines  = 5000
+	maxLocateBytes  = 4 << 20
+	maxLocateParsed = 32 << 20
+)
+
+// Locate finds the line of a syntax error in doc, for err as the decoder
+// returned it from doc. go-yaml reports a structural error ("did not find
+// expected key") at the line where the block that holds the mistake
+// began, which may be a comment or a key many lines above it. The mistake
+// is on the first line whose addition makes the document fail the same
+// way, so Locate parses the growing prefixes of doc from the reported line
+// on and returns that line, with a hint to check the indentation there. A
+// type error, or an error no prefix reproduces, keeps its line.
+func Locate(doc []byte, err error) Message {
+	m := Split(err.Error())
+	var te *yaml.TypeError
+	if errors.As(err, &te) || m.Line == 0 || len(doc) > maxLocateBytes {
+		return m
+	}
+	lines := bytes.SplitAfter(doc, []byte("\n"))
+	parsed := 0
+	for k := max(m.Line, 1); k <= len(lines) && k <= m.Line+maxLocateLines && parsed < maxLocateParsed; k++ {
+		prefix := bytes.Join(lines[:k], nil)
+		parsed += len(prefix)
+		var n yaml.Node
+		perr := yaml.Unmarshal(prefix, &n)
+		if perr == nil {
+			continue
+		}
+		if p := Split(perr.Error()); p.Text == m.Text {
+			if k == m.Line {
+				return m
+			}
+			return Message{Line: k, Text: fmt.Sprintf("%s: check the indentation near line %d (the block it breaks begins at line %d)", m.Text, k, m.Line)}
+		}
+	}
+	return m
 }

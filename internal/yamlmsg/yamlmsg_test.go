@@ -2,6 +2,7 @@ package yamlmsg
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -52,4 +53,26 @@ func TestMessages(t *testing.T) {
 	if got := Text(yaml.Unmarshal([]byte("\tx"), &v), false); got != "found character that cannot start any token" {
 		t.Errorf("syntax error: %q", got)
 	}
+}
+
+// FuzzLocate: Locate never panics, and a line it moves an error to is a
+// line of the document (go-yaml's own may count a lone CR as a break).
+func FuzzLocate(f *testing.F) {
+	f.Add("a:\n  b: 1\n c: 2\n")
+	f.Add("x: [1,\n  2\n")
+	f.Add("- a\nb: c\n")
+	f.Fuzz(func(t *testing.T, doc string) {
+		var n yaml.Node
+		err := yaml.Unmarshal([]byte(doc), &n)
+		if err == nil {
+			return
+		}
+		m := Locate([]byte(doc), err)
+		if m.Line == Split(err.Error()).Line {
+			return
+		}
+		if lines := strings.Count(doc, "\n") + 1; m.Line < 1 || m.Line > lines {
+			t.Errorf("line %d of a %d-line document: %v", m.Line, lines, err)
+		}
+	})
 }
