@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servebench/servebench/internal/realtime"
 	"github.com/servebench/servebench/internal/slotserver"
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/run"
@@ -99,7 +100,7 @@ func TestIssue20TwinSlots(t *testing.T) {
 	for _, props := range []bool{true, false} {
 		t.Run(fmt.Sprintf("props=%v", props), func(t *testing.T) {
 			t.Parallel()
-			watch := sync.OnceValue(watchMachine())
+			watch := sync.OnceValue(realtime.Watch())
 			defer watch()
 			srv := slotserver.Start(t, slotserver.Config{Slots: 4, StepOverhead: 4 * time.Millisecond, PerSeq: 500 * time.Microsecond,
 				Metrics: "llamacpp", CountersAtEnd: true, Props: props})
@@ -164,7 +165,7 @@ func TestIssue20BandCoverage(t *testing.T) {
 	if o := sleepOvershoot(); o > 2*time.Millisecond {
 		t.Skipf("the machine is too busy for real-time runs: 1 ms sleeps wake %v late (p90)", o)
 	}
-	watch := watchMachine()
+	watch := realtime.Watch()
 	const trials, parallel = 20, 2
 	type outcome struct {
 		held, cases int
@@ -239,33 +240,4 @@ func coverageTrial(t *testing.T, seed uint64) (held, cases int, log string) {
 		fmt.Fprintf(&b, " %s %.2f [%.2f, %.2f] truth %.2f %v;", f.name, f.c, f.lo, f.hi, f.tr, in)
 	}
 	return held, cases, b.String()
-}
-
-// watchMachine samples, every 20 ms until the returned function is
-// called, how late a 1 ms sleep wakes, and returns the share of samples
-// that woke more than 1 ms late: how much of the time the machine could
-// not keep a real-time schedule.
-func watchMachine() (stop func() float64) {
-	done := make(chan struct{})
-	result := make(chan float64, 1)
-	go func() {
-		late, n := 0, 0
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				result <- float64(late) / float64(max(n, 1))
-				return
-			case <-tick.C:
-				t := time.Now()
-				time.Sleep(time.Millisecond)
-				if time.Since(t) > 2*time.Millisecond {
-					late++
-				}
-				n++
-			}
-		}
-	}()
-	return func() float64 { close(done); return <-result }
 }
