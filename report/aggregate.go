@@ -750,6 +750,10 @@ func (a *Aggregate) StageIndexes() []int { return slices.Sorted(maps.Keys(a.stag
 // Windows returns the correlation timeline (see correlate.Correlator).
 func (a *Aggregate) Windows() []correlate.Window { return a.corr.Windows() }
 
+// GPUSeries returns each GPU's power and utilisation over the run (see
+// correlate.Correlator.GPUSeries); nil without GPU telemetry.
+func (a *Aggregate) GPUSeries() []correlate.GPUSeries { return a.corr.GPUSeries() }
+
 func dist(h *hdrhistogram.Histogram) Dist {
 	n := h.TotalCount()
 	if n == 0 {
