@@ -15,7 +15,9 @@
 // the simulator's settings (sim://PRESET?name=value). A run whose server
 // does not start, exits, or serves no request is recorded as failed and
 // the sweep goes on. It produces one results directory per run, sweep.json
-// (Summary: every run, each value's mean figures, the recommendation),
+// (Summary: every run, each value's mean figures, the recommendation,
+// and a warning when the values' speculative decoding drafted different
+// lengths, whose acceptance rates do not compare),
 // sweep.csv (one row per run), the trade-off plot sweep.png/sweep.svg
 // (TTFT and ITL p50 and the statistic each budget judges, or the p99,
 // against the value, throughput below, the budgets as lines and each

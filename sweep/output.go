@@ -58,6 +58,10 @@ type Summary struct {
 	// output tokens/s).
 	RankBy  string `json:"rank_by,omitempty"`
 	ParetoX string `json:"pareto_x,omitempty"`
+	// Warnings say what the values' figures do not compare on: their
+	// speculative decoding drafted different lengths, so the acceptance
+	// rate does not compare across them.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Point is one combination of values, over its repeats.
@@ -140,13 +144,22 @@ type Metrics struct {
 	USDPerMTok         float64 `json:"usd_per_mtok,omitempty"`
 	GoodTokensPerJoule float64 `json:"good_output_tokens_per_j,omitempty"`
 	GoodTokensPerUSD   float64 `json:"good_output_tokens_per_usd,omitempty"`
+	// Speculative decoding (results.SpecDecode), 0 when the server did
+	// not speculate: the acceptance rate (accepted ÷ proposed tokens),
+	// the mean acceptance length (tokens per step, the bonus included)
+	// and the mean draft length.
+	SpecAcceptanceRate float64 `json:"spec_acceptance_rate,omitempty"`
+	SpecAcceptLength   float64 `json:"spec_acceptance_length,omitempty"`
+	SpecDraftLength    float64 `json:"spec_draft_length,omitempty"`
 }
 
-// efficiencyFields are the Metrics fields of the efficiency figures, which
+// efficiencyFields are the Metrics fields of the efficiency figures (and
+// speculative decoding's), which
 // are means over the runs that have them (a run without telemetry does
 // not pull the mean to 0) and keep six decimals.
 func efficiencyFields(m *Metrics) []*float64 {
-	return []*float64{&m.JoulesPerToken, &m.TokensPerJoule, &m.GPUs, &m.USDPerMTok, &m.GoodTokensPerJoule, &m.GoodTokensPerUSD}
+	return []*float64{&m.JoulesPerToken, &m.TokensPerJoule, &m.GPUs, &m.USDPerMTok, &m.GoodTokensPerJoule, &m.GoodTokensPerUSD,
+		&m.SpecAcceptanceRate, &m.SpecAcceptLength, &m.SpecDraftLength}
 }
 
 // plottedMetrics are the budget metrics whose statistics the trade-off
@@ -215,6 +228,9 @@ func (m *Metrics) withEfficiency(e *report.Efficiency) *Metrics {
 		m.USDPerMTok = c.USDPerMTok
 	}
 	m.GoodTokensPerJoule, m.GoodTokensPerUSD = e.GoodTokensPerJoule, e.GoodTokensPerUSD
+	if sd := e.SpecDecode; sd != nil {
+		m.SpecAcceptanceRate, m.SpecAcceptLength, m.SpecDraftLength = sd.AcceptanceRate, sd.AcceptLength, sd.DraftLength
+	}
 	return m
 }
 
@@ -328,6 +344,38 @@ func (s *Summary) summarise(plan *Plan) {
 		s.Points = append(s.Points, pt)
 	}
 	s.Recommendation = recommend(s.Points, s.RankBy)
+	s.Warnings = nil
+	if w := specDraftWarning(s.Points); w != "" {
+		s.Warnings = append(s.Warnings, w)
+	}
+}
+
+// specDraftWarning warns when the values' speculative decoding drafted
+// different lengths: the acceptance rate (accepted ÷ proposed) falls
+// arithmetically as drafts grow, whatever the drafter's quality, so the
+// values compare by their mean acceptance length (tokens per step). ""
+// when the values that speculated drafted alike (within 0.05 tokens) or
+// fewer than two did. (compare.SpecDraftWarning says the same of two
+// runs.)
+func specDraftWarning(points []Point) string {
+	var spec []Point
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, p := range points {
+		if m := p.Metrics; m != nil && m.SpecDraftLength > 0 {
+			spec = append(spec, p)
+			lo, hi = math.Min(lo, m.SpecDraftLength), math.Max(hi, m.SpecDraftLength)
+		}
+	}
+	if len(spec) < 2 || hi-lo < 0.05 {
+		return ""
+	}
+	var each []string
+	for _, p := range spec {
+		m := p.Metrics
+		each = append(each, fmt.Sprintf("%s: draft length %.2g, acceptance rate %.1f %%, acceptance length %.3g", p.Label, m.SpecDraftLength, 100*m.SpecAcceptanceRate, m.SpecAcceptLength))
+	}
+	return fmt.Sprintf("speculative decoding drafted from %.2g to %.2g tokens across the values (%s): the acceptance rate falls as drafts grow whatever the drafter, so compare the values by the mean acceptance length (tokens per step), not the rate",
+		lo, hi, strings.Join(each, "; "))
 }
 
 // rankOf is the figure a sweep ranks by, its name in sentences, and why
@@ -552,6 +600,9 @@ func WriteText(w io.Writer, s *Summary) error {
 		if r.Status == StatusFailed {
 			fmt.Fprintf(&b, "failed: %s (repeat %d): %s\n", r.Label, r.Repeat, firstLine(r.Error))
 		}
+	}
+	for _, w := range s.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
 	}
 	if s.Recommendation.Label != "" {
 		fmt.Fprintf(&b, "recommended: %s\n  %s\n", s.Recommendation.Label, s.Recommendation.Reason)

@@ -87,6 +87,9 @@ func Page(s *Summary) *chart.SweepPage {
 			pg.Failures = append(pg.Failures, fmt.Sprintf("%s (run %d): %s", r.Label, r.Repeat, firstLine(r.Error)))
 		}
 	}
+	for _, w := range s.Warnings {
+		pg.Notes = append(pg.Notes, "Warning: "+w+".")
+	}
 	sp := Figure(s)
 	pg.Sweep = sp
 	pg.Load, pg.Pareto = loadPlots(s)
