@@ -77,7 +77,8 @@ func gpuFixture(t *testing.T) *report.Aggregate {
 // telemetry of four GPUs: the timeline has a power panel and a
 // utilisation panel with one line per GPU, named by index and UUID, each
 // power line at the power its counter gave; report.html shows them (one
-// legend entry per GPU and panel) and no sentence of missing telemetry.
+// legend entry per GPU and panel) and no sentence of missing telemetry,
+// and in headless Chromium, where installed, logs nothing to the console.
 func TestTimelineGPUPanels(t *testing.T) {
 	t.Parallel()
 	a := gpuFixture(t)
@@ -138,11 +139,26 @@ func TestTimelineGPUPanels(t *testing.T) {
 	if strings.Contains(string(page), noGPUNote) {
 		t.Errorf("report.html says %q on a run with GPU telemetry", noGPUNote)
 	}
-	if *screenshotFile != "" {
-		shot := strings.TrimSuffix(*screenshotFile, ".png") + "-gpus.png"
-		runChromium(t, chromiumBinary(t), filepath.Join(dir, HTMLName), "--screenshot="+shot)
-		t.Logf("screenshot of the page with per-GPU panels: %s", shot)
-	}
+	// In a browser, where there is one: no console message, and the
+	// panels' legends in the DOM.
+	t.Run("chromium", func(t *testing.T) {
+		bin := chromiumBinary(t)
+		path := filepath.Join(dir, HTMLName)
+		dom, logs := runChromium(t, bin, path, "--dump-dom")
+		for _, line := range strings.Split(string(logs), "\n") {
+			if strings.Contains(line, ":CONSOLE") {
+				t.Errorf("console message: %s", line)
+			}
+		}
+		if c := strings.Count(string(dom), ">"+want[3]+"<"); c != 2 {
+			t.Errorf("rendered DOM holds %d legend entries %q, want 2", c, want[3])
+		}
+		if *screenshotFile != "" {
+			shot := strings.TrimSuffix(*screenshotFile, ".png") + "-gpus.png"
+			runChromium(t, bin, path, "--screenshot="+shot)
+			t.Logf("screenshot of the page with per-GPU panels: %s", shot)
+		}
+	})
 }
 
 // TestTimelineGPUPanelsSimulator runs the simulator with two GPUs and its
