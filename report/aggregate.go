@@ -503,6 +503,14 @@ func (a *Aggregate) Summary() *Summary {
 	var shardWarnings []string
 	out.Shards, shardWarnings = a.shardSummary()
 	out.Warnings = append(out.Warnings, shardWarnings...)
+	a.summaryWarnings(&out, overall)
+	return &out
+}
+
+// summaryWarnings adds the warnings drawn from the finished summary: the
+// schedule's lag, truncated and resent requests, estimated token counts,
+// mismatched prompts and speculative-decoding chunks.
+func (a *Aggregate) summaryWarnings(out *Summary, overall *stageAgg) {
 	for _, st := range out.Stages {
 		if lag := st.ScheduleLag; lag.Count > 0 && lag.P99 > scheduleLagWarnMS {
 			out.Warnings = append(out.Warnings, fmt.Sprintf(
@@ -546,7 +554,6 @@ func (a *Aggregate) Summary() *Summary {
 	if w := a.specChunkWarning(&out.Overall); w != "" {
 		out.Warnings = append(out.Warnings, w)
 	}
-	return &out
 }
 
 // promptWarning says, when more than PromptMismatchShare of the compared
