@@ -185,6 +185,19 @@ func TestIssue21MnbtInconclusive(t *testing.T) {
 	if !strings.Contains(log.String(), "max_num_batched_tokens=1024: ok: ") || !regexpMatch(`1024: ok: .*; budgets inconclusive\n`, log.String()) {
 		t.Errorf("the log line does not say inconclusive:\n%s", log.String())
 	}
+	if raceEnabled {
+		return // no plots
+	}
+	page, _ := os.ReadFile(filepath.Join(dir, FileHTML))
+	svg, _ := os.ReadFile(filepath.Join(dir, FileSVG))
+	if strings.Count(string(page), `<td class="inconclusive">inconclusive</td>`) != 1 || !strings.Contains(string(page), `<span class="ci">`) {
+		t.Error("sweep.html does not show 1024 as inconclusive, or shows no interval")
+	}
+	for _, want := range []string{"(bars: 95 % intervals)", ">budgets inconclusive<", ">interval straddles the budget<"} {
+		if !strings.Contains(string(svg), want) {
+			t.Errorf("sweep.svg lacks %q", want)
+		}
+	}
 }
 
 func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
