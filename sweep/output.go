@@ -157,9 +157,11 @@ type Metrics struct {
 	// throughput); or "repeats", for a point's mean over two or more runs:
 	// the hull of the runs' own intervals averaged bound by bound and of a
 	// Student-t interval over the runs' values (n − 1 degrees of freedom).
-	// The repeats share their seed, so their spread shows the server's
-	// and the machine's noise but not the sampling noise of the workload,
-	// which the runs' own intervals show: the hull covers both.
+	// A sweep's repeats share their seed, so their spread shows the
+	// server's and the machine's noise but not the sampling noise of the
+	// workload, which the runs' own intervals show: the hull covers both
+	// (and stays conservative for a search's repeats, which on the
+	// simulator take the next seed).
 	CIFrom string `json:"ci_from,omitempty"`
 
 	// Efficiency (report.Efficiency), 0 when not measured or priced:
