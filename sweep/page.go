@@ -179,7 +179,7 @@ func loadPlots(s *Summary) (*chart.LoadPlot, *chart.ParetoPlot) {
 		}
 		pt := chart.LoadPoint{Label: p.Label, Load: m.RequestsPerSec, TTFTP50: m.TTFTP50, TTFTP99: m.TTFTP99,
 			ITLP50: m.ITLP50, ITLP99: m.ITLP99, TPOTP50: m.TPOTP50, OutputTokensPerSec: m.OutputTokensPerSec, Pass: p.BudgetsMet,
-			ParetoX: paretoX(s.ParetoX, m)}
+			Verdict: p.Verdict, ParetoX: paretoX(s.ParetoX, m)}
 		key := ""
 		if lp != "" {
 			x, err := strconv.ParseFloat(p.Values[lp], 64)

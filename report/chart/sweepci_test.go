@@ -105,4 +105,13 @@ func TestSweepHTMLIntervals(t *testing.T) {
 	if strings.Count(s, `<td class="fail">missed</td>`) != 0 {
 		t.Error("the inconclusive row also says missed")
 	}
+	pts := pg.Pareto.Series[0].Points
+	pts[3].Pass, pts[3].Verdict = &no, "inconclusive"
+	_, svg, err := pg.Pareto.Render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(svg, []byte(">budgets inconclusive<")) || !bytes.Contains(svg, []byte(">budgets missed<")) {
+		t.Error("the Pareto plot does not mark the inconclusive value as such beside the missed one")
+	}
 }

@@ -40,6 +40,8 @@ type LoadPoint struct {
 	TPOTP50            float64
 	OutputTokensPerSec float64
 	Pass               *bool // met the budgets (nil: no verdict)
+	// Verdict "inconclusive" marks the point as such rather than missed.
+	Verdict string
 	// ParetoX is the point's x in a Pareto plot with another axis than
 	// total throughput (ParetoPlot.XLabel): tokens/s per GPU, tokens per
 	// joule, $ per 1M tokens; 0 when unknown, and the point is not drawn.
@@ -266,24 +268,24 @@ func (pp *ParetoPlot) Render() (pngData, svgData []byte, err error) {
 	labels := &pointLabels{style: draw.TextStyle{Color: color.Black, Font: font.From(plotFont(), 8), Handler: p.TextHandler},
 		radius: vg.Points(3.5), omitted: &pp.omitted}
 	var all []plotter.XYs
-	var met, missed plotter.XYs
+	var met, missed, undecided plotter.XYs
 	for si, s := range pp.Series {
-		pts, names, m, x := pp.points(s)
+		pts, names, m, x, u := pp.points(s)
 		if len(pts) == 0 {
 			continue
 		}
-		met, missed = append(met, m...), append(missed, x...)
+		met, missed, undecided = append(met, m...), append(missed, x...), append(undecided, u...)
 		all = append(all, pts)
 		labels.legendRows += pp.addSeries(p, s, pts, seriesColors[si%len(seriesColors)])
 		labels.xys, labels.labels = append(labels.xys, pts...), append(labels.labels, names...)
 	}
-	addVerdictMarks(p, met, missed, nil)
-	for _, set := range []plotter.XYs{met, missed} {
+	addVerdictMarks(p, met, missed, undecided)
+	for _, set := range []plotter.XYs{met, missed, undecided} {
 		if len(set) > 0 {
 			labels.legendRows++
 		}
 	}
-	if len(met)+len(missed) > 0 {
+	if len(met)+len(missed)+len(undecided) > 0 {
 		labels.radius = vg.Points(7) // the verdict rings and crosses
 	}
 	labels.legend = draw.TextStyle{Font: p.Legend.TextStyle.Font, Handler: p.TextHandler}
@@ -296,8 +298,8 @@ func (pp *ParetoPlot) Render() (pngData, svgData []byte, err error) {
 }
 
 // points are a series' points with an x and a per-user speed, their
-// labels, and those that met and missed the budgets.
-func (pp *ParetoPlot) points(s LoadSeries) (pts plotter.XYs, labels []string, met, missed plotter.XYs) {
+// labels, and those that met, missed and could not decide the budgets.
+func (pp *ParetoPlot) points(s LoadSeries) (pts plotter.XYs, labels []string, met, missed, undecided plotter.XYs) {
 	for _, pt := range s.Points {
 		u := perUser(pt)
 		if u <= 0 || pp.x(pt) <= 0 {
@@ -309,11 +311,13 @@ func (pp *ParetoPlot) points(s LoadSeries) (pts plotter.XYs, labels []string, me
 		case pt.Pass == nil:
 		case *pt.Pass:
 			met = append(met, xy)
+		case pt.Verdict == "inconclusive":
+			undecided = append(undecided, xy)
 		default:
 			missed = append(missed, xy)
 		}
 	}
-	return pts, labels, met, missed
+	return pts, labels, met, missed, undecided
 }
 
 // addSeries draws a series' points and its Pareto frontier, and returns
