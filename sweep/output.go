@@ -738,7 +738,7 @@ func overlapNote(points []Point, qualified []int, best int) string {
 		return ""
 	}
 	return "; its throughput is not told apart from that of " + strings.Join(close, ", ") +
-		" (their 95 % intervals overlap, or one has none): the data do not show it is faster than them"
+		": the 95 % intervals overlap (or the other has none), so the data do not show it faster"
 }
 
 func fmtMs(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }

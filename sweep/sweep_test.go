@@ -868,7 +868,7 @@ func TestRecommend(t *testing.T) {
 		{"overlapping throughput intervals are named", []Point{{Label: "a", Runs: 1, Metrics: ci(m(100, 0), 90, 110), BudgetsMet: &yes}, {Label: "b", Runs: 1, Metrics: ci(m(95, 0), 85, 105), BudgetsMet: &yes},
 			{Label: "c", Runs: 1, Metrics: ci(m(50, 0), 45, 55), BudgetsMet: &yes}, {Label: "d", Runs: 1, Metrics: m(60, 0), BudgetsMet: &yes}},
 			"a", "100.0 [90.0, 110.0] output tokens/s, TTFT p50 50 p99 100 ms, ITL p50 10 p99 20 ms, E2E p50 1000 ms); 95 % intervals in brackets, from the run's own samples (none for TTFT p50, TTFT p99, ITL p50, ITL p99, E2E p50: too few samples); " +
-				"its throughput is not told apart from that of b (95.0 [85.0, 105.0]), d (60.0, no interval) (their 95 % intervals overlap, or one has none)"},
+				"its throughput is not told apart from that of b (95.0 [85.0, 105.0]), d (60.0, no interval): the 95 % intervals overlap (or the other has none), so the data do not show it faster"},
 		{"none qualifies", []Point{{Label: "a", Failed: 1}, {Label: "b", Runs: 1, Metrics: m(30, 0), BudgetsMet: &no, Missed: []string{"overall.itl_ms.p99"}}},
 			"", "no value qualifies: a: no completed run; b: missed overall.itl_ms.p99"},
 	} {
