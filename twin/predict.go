@@ -482,7 +482,7 @@ func needsScrapes(b *results.Budgets) bool {
 		sets = append(sets, s)
 	}
 	for _, s := range sets {
-		if s != nil && (s.Preemptions != nil || s.KVUsage != nil) {
+		if s.Get("preemptions") != nil || s.Get("kv_usage") != nil {
 			return true
 		}
 	}
