@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/servebench/servebench/results"
 )
@@ -161,5 +162,49 @@ func TestBudgetsSet(t *testing.T) {
 		if !reflect.DeepEqual(sc.Budgets.Overall.List(), before) {
 			t.Errorf("--set %s=3 failed and still changed the budgets", path)
 		}
+	}
+}
+
+// TestTableMetricAddedBudgets checks budget validation against a copy of
+// the metric table with a metric appended (as sweep's
+// TestTableMetricAdded does for the outputs): its limits are checked by
+// its class with no other edit, a name near it is suggested, and the
+// table, not a list here, decides what is known.
+func TestTableMetricAddedBudgets(t *testing.T) {
+	t.Parallel()
+	table := append(results.Metrics(), results.Metric{Name: "decode_ms", Unit: "ms", Class: results.Latency, Budget: true,
+		Observe: func(r *results.Result, dst []time.Duration) []time.Duration { return dst }, About: "first token → end"})
+	f := func(v float64) *float64 { return &v }
+	tests := []struct {
+		name   string
+		table  results.Table
+		limits map[string]*results.Limits
+		want   string // "" for none
+	}{
+		{"budgeted", table, map[string]*results.Limits{"decode_ms": {P99: f(100), Mean: f(50)}}, ""},
+		{"stat of another class", table, map[string]*results.Limits{"decode_ms": {Min: f(1)}}, "budgets.overall.decode_ms.min: does not apply to decode_ms (want p50, p90, p95, p99, p99_9, mean, max)"},
+		{"latency bound", table, map[string]*results.Limits{"decode_ms": {P99: f(1e12)}}, "budgets.overall.decode_ms.p99: want milliseconds up to"},
+		{"mistyped", table, map[string]*results.Limits{"decode_m": {P99: f(1)}}, "budgets.overall.decode_m: unknown metric (did you mean decode_ms?)"},
+		{"today's table", results.Metrics(), map[string]*results.Limits{"decode_ms": {P99: f(1)}}, "budgets.overall.decode_ms: unknown metric (known: ttft_ms, "},
+		{"not budgeted", table, map[string]*results.Limits{"wire_lag_ms": {P99: f(1)}}, "budgets.overall.wire_lag_ms: is not a figure a budget may limit"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			sc, err := Parse("gate.yaml", []byte(budgetsBase))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc.Budgets = &results.Budgets{Overall: &results.BudgetSet{Limits: tc.limits}}
+			v := validator{src: &sc.src}
+			v.budgetsIn(sc, tc.table)
+			err = joinSorted(v.errs)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
 	}
 }
