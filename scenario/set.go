@@ -151,6 +151,15 @@ func (sc *Scenario) set(from, path, value string) []error {
 			return fail("%s is not a mapping", joinPath(segs[:i]))
 		}
 	}
+	return sc.assign(from, path, value, v)
+}
+
+// assign sets v, the field at path, to value (YAML; "" unsets it) and
+// records its position.
+func (sc *Scenario) assign(from, path, value string, v reflect.Value) []error {
+	fail := func(format string, args ...any) []error {
+		return []error{&FieldError{File: from, Field: path, Msg: fmt.Sprintf(format, args...)}}
+	}
 	// Forget the positions of what is replaced.
 	for p := range sc.src.pos {
 		if p == path || strings.HasPrefix(p, path+".") || strings.HasPrefix(p, path+"[") {
