@@ -14,6 +14,7 @@ import (
 
 	"github.com/servebench/servebench/live"
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/report/compare"
 	"github.com/servebench/servebench/results"
 )
 
@@ -43,7 +44,8 @@ func withDecode() results.Table {
 
 // TestTableMetricAdded adds a metric to a copy of the table and checks that
 // every output derived from the table picks it up with no other edit: the
-// summary (summary.json and the terminal text), the budgets' verdict, the
+// summary (summary.json and the terminal text), the budgets' verdict,
+// bench compare's rows, the
 // per-request CSV, the sweep's figures (sweep.json, sweep.csv) and the
 // live /metrics page. (Budget validation is scenario's
 // TestTableMetricAddedBudgets; the twin's figures are a fixed set, see
@@ -74,6 +76,7 @@ func TestTableMetricAdded(t *testing.T) {
 		t.Errorf("the terminal text has no decode_ms row (%v):\n%s", err, txt.String())
 	}
 	checkDecodeBudget(t, agg, sum, d)
+	checkDecodeCompare(t, rd, agg)
 	checkDecodeCSV(t, rd, want)
 	checkDecodeSweep(t, sum, d)
 	checkDecodeLive(t, table, len(want))
@@ -120,6 +123,29 @@ func checkDecodeBudget(t *testing.T, agg *report.Aggregate, sum *report.Summary,
 	want := []string{"overall.error_rate.max fraction met", "overall.decode_ms.p50 ms missed", "overall.decode_ms.max ms met"}
 	if strings.Join(got, "; ") != strings.Join(want, "; ") {
 		t.Errorf("verdict checks:\n%s\nwant (the new metric after the table's, as it is appended):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// checkDecodeCompare compares the run with itself: the overall table has
+// decode_ms rows (p50, p99), unchanged.
+func checkDecodeCompare(t *testing.T, rd report.Reader, base *report.Aggregate) {
+	t.Helper()
+	cand, err := rd.FromFiles(preemptFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := compare.Runs(base, cand, compare.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stats []string
+	for _, r := range c.Tables[0].Rows {
+		if r.Metric == "decode_ms" && r.Unit == "ms" && r.Base == r.New {
+			stats = append(stats, r.Stat)
+		}
+	}
+	if len(stats) == 0 {
+		t.Errorf("bench compare's overall table has no decode_ms row: %+v", c.Tables[0].Rows)
 	}
 }
 
