@@ -38,7 +38,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Parse: %v", err)
 		}
-		for _, format := range Formats {
+		for _, format := range formats {
 			if err := Write(io.Discard, rep, format); err != nil {
 				t.Fatalf("Write %s: %v", format, err)
 			}
@@ -91,7 +91,7 @@ func FuzzModelConfig(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Parse with the config: %v", err)
 		}
-		for _, format := range Formats {
+		for _, format := range formats {
 			if err := Write(io.Discard, rep, format); err != nil {
 				t.Fatalf("Write %s: %v", format, err)
 			}

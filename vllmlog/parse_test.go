@@ -238,7 +238,7 @@ func TestGarbled(t *testing.T) {
 			t.Errorf("figures from garbled lines: %+v", r)
 		}
 	}
-	for _, f := range Formats {
+	for _, f := range formats {
 		if err := Write(&bytes.Buffer{}, rep, f); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}

@@ -11,12 +11,12 @@ import (
 	"github.com/servebench/servebench/internal/kvcapacity"
 )
 
-// Formats are the output formats Write knows.
-var Formats = []string{"text", "json", "markdown"}
+// formats are the output formats Write knows.
+var formats = []string{"text", "json", "markdown"}
 
 // ValidFormat reports whether Write knows format.
 func ValidFormat(format string) bool {
-	for _, f := range Formats {
+	for _, f := range formats {
 		if f == format {
 			return true
 		}
@@ -37,7 +37,7 @@ func Write(w io.Writer, rep *Report, format string) error {
 	case "text":
 		return writeDoc(w, rep, text{})
 	}
-	return fmt.Errorf("unknown format %q (want %s)", format, strings.Join(Formats, ", "))
+	return fmt.Errorf("unknown format %q (want %s)", format, strings.Join(formats, ", "))
 }
 
 // style is what differs between the text and Markdown renderings.

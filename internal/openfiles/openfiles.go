@@ -6,9 +6,9 @@ package openfiles
 
 import "fmt"
 
-// Margin is the descriptors a process needs besides its streams: the
+// margin is the descriptors a process needs besides its streams: the
 // results file, the scraper's connection, the listener, the runtime's own.
-const Margin = 64
+const margin = 64
 
 // Check reports an error when need descriptors (plus Margin) exceed the
 // limit this process may open. what names the need in the message, for
@@ -16,11 +16,11 @@ const Margin = 64
 // where the limit is unknown it returns nil.
 func Check(need int, what string) error {
 	limit, ok := Limit()
-	if !ok || need+Margin <= limit {
+	if !ok || need+margin <= limit {
 		return nil
 	}
 	return fmt.Errorf("%s need about %s open files, and this process may open %s (ulimit -n): raise the limit (ulimit -n %d) or use fewer streams",
-		what, group(need+Margin), group(limit), roundUp(need+Margin))
+		what, group(need+margin), group(limit), roundUp(need+margin))
 }
 
 // roundUp rounds n up to the next power of two, a limit worth typing.

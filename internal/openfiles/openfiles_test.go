@@ -10,12 +10,12 @@ func TestCheck(t *testing.T) {
 	if !ok {
 		t.Skip("the open-files limit is unknown on this system")
 	}
-	if err := Check(limit-Margin, "streams"); err != nil {
-		t.Errorf("a need within the limit (%d of %d): %v", limit-Margin, limit, err)
+	if err := Check(limit-margin, "streams"); err != nil {
+		t.Errorf("a need within the limit (%d of %d): %v", limit-margin, limit, err)
 	}
 	err := Check(limit, "10 streams")
 	if err == nil {
-		t.Fatalf("a need of %d with a limit of %d passed", limit+Margin, limit)
+		t.Fatalf("a need of %d with a limit of %d passed", limit+margin, limit)
 	}
 	for _, want := range []string{"10 streams need about", group(limit), "ulimit -n"} {
 		if !strings.Contains(err.Error(), want) {

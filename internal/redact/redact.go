@@ -60,7 +60,7 @@ func New(secrets ...string) *Redactor {
 		if len(s) < minSecret {
 			continue
 		}
-		for _, f := range Forms(s) {
+		for _, f := range encodedForms(s) {
 			add(f)
 		}
 	}
@@ -100,10 +100,10 @@ func expand(secrets []string) []string {
 	return out
 }
 
-// Forms returns the forms a server may write secret s in: s itself, its
+// encodedForms returns the forms a server may write secret s in: s itself, its
 // JSON, URL and HTML escapings, and the runs of base64 letters that encode
 // its bytes at any alignment (standard and URL alphabets).
-func Forms(s string) []string {
+func encodedForms(s string) []string {
 	forms := []string{s}
 	for _, o := range []jsonStyle{{}, {html: true}, {ascii: true}, {slash: true}, {html: true, ascii: true}, {ascii: true, slash: true}} {
 		forms = append(forms, jsonEscape(s, o))

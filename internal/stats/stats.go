@@ -125,10 +125,10 @@ func QuantileUnsorted(xs []float64, q, conf float64) Interval {
 	if n == 0 {
 		return Interval{}
 	}
-	iv := Interval{Estimate: Select(xs, min(max(int(math.Ceil(q*float64(n)))-1, 0), n-1))}
+	iv := Interval{Estimate: selectK(xs, min(max(int(math.Ceil(q*float64(n)))-1, 0), n-1))}
 	lo, hi, ok := QuantileRanks(n, q, conf)
 	if ok {
-		iv.Lo, iv.Hi, iv.OK = Select(xs, lo-1), Select(xs, hi-1), true
+		iv.Lo, iv.Hi, iv.OK = selectK(xs, lo-1), selectK(xs, hi-1), true
 	}
 	return iv
 }
@@ -159,9 +159,9 @@ func Mean(xs []float64, conf float64) Interval {
 	return iv
 }
 
-// Select returns the k-th smallest (0-based) of xs, reordering xs
+// selectK returns the k-th smallest (0-based) of xs, reordering xs
 // (Hoare's selection, expected linear time).
-func Select(xs []float64, k int) float64 {
+func selectK(xs []float64, k int) float64 {
 	lo, hi := 0, len(xs)-1
 	for lo < hi {
 		// Median of three as the pivot, against sorted inputs.
@@ -209,10 +209,10 @@ func Sorted(xs []float64) []float64 {
 	return s
 }
 
-// NormalQuantile is the p-quantile of the standard normal distribution
+// normalQuantile is the p-quantile of the standard normal distribution
 // (Acklam's rational approximation refined by one Halley step: relative
 // error below 1e-15).
-func NormalQuantile(p float64) float64 {
+func normalQuantile(p float64) float64 {
 	switch {
 	case p <= 0:
 		return math.Inf(-1)
@@ -260,7 +260,7 @@ func TQuantile(p, nu float64) float64 {
 	case p == 0.5:
 		return 0
 	case nu >= 1e6:
-		return NormalQuantile(p)
+		return normalQuantile(p)
 	case nu == 1:
 		return math.Tan(math.Pi * (p - 0.5))
 	case nu == 2:
@@ -354,7 +354,7 @@ func Wilson(p float64, n int64, conf float64) (lo, hi float64) {
 	if n <= 0 {
 		return 0, 1
 	}
-	z := NormalQuantile(1 - (1-conf)/2)
+	z := normalQuantile(1 - (1-conf)/2)
 	nn := float64(n)
 	den := 1 + z*z/nn
 	center := (p + z*z/(2*nn)) / den

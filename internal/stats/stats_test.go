@@ -36,7 +36,7 @@ func invert(cdf func(float64) float64, q float64) float64 {
 
 var dists = []dist{
 	{"lognormal", func(r *rand.Rand) float64 { return math.Exp(r.NormFloat64()) },
-		func(q float64) float64 { return math.Exp(NormalQuantile(q)) }, math.Exp(0.5)},
+		func(q float64) float64 { return math.Exp(normalQuantile(q)) }, math.Exp(0.5)},
 	{"bimodal", func(r *rand.Rand) float64 {
 		if r.Float64() < 0.7 {
 			return 10 + r.NormFloat64()
@@ -125,7 +125,7 @@ func TestSelect(t *testing.T) {
 		sorted := Sorted(xs)
 		for _, input := range [][]float64{xs, sorted} {
 			for k := range n {
-				if got := Select(slices.Clone(input), k); got != sorted[k] {
+				if got := selectK(slices.Clone(input), k); got != sorted[k] {
 					t.Fatalf("n %d: Select(%d) = %v, want %v", n, k, got, sorted[k])
 				}
 			}
@@ -137,9 +137,9 @@ func TestSelect(t *testing.T) {
 func TestQuantiles(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ got, want float64 }{
-		{NormalQuantile(0.975), 1.959963984540054},
-		{NormalQuantile(0.5), 0},
-		{NormalQuantile(0.001), -3.090232306167813},
+		{normalQuantile(0.975), 1.959963984540054},
+		{normalQuantile(0.5), 0},
+		{normalQuantile(0.001), -3.090232306167813},
 		{TQuantile(0.975, 10), 2.228138851986274},
 		{TQuantile(0.975, 30), 2.042272456301238},
 		{TQuantile(0.995, 5), 4.032142983557536},

@@ -16,15 +16,15 @@ const maxDistance = 2
 func Closest(name string, known []string) (string, bool) {
 	best, bestD := "", maxDistance+1
 	for _, k := range known {
-		if d := Distance(strings.ToLower(name), strings.ToLower(k)); d < bestD {
+		if d := distance(strings.ToLower(name), strings.ToLower(k)); d < bestD {
 			best, bestD = k, d
 		}
 	}
 	return best, best != ""
 }
 
-// Distance is the Levenshtein distance between a and b, in bytes.
-func Distance(a, b string) int {
+// distance is the Levenshtein distance between a and b, in bytes.
+func distance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {

@@ -18,7 +18,7 @@ func TestClosest(t *testing.T) {
 			t.Errorf("Closest(%q) = %q, %v; want %q, %v", tc.name, got, ok, tc.want, tc.ok)
 		}
 	}
-	if d := Distance("kitten", "sitting"); d != 3 {
+	if d := distance("kitten", "sitting"); d != 3 {
 		t.Errorf("Distance(kitten, sitting) = %d, want 3", d)
 	}
 }

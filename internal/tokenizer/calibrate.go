@@ -87,8 +87,8 @@ func Calibrate(ctx context.Context, name string, count CountFunc, extra []string
 			}
 		}
 	}
-	if len(words.list) < MinWords {
-		return nil, fmt.Errorf("only %d words are one token each (want %d): synthetic prompts need a vocabulary of whole words", len(words.list), MinWords)
+	if len(words.list) < minWords {
+		return nil, fmt.Errorf("only %d words are one token each (want %d): synthetic prompts need a vocabulary of whole words", len(words.list), minWords)
 	}
 	// Texts of these words must add up: every word after every other one
 	// (in a seeded order, three passes) counts one token.

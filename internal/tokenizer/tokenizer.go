@@ -213,9 +213,9 @@ func (w *Words) Text(n int, pick func(vocab int) int) string {
 	return b.String()
 }
 
-// MinWords is the fewest single-token words a tokenizer must have for
+// minWords is the fewest single-token words a tokenizer must have for
 // synthetic prompts: fewer would repeat visibly (and prefix-cache alike).
-const MinWords = 64
+const minWords = 64
 
 // findWords returns the common English words of this package's list, then
 // extra candidates (a tokenizer.json's own words), that count one token

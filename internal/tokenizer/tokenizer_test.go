@@ -135,7 +135,7 @@ func TestCalibrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.Name() != "server" || w.Len() < MinWords {
+	if w.Name() != "server" || w.Len() < minWords {
 		t.Fatalf("calibrated %d words named %q", w.Len(), w.Name())
 	}
 	rng := rand.New(rand.NewPCG(3, 4))

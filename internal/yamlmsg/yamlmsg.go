@@ -34,14 +34,14 @@ func Split(msg string) Message {
 	msg = strings.TrimSpace(msg)
 	if m := lineRE.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		return Message{Line: line, Text: Plain(msg[len(m[0]):])}
+		return Message{Line: line, Text: plain(msg[len(m[0]):])}
 	}
-	return Message{Text: Plain(strings.TrimPrefix(msg, "yaml: "))}
+	return Message{Text: plain(strings.TrimPrefix(msg, "yaml: "))}
 }
 
-// Messages returns the problems of a decoder error: one per field for a
+// messages returns the problems of a decoder error: one per field for a
 // *yaml.TypeError, else one.
-func Messages(err error) []Message {
+func messages(err error) []Message {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
 		return []Message{Split(err.Error())}
@@ -57,7 +57,7 @@ func Messages(err error) []Message {
 // withLines.
 func Text(err error, withLines bool) string {
 	var parts []string
-	for _, m := range Messages(err) {
+	for _, m := range messages(err) {
 		if withLines && m.Line > 0 {
 			parts = append(parts, "line "+strconv.Itoa(m.Line)+": "+m.Text)
 		} else {
@@ -76,11 +76,11 @@ var (
 	floatTypeRE = regexp.MustCompile(`^float(?:32|64)$`)
 )
 
-// Plain rewrites one decoder message (without its line) that names a Go
+// plain rewrites one decoder message (without its line) that names a Go
 // type or a YAML tag ("cannot unmarshal !!seq into []scenario.Stage") in
 // plain words ("want a list, got a mapping"). Other messages are returned
 // as they are.
-func Plain(msg string) string {
+func plain(msg string) string {
 	if m := cannotRE.FindStringSubmatch(msg); m != nil {
 		got := map[string]string{"map": "a mapping", "seq": "a list", "null": "nothing"}[m[1]]
 		if got == "" {

@@ -26,7 +26,7 @@ func TestPlain(t *testing.T) {
 		"invalid map key: []interface {}{1}":                "keys must be plain names",
 		"found character that cannot start any token":       "found character that cannot start any token",
 	} {
-		got := Plain(in)
+		got := plain(in)
 		if got != want {
 			t.Errorf("Plain(%q) = %q, want %q", in, got, want)
 		}

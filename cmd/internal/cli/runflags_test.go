@@ -91,10 +91,10 @@ func TestDryRun(t *testing.T) {
 		name string
 		args []string
 	}{
-		{"file", []string{"../../scenarios/quickstart.yaml", "--target", srv.URL}},
+		{"file", []string{"../../../scenarios/quickstart.yaml", "--target", srv.URL}},
 		{"flags", []string{"--target", srv.URL, "--model", "m", "--rate", "4", "--arrival", "constant", "--duration", "30s",
 			"--input-tokens", "512", "--output-tokens", "64"}},
-		{"precedence", []string{"../../scenarios/quickstart.yaml", "--target", srv.URL, "--input-tokens", "256",
+		{"precedence", []string{"../../../scenarios/quickstart.yaml", "--target", srv.URL, "--input-tokens", "256",
 			"--set", "load.stages=[{concurrency: 2, requests: 6}]", "--set", "prompts.input_tokens=300"}},
 		{"server tokenizer", []string{"--target", srv.URL, "--concurrency", "2", "--requests", "4", "--input-tokens", "64",
 			"--output-tokens", "8", "--set", "prompts.tokenizer=server", "--set", "request.system=Be brief."}},

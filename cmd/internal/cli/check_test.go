@@ -16,7 +16,7 @@ import (
 func runGate(t *testing.T, dir string, budgets ...string) (int, string) {
 	t.Helper()
 	e, out, errb := testEnv()
-	args := append([]string{"run", "../../scenarios/quickstart.yaml", "--out", dir, "--quiet"}, quickArgs...)
+	args := append([]string{"run", "../../../scenarios/quickstart.yaml", "--out", dir, "--quiet"}, quickArgs...)
 	for _, b := range budgets {
 		args = append(args, "--set", b)
 	}
@@ -164,7 +164,7 @@ func TestGateImpossibleTTFT(t *testing.T) {
 	}
 	// … and with a scenario file's (looser) budgets, writing the files elsewhere.
 	loose := filepath.Join(t.TempDir(), "loose.yaml")
-	src, err := os.ReadFile("../../scenarios/quickstart.yaml")
+	src, err := os.ReadFile("../../../scenarios/quickstart.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestCheckUsage(t *testing.T) {
 		{"bad format", []string{"check", noBudgets, "--format", "xml"}, exitUsage, "--format"},
 		{"no budgets anywhere", []string{"check", noBudgets}, exitUsage, "has no budgets"},
 		{"bad budgets file", []string{"check", noBudgets, "--budgets", badBudgets}, exitUsage, "bad.yaml:3: budgets.overall.error_rate.max"},
-		{"budgets file without budgets", []string{"check", noBudgets, "--budgets", "../../scenarios/quickstart.yaml"}, exitUsage, "has no budgets block"},
+		{"budgets file without budgets", []string{"check", noBudgets, "--budgets", "../../../scenarios/quickstart.yaml"}, exitUsage, "has no budgets block"},
 		{"missing results", []string{"check", filepath.Join(dir, "none.jsonl"), "--budgets", badBudgets}, exitUsage, "bad.yaml"},
 		{"missing results, good budgets", []string{"check", filepath.Join(dir, "none.jsonl")}, exitFailed, "none.jsonl"},
 		{"help", []string{"help", "check"}, exitOK, "Examples:"},

@@ -19,12 +19,12 @@ import (
 func docFiles(t *testing.T) []string {
 	t.Helper()
 	files := []string{"README.md", "CONTRIBUTING.md"}
-	more, err := filepath.Glob("../../docs/*.md")
+	more, err := filepath.Glob("../../../docs/*.md")
 	if err != nil || len(more) == 0 {
 		t.Fatalf("no docs/*.md: %v", err)
 	}
 	for _, m := range more {
-		files = append(files, strings.TrimPrefix(filepath.ToSlash(m), "../../"))
+		files = append(files, strings.TrimPrefix(filepath.ToSlash(m), "../../../"))
 	}
 	return files
 }
@@ -33,7 +33,7 @@ func docFiles(t *testing.T) []string {
 // at most 250 lines, the rest in docs/.
 func TestREADMEShort(t *testing.T) {
 	t.Parallel()
-	data, err := os.ReadFile("../../README.md")
+	data, err := os.ReadFile("../../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestDocs(t *testing.T) {
 	}
 	link := regexp.MustCompile(`\]\(([^)#:]*)(#[^)]*)?\)`)
 	for _, name := range docFiles(t) {
-		data, err := os.ReadFile("../../" + name)
+		data, err := os.ReadFile("../../../" + name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,9 +82,9 @@ func TestDocs(t *testing.T) {
 		}
 		checkInlineFlags(t, name, text, flags)
 		for _, m := range link.FindAllStringSubmatch(text, -1) {
-			target := filepath.Join("../..", filepath.Dir(name), m[1])
+			target := filepath.Join("../../..", filepath.Dir(name), m[1])
 			if m[1] == "" {
-				target = filepath.Join("../..", name)
+				target = filepath.Join("../../..", name)
 			}
 			if _, err := os.Stat(target); err != nil {
 				t.Errorf("%s links to %s, which does not exist", name, m[1])
@@ -226,7 +226,7 @@ func shellWords(s string) []string {
 // every flag and value before it. A misspelled flag or a value the command
 // refuses fails the test, with the document's file and line.
 func TestDocCommands(t *testing.T) {
-	t.Chdir("../..")
+	t.Chdir("../../..")
 	var all []docCommand
 	for _, name := range []string{"README.md", "CONTRIBUTING.md"} {
 		data, err := os.ReadFile(name)

@@ -130,7 +130,7 @@ func TestSweepMnbtTradeoff(t *testing.T) {
 	}
 	dir := t.TempDir()
 	e, out, errb := testEnv()
-	err := bench(context.Background(), e, []string{"sweep", "../../scenarios/mnbt-sweep.yaml", "--out", dir, "--quiet",
+	err := bench(context.Background(), e, []string{"sweep", "../../../scenarios/mnbt-sweep.yaml", "--out", dir, "--quiet",
 		"--set", "sweep.parameters.max_num_batched_tokens=[2048, 8192]", "--set", "load.stages[0].duration=12s"})
 	// Budgets may or may not be met on a loaded machine; the trade-off is
 	// what this test judges.
@@ -162,20 +162,20 @@ func TestSweepUsage(t *testing.T) {
 	for _, tc := range []cliCase{
 		{"no scenario", []string{"sweep"}, exitUsage, "exactly one scenario"},
 		{"no sweep block", []string{"sweep", plain}, exitUsage, "has no sweep block"},
-		{"resume without --out", []string{"sweep", "../../scenarios/mnbt-sweep.yaml", "--resume"}, exitUsage, "--resume needs --out"},
-		{"simulator refuses a value", []string{"sweep", "../../scenarios/mnbt-sweep.yaml", "--dry-run",
+		{"resume without --out", []string{"sweep", "../../../scenarios/mnbt-sweep.yaml", "--resume"}, exitUsage, "--resume needs --out"},
+		{"simulator refuses a value", []string{"sweep", "../../../scenarios/mnbt-sweep.yaml", "--dry-run",
 			"--set", "sweep.parameters.max_num_batched_tokens=[2048, 8]"}, exitUsage, "value 8: simulator set max_num_batched_tokens=8"},
-		{"dry run", []string{"sweep", "../../scenarios/mnbt-sweep.yaml", "--dry-run", "--out", "d"}, exitOK,
+		{"dry run", []string{"sweep", "../../../scenarios/mnbt-sweep.yaml", "--dry-run", "--out", "d"}, exitOK,
 			"[5/5] max_num_batched_tokens=16384 → d/max_num_batched_tokens=16384\n      target  sim://gpt-oss-20b-a100?max_num_batched_tokens=16384"},
 		{"help", []string{"help", "sweep"}, exitOK, "Examples:"},
-		{"between without search", []string{"sweep", "../../scenarios/mnbt-sweep.yaml", "--between", "1,2"}, exitUsage, "go with --search"},
-		{"search without between", []string{"sweep", "../../scenarios/release-gate.yaml", "--search", "load.stages[1].rate"}, exitUsage, "--search needs --between LO,HI"},
-		{"search of a missing stage", []string{"sweep", "../../scenarios/release-gate.yaml", "--search", "load.stages[5].rate", "--between", "1,2"}, exitUsage,
+		{"between without search", []string{"sweep", "../../../scenarios/mnbt-sweep.yaml", "--between", "1,2"}, exitUsage, "go with --search"},
+		{"search without between", []string{"sweep", "../../../scenarios/release-gate.yaml", "--search", "load.stages[1].rate"}, exitUsage, "--search needs --between LO,HI"},
+		{"search of a missing stage", []string{"sweep", "../../../scenarios/release-gate.yaml", "--search", "load.stages[5].rate", "--between", "1,2"}, exitUsage,
 			"--set: sweep.search.parameter: load.stages[5] does not exist (the scenario has 2 stages)"},
-		{"virtual with a server", []string{"sweep", "../../scenarios/mnbt-sweep.yaml", "--virtual", "--set", "sweep.server.command=x"}, exitUsage, "--virtual needs a sim:// target"},
-		{"search dry run", []string{"sweep", "../../scenarios/release-gate.yaml", "--search", "load.stages[1].rate", "--between", "5,80", "--dry-run", "--out", "d"}, exitOK,
+		{"virtual with a server", []string{"sweep", "../../../scenarios/mnbt-sweep.yaml", "--virtual", "--set", "sweep.server.command=x"}, exitUsage, "--virtual needs a sim:// target"},
+		{"search dry run", []string{"sweep", "../../../scenarios/release-gate.yaml", "--search", "load.stages[1].rate", "--between", "5,80", "--dry-run", "--out", "d"}, exitOK,
 			"the highest load.stages[1].rate in [5, 80] requests/s whose budgets pass, to 2"},
-		{"search below the range", []string{"sweep", "../../scenarios/release-gate.yaml", "--search", "load.stages[1].rate", "--between", "60,80",
+		{"search below the range", []string{"sweep", "../../../scenarios/release-gate.yaml", "--search", "load.stages[1].rate", "--between", "60,80",
 			"--virtual", "--quiet", "--out", t.TempDir()}, exitBudget, "below the range: the run at 60 requests/s over-saturated"},
 	} {
 		checkCLI(t, tc)
@@ -188,7 +188,7 @@ func TestSweepSearchVirtual(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	e, out, errb := testEnv()
-	err := bench(context.Background(), e, []string{"sweep", "../../scenarios/release-gate.yaml", "--search", "load.stages[1].rate",
+	err := bench(context.Background(), e, []string{"sweep", "../../../scenarios/release-gate.yaml", "--search", "load.stages[1].rate",
 		"--between", "9,25", "--resolution", "8", "--virtual", "--quiet", "--out", dir})
 	if err != nil {
 		t.Fatalf("search: %v\n%s", err, errb)

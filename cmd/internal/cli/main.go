@@ -8,6 +8,10 @@
 // context cancellation (the first Ctrl-C stops the run gracefully, the
 // second aborts at once, after the abort hooks subcommands registered) and
 // an error into an exit code.
+//
+// It lives under cmd/internal so that only the two commands can import
+// it: the compiler keeps it the top of the layering, above run, report,
+// sweep and the rest, which never import it.
 package cli
 
 import (

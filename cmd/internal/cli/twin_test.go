@@ -34,7 +34,7 @@ load:
 	}
 	twinFile := filepath.Join(dir, "twin.yaml")
 	e, out, errb := testEnv()
-	if err := bench(context.Background(), e, []string{"calibrate", runDir, "--out", twinFile, "--max-num-batched-tokens", "256", "--max-num-seqs", "64", "--server-log", "../../vllmlog/testdata/gpt-oss-120b.log"}); err != nil {
+	if err := bench(context.Background(), e, []string{"calibrate", runDir, "--out", twinFile, "--max-num-batched-tokens", "256", "--max-num-seqs", "64", "--server-log", "../../../vllmlog/testdata/gpt-oss-120b.log"}); err != nil {
 		t.Fatalf("calibrate: %v\n%s", err, errb)
 	}
 	for _, want := range []string{"per_seq_us", "fitted", "twin: " + twinFile} {

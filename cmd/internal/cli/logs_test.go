@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-const testLog = "../../vllmlog/testdata/gpt-oss-120b.log"
+const testLog = "../../../vllmlog/testdata/gpt-oss-120b.log"
 
 // TestLogs explains the gpt-oss-120b test log in each format and writes
 // the plots and logs.json with --out.
@@ -100,13 +100,13 @@ func TestLogsUsage(t *testing.T) {
 		{"missing file", []string{"logs", "no/such.log"}, exitFailed, "no such file"},
 		{"missing model config", []string{"logs", testLog, "--model-config", "no/config.json"}, exitFailed, "model config"},
 		{"help", []string{"logs", "--help"}, exitOK, "Examples"},
-		{"another engine", []string{"logs", "../../vllmlog/testdata/corpus/051-sglang-decode-batches.log"}, exitFailed, "is a log of SGLang, not of vLLM"},
-		{"llama.cpp", []string{"logs", "../../vllmlog/testdata/corpus/055-llamacpp-journald.log"}, exitFailed, "llama.cpp"},
-		{"nothing understood", []string{"logs", "../../vllmlog/testdata/corpus/SOURCES.md"}, exitFailed, "nothing in ../../vllmlog/testdata/corpus/SOURCES.md was understood"},
+		{"another engine", []string{"logs", "../../../vllmlog/testdata/corpus/051-sglang-decode-batches.log"}, exitFailed, "is a log of SGLang, not of vLLM"},
+		{"llama.cpp", []string{"logs", "../../../vllmlog/testdata/corpus/055-llamacpp-journald.log"}, exitFailed, "llama.cpp"},
+		{"nothing understood", []string{"logs", "../../../vllmlog/testdata/corpus/SOURCES.md"}, exitFailed, "nothing in ../../../vllmlog/testdata/corpus/SOURCES.md was understood"},
 		{"replay two files", []string{"logs", "--replay", "x", testLog, testLog}, exitUsage, "--replay takes one log file"},
 		{"replay as json", []string{"logs", "--replay", "x", "--format", "json", testLog}, exitUsage, "neither --follow, --out nor --format"},
-		{"replay of one stats line", []string{"logs", "--replay", "x", "../../vllmlog/testdata/corpus/014-v0-finished-requests.log"}, exitFailed, "has 1 stats line(s), a replay needs at least 2"},
-		{"replay of another engine", []string{"logs", "--replay", "x", "../../vllmlog/testdata/corpus/051-sglang-decode-batches.log"}, exitFailed, "is a log of SGLang"},
+		{"replay of one stats line", []string{"logs", "--replay", "x", "../../../vllmlog/testdata/corpus/014-v0-finished-requests.log"}, exitFailed, "has 1 stats line(s), a replay needs at least 2"},
+		{"replay of another engine", []string{"logs", "--replay", "x", "../../../vllmlog/testdata/corpus/051-sglang-decode-batches.log"}, exitFailed, "is a log of SGLang"},
 	} {
 		checkCLI(t, tc)
 	}
@@ -120,7 +120,7 @@ func TestCalibrateServerLogV0(t *testing.T) {
 	t.Parallel()
 	e, _, errb := testEnv()
 	err := bench(context.Background(), e, []string{"calibrate", filepath.Join(t.TempDir(), "no-results"), "--out", filepath.Join(t.TempDir(), "twin.yaml"),
-		"--server-log", "../../vllmlog/testdata/corpus/012-v0-kv-fragments-two-starts.log"})
+		"--server-log", "../../../vllmlog/testdata/corpus/012-v0-kv-fragments-two-starts.log"})
 	if err == nil || strings.Contains(err.Error(), "server-log") {
 		t.Fatalf("err = %v", err)
 	}

@@ -65,7 +65,7 @@ func TestRunThenReportReproducesSummary(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	e, out, errb := testEnv()
-	args := append([]string{"run", "../../scenarios/quickstart.yaml", "--out", dir, "--quiet"}, quickArgs...)
+	args := append([]string{"run", "../../../scenarios/quickstart.yaml", "--out", dir, "--quiet"}, quickArgs...)
 	if err := bench(context.Background(), e, args); err != nil {
 		t.Fatalf("run: %v\nstderr: %s", err, errb)
 	}
@@ -120,7 +120,7 @@ func TestRunInterruptedWritesSummary(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()
-	err := bench(ctx, e, []string{"run", "../../scenarios/quickstart.yaml", "--out", dir, "--quiet"})
+	err := bench(ctx, e, []string{"run", "../../../scenarios/quickstart.yaml", "--out", dir, "--quiet"})
 	if exitCode(err) != exitInterrupted {
 		t.Fatalf("exit code = %d (err %v), want %d; stderr: %s", exitCode(err), err, exitInterrupted, errb)
 	}
@@ -152,13 +152,13 @@ func TestExitCodes(t *testing.T) {
 		{"run without scenario", []string{"run"}, exitUsage, "a run without a scenario file needs --target URL"},
 		{"bad flag", []string{"run", "--nope", "x.yaml"}, exitUsage, "nope"},
 		{"scenario with a typo", []string{"run", bad}, exitUsage, "bad.yaml:5"},
-		{"bad --set", []string{"run", "../../scenarios/quickstart.yaml", "--set", "load.nope=1"}, exitUsage, "load.nope"},
+		{"bad --set", []string{"run", "../../../scenarios/quickstart.yaml", "--set", "load.nope=1"}, exitUsage, "load.nope"},
 		{"remote target refused", []string{"run", remote, "--out", dir}, exitUsage, "loopback"},
 		{"sim refuses a public address", []string{"sim", "--addr", "0.0.0.0:8000"}, exitUsage, "loopback"},
 		{"sim unknown preset", []string{"sim", "--preset", "h200-dreams"}, exitUsage, "tiny"},
 		{"sim bad setting", []string{"sim", "--set", "max_num_seqs=-1"}, exitUsage, "max_num_seqs"},
-		{"run unknown sim preset", []string{"run", "../../scenarios/quickstart.yaml", "--target", "sim://nope", "--out", dir}, exitUsage, "nope"},
-		{"run bad sim query", []string{"run", "../../scenarios/quickstart.yaml", "--target", "sim://tiny?max_num_seqs=x", "--out", dir}, exitUsage, "max_num_seqs"},
+		{"run unknown sim preset", []string{"run", "../../../scenarios/quickstart.yaml", "--target", "sim://nope", "--out", dir}, exitUsage, "nope"},
+		{"run bad sim query", []string{"run", "../../../scenarios/quickstart.yaml", "--target", "sim://tiny?max_num_seqs=x", "--out", dir}, exitUsage, "max_num_seqs"},
 		{"report of a missing file", []string{"report", filepath.Join(dir, "none.jsonl")}, exitFailed, "none.jsonl"},
 	}
 	for _, tc := range tests {
@@ -265,7 +265,7 @@ func TestRunVirtual(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	e, out, errb := testEnv()
-	if err := bench(context.Background(), e, []string{"run", "../../scenarios/quickstart.yaml", "--virtual", "--out", dir, "--quiet"}); err != nil {
+	if err := bench(context.Background(), e, []string{"run", "../../../scenarios/quickstart.yaml", "--virtual", "--out", dir, "--quiet"}); err != nil {
 		t.Fatalf("run --virtual: %v\n%s", err, errb)
 	}
 	if !strings.Contains(out.String(), "virtual time") {
@@ -274,6 +274,6 @@ func TestRunVirtual(t *testing.T) {
 	if h, err := results.ReadHeader(filepath.Join(dir, "results.jsonl")); err != nil || !h.Virtual {
 		t.Errorf("header: %+v, %v", h, err)
 	}
-	checkCLI(t, cliCase{"virtual needs the simulator", []string{"run", "../../scenarios/quickstart.yaml", "--virtual",
+	checkCLI(t, cliCase{"virtual needs the simulator", []string{"run", "../../../scenarios/quickstart.yaml", "--virtual",
 		"--target", "http://127.0.0.1:1", "--out", t.TempDir()}, exitUsage, "virtual time needs the simulator"})
 }

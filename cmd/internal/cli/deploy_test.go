@@ -195,7 +195,7 @@ func readManifests(t *testing.T, dir string) map[string]*k8sObject {
 // merges them from the same volume; and a scenario that N shards can split.
 func TestKubernetesManifests(t *testing.T) {
 	t.Parallel()
-	objs := readManifests(t, "../../deploy/kubernetes")
+	objs := readManifests(t, "../../../deploy/kubernetes")
 	shards, merge := objs["Job/servebench-shards"], objs["Job/servebench-merge"]
 	if shards == nil || merge == nil {
 		t.Fatalf("want the Jobs servebench-shards and servebench-merge; have %v", slices.Sorted(maps.Keys(objs)))
@@ -306,7 +306,7 @@ func intText(p *int) string {
 // NetworkPolicy lets the pods reach the server's port and DNS only.
 func TestIssue22KubernetesHardening(t *testing.T) {
 	t.Parallel()
-	objs := readManifests(t, "../../deploy/kubernetes")
+	objs := readManifests(t, "../../../deploy/kubernetes")
 	shards := objs["Job/servebench-shards"]
 	if shards == nil {
 		t.Fatal("no shards Job")

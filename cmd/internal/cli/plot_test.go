@@ -16,7 +16,7 @@ func TestPlotRebuildsFromResults(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	e, out, errb := testEnv()
-	if err := bench(context.Background(), e, []string{"plot", "../../report/testdata/preempt.jsonl.gz", "--out", dir}); err != nil {
+	if err := bench(context.Background(), e, []string{"plot", "../../../report/testdata/preempt.jsonl.gz", "--out", dir}); err != nil {
 		t.Fatalf("plot: %v\nstderr: %s", err, errb)
 	}
 	for _, name := range []string{"timeline", "decay", "latency", "stages"} {

@@ -19,10 +19,10 @@ import (
 func TestReportTextGolden(t *testing.T) {
 	t.Parallel()
 	e, out, errb := testEnv()
-	if err := bench(context.Background(), e, []string{"report", "../../report/testdata/preempt.jsonl.gz"}); err != nil {
+	if err := bench(context.Background(), e, []string{"report", "../../../report/testdata/preempt.jsonl.gz"}); err != nil {
 		t.Fatal(err)
 	}
-	golden.Check(t, "../../report/testdata/summary.txt.golden", out.Bytes(), false)
+	golden.Check(t, "../../../report/testdata/summary.txt.golden", out.Bytes(), false)
 	if errb.Len() > 0 {
 		t.Errorf("stderr = %q, want nothing", errb)
 	}
@@ -41,16 +41,16 @@ func TestReportExports(t *testing.T) {
 		t.Run(tc.format, func(t *testing.T) {
 			t.Parallel()
 			e, out, errb := testEnv()
-			if err := bench(context.Background(), e, []string{"report", "../../report/testdata/preempt.jsonl.gz", "--format", tc.format}); err != nil {
+			if err := bench(context.Background(), e, []string{"report", "../../../report/testdata/preempt.jsonl.gz", "--format", tc.format}); err != nil {
 				t.Fatal(err)
 			}
-			golden.Check(t, "../../report/testdata/"+tc.golden+".golden", out.Bytes(), false)
+			golden.Check(t, "../../../report/testdata/"+tc.golden+".golden", out.Bytes(), false)
 			if errb.Len() > 0 {
 				t.Errorf("stderr = %q, want nothing", errb)
 			}
 		})
 	}
-	checkCLI(t, cliCase{"unknown format", []string{"report", "../../report/testdata/preempt.jsonl.gz", "--format", "xml"}, 2,
+	checkCLI(t, cliCase{"unknown format", []string{"report", "../../../report/testdata/preempt.jsonl.gz", "--format", "xml"}, 2,
 		"want text, json, csv or vllm"})
 }
 
@@ -59,7 +59,7 @@ func TestReportExports(t *testing.T) {
 // and the warning goes to stderr.
 func TestReportCSVWarnsOnStderr(t *testing.T) {
 	t.Parallel()
-	f, err := os.Open("../../report/testdata/preempt.jsonl.gz")
+	f, err := os.Open("../../../report/testdata/preempt.jsonl.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestReportCSVWarnsOnStderr(t *testing.T) {
 func TestReportVerboseGolden(t *testing.T) {
 	t.Parallel()
 	e, out, errb := testEnv()
-	if err := bench(context.Background(), e, []string{"report", "--verbose", "../../report/testdata/preempt.jsonl.gz"}); err != nil {
+	if err := bench(context.Background(), e, []string{"report", "--verbose", "../../../report/testdata/preempt.jsonl.gz"}); err != nil {
 		t.Fatal(err)
 	}
 	golden.Check(t, "testdata/terminal/report-verbose.golden", out.Bytes(), *update)

@@ -147,7 +147,7 @@ func TestVersion(t *testing.T) {
 // variable.
 func TestEnvFlags(t *testing.T) {
 	t.Parallel()
-	scenarioFile := "../../scenarios/mnbt-sweep.yaml"
+	scenarioFile := "../../../scenarios/mnbt-sweep.yaml"
 	for _, tc := range []struct {
 		name, env string
 		args      []string
@@ -181,7 +181,7 @@ func TestEnvFlags(t *testing.T) {
 		}
 		return ""
 	}
-	err := bench(context.Background(), e, []string{"run", "../../scenarios/quickstart.yaml"})
+	err := bench(context.Background(), e, []string{"run", "../../../scenarios/quickstart.yaml"})
 	if exitCode(err) != exitUsage || !strings.Contains(err.Error(), `SERVEBENCH_QUIET="maybe"`) {
 		t.Errorf("a bad SERVEBENCH_QUIET: %v", err)
 	}
@@ -281,13 +281,13 @@ func TestProgramName(t *testing.T) {
 // (TestReportTextGolden pins the terminal summary).
 func TestTerminalGolden(t *testing.T) {
 	t.Parallel()
-	const results = "../../report/testdata/preempt.jsonl.gz"
+	const results = "../../../report/testdata/preempt.jsonl.gz"
 	for _, tc := range []struct {
 		name string
 		args []string
 		code int
 	}{
-		{"check", []string{"check", results, "--budgets", "../../scenarios/release-gate.yaml", "--format", "text"}, exitBudget},
+		{"check", []string{"check", results, "--budgets", "../../../scenarios/release-gate.yaml", "--format", "text"}, exitBudget},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
