@@ -813,10 +813,25 @@ func overlapNote(points []Point, qualified []int, best int) string {
 		": the 95 % intervals overlap (or the other has none), so the data do not show it faster"
 }
 
-func fmtMs(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+// fmtMs formats a latency in ms with three significant digits (whole
+// milliseconds from 100 up), as the sweep's table does.
+func fmtMs(x float64) string {
+	switch {
+	case math.Abs(x) >= 100 || x == math.Trunc(x):
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	case math.Abs(x) >= 10:
+		return strconv.FormatFloat(x, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(x, 'f', 2, 64)
+}
 
-// fmtSig formats x with four significant digits.
-func fmtSig(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }
+// fmtSig formats x with four significant digits, in plain notation.
+func fmtSig(x float64) string {
+	if math.Abs(x) >= 1e4 {
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 4, 64)
+}
 
 // WriteJSON writes the summary as indented JSON (the sweep.json format).
 func WriteJSON(w io.Writer, s *Summary) error {
