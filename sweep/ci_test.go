@@ -3,11 +3,13 @@ package sweep
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -104,6 +106,43 @@ func TestIssue21SweepIntervals(t *testing.T) {
 	}
 	if !strings.Contains(big.Recommendation.Reason, "95 % intervals in brackets, from the run's own samples") {
 		t.Errorf("the recommendation does not cite the intervals: %s", big.Recommendation.Reason)
+	}
+	checkCSVIntervals(t, big)
+}
+
+// checkCSVIntervals: sweep.csv carries each run's intervals in its
+// FIGURE_ci95_lo and _hi columns, around the figure's own column, and
+// leaves both empty where the run has none.
+func checkCSVIntervals(t *testing.T, s *Summary) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteCSV(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	m, row := s.Runs[0].Metrics, rows[1]
+	for _, f := range ciFigures {
+		lo, hi, v := row[col[f.name+"_ci95_lo"]], row[col[f.name+"_ci95_hi"]], row[col[f.name]]
+		wlo, whi, ok := m.Interval(f.name)
+		if !ok {
+			if lo != "" || hi != "" {
+				t.Errorf("sweep.csv %s: interval [%s, %s] where the run has none", f.name, lo, hi)
+			}
+			continue
+		}
+		l, _ := strconv.ParseFloat(lo, 64)
+		h, _ := strconv.ParseFloat(hi, 64)
+		x, _ := strconv.ParseFloat(v, 64)
+		if l != wlo || h != whi || !(l <= x && x <= h) {
+			t.Errorf("sweep.csv %s = %s with [%s, %s]; want [%g, %g] around it", f.name, v, lo, hi, wlo, whi)
+		}
 	}
 }
 

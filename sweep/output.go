@@ -851,14 +851,37 @@ var csvHeader = []string{"repeat", "status", "ok", "failed", "dropped",
 	"output_tokens_per_s", "requests_per_s", "joules_per_token", "usd_per_mtok", "good_output_tokens_per_j", "good_output_tokens_per_usd",
 	"budgets", "dir", "error"}
 
+// ciCells are a run's 95 % intervals in sweep.csv, low and high of each
+// figure of ciFigures in turn; empty where it has none.
+func ciCells(m *Metrics, num func(float64) string) []string {
+	cells := make([]string, 0, 2*len(ciFigures))
+	for _, f := range ciFigures {
+		lo, hi, ok := 0.0, 0.0, false
+		if m != nil {
+			lo, hi, ok = m.Interval(f.name)
+		}
+		if !ok {
+			cells = append(cells, "", "")
+			continue
+		}
+		cells = append(cells, num(lo), num(hi))
+	}
+	return cells
+}
+
 // WriteCSV writes one row per run (the sweep.csv format): the parameters'
-// values, then csvHeader's columns, then the p50 and p99 of the latency
+// values, then csvHeader's columns, then each figure's 95 % interval
+// (FIGURE_ci95_lo and FIGURE_ci95_hi for the figures of ciFigures, empty
+// where it has none), then the p50 and p99 of the latency
 // metrics of the table that have no fixed column (Metrics.Latencies: none
 // with today's table), as NAME_p50_ms and NAME_p99_ms. Empty cells mean
 // "no figure".
 func WriteCSV(w io.Writer, s *Summary) error {
 	cw := csv.NewWriter(w)
 	head := append(slices.Clone(s.Parameters), csvHeader...)
+	for _, f := range ciFigures {
+		head = append(head, f.name+"_ci95_lo", f.name+"_ci95_hi")
+	}
 	more := latencyKeys(s.Runs)
 	for _, k := range more {
 		name, stat, _ := strings.Cut(k, ".")
@@ -900,6 +923,7 @@ func WriteCSV(w io.Writer, s *Summary) error {
 			}
 		}
 		row = append(row, budgets, r.Dir, r.Error)
+		row = append(row, ciCells(r.Metrics, num)...)
 		for _, k := range more {
 			cell := ""
 			if v, ok := r.Metrics.latency(k); ok {
