@@ -28,14 +28,18 @@ func conclusion(c *correlate.Correlation, h *results.Harness) (string, map[int]b
 	if c == nil || len(c.Stages) == 0 {
 		return "", stated
 	}
-	if h != nil && h.Limited {
-		return fmt.Sprintf("The client, not the server, limited this run (%s): the figures describe this machine's "+
-			"limits more than the server's.", h.Reason), stated
-	}
 	byVerdict := map[string][]*correlate.StageCorrelation{}
 	for i := range c.Stages {
 		st := &c.Stages[i]
 		byVerdict[st.Verdict] = append(byVerdict[st.Verdict], st)
+	}
+	// A client that fell behind limits the figures of requests that
+	// succeeded; when too few did for any verdict, that is the first thing
+	// to say, and the harness's reason follows.
+	nothingJudged := len(byVerdict[correlate.VerdictInsufficient]) == len(c.Stages)
+	if h != nil && h.Limited && !nothingJudged {
+		return fmt.Sprintf("The client, not the server, limited this run (%s): the figures describe this machine's "+
+			"limits more than the server's.", h.Reason), stated
 	}
 	also := func(sts []*correlate.StageCorrelation) string {
 		if len(sts) < 2 {
@@ -66,7 +70,11 @@ func conclusion(c *correlate.Correlation, h *results.Harness) (string, map[int]b
 			stated[st.Index] = true
 			why = append(why, fmt.Sprintf("stage %q: %s", st.Name, st.VerdictReason))
 		}
-		return "No verdict: no stage had enough successful requests to judge whether the server saturated (" + strings.Join(why, "; ") + ").", stated
+		s := "No verdict: no stage had enough successful requests to judge whether the server saturated (" + strings.Join(why, "; ") + ")."
+		if h != nil && h.Limited {
+			s += fmt.Sprintf(" The client was also limited (%s).", h.Reason)
+		}
+		return s, stated
 	}
 	for _, st := range byVerdict[correlate.VerdictUnknown] {
 		stated[st.Index] = true // the sentence below says why for every one

@@ -61,6 +61,10 @@ func TestConclusion(t *testing.T) {
 			[]string{"Whether the server saturated cannot be told: no /metrics page was scraped"}, []int{0}},
 		{"no waiting metric", &correlate.Correlation{Aligned: true, Stages: []correlate.StageCorrelation{{Name: "a", Verdict: correlate.VerdictUnknown}}}, nil,
 			[]string{"the server exports no waiting-requests count"}, []int{0}},
+		{"nothing succeeded on a limited client", &correlate.Correlation{Aligned: true, Stages: []correlate.StageCorrelation{
+			{Index: 0, Name: "a", Verdict: correlate.VerdictInsufficient, VerdictReason: "0 of 6 sent succeeded"}}},
+			&results.Harness{Limited: true, Reason: "the client used 97 % of 2 cores"},
+			[]string{`No verdict: no stage had enough successful requests`, ` The client was also limited (the client used 97 % of 2 cores).`}, []int{0}},
 		{"client limited", &correlate.Correlation{Aligned: true, Stages: []correlate.StageCorrelation{
 			stage(0, "a", correlate.VerdictSaturated, f(99), f(8), nil)}}, &results.Harness{Limited: true, Reason: "the client used 97 % of 2 cores"},
 			[]string{"The client, not the server, limited this run (the client used 97 % of 2 cores)"}, nil},
