@@ -21,7 +21,7 @@ func TestGPUSampler(t *testing.T) {
 		}
 	}
 	for doc, want := range map[string]string{
-		"    sampler: rocm-smi\n": `gpu.yaml:7: scrape.gpu.sampler: want nvidia-smi (NVIDIA GPUs) or amd-smi (AMD GPUs), got "rocm-smi"`,
+		"    sampler: rocm-smi\n":                    `gpu.yaml:7: scrape.gpu.sampler: want nvidia-smi (NVIDIA GPUs) or amd-smi (AMD GPUs), got "rocm-smi"`,
 		"    sampler: amd-smi\n    file: gpu.json\n": "scrape.gpu: give one source of GPU telemetry: url (or urls) of a DCGM exporter, sampler: nvidia-smi or amd-smi, or file: what one wrote",
 	} {
 		_, err := Parse("gpu.yaml", []byte(base+doc))
