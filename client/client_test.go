@@ -488,6 +488,11 @@ func TestConnectionReuse(t *testing.T) {
 		t.Fatalf("warmed %d: %v", n, err)
 	}
 	for round := range 3 {
+		// A finished stream's connection goes back to the pool when the
+		// body's end has been drained, in the background after Do
+		// returns: wait for all of them, so a busy machine's late drain
+		// does not dial a connection this test would count as not reused.
+		waitIdle(t, c.pool, conns)
 		var wg sync.WaitGroup
 		for range conns {
 			wg.Go(func() {
@@ -503,6 +508,22 @@ func TestConnectionReuse(t *testing.T) {
 	defer mu.Unlock()
 	if opened != conns {
 		t.Errorf("the server saw %d connections, want %d", opened, conns)
+	}
+}
+
+// waitIdle waits, up to 10 s, until pool holds n idle connections.
+func waitIdle(t *testing.T, pool *wirePool, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		pool.mu.Lock()
+		idle := len(pool.idle)
+		pool.mu.Unlock()
+		if idle >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections back in the pool after 10 s, want %d: a finished stream's connection was not released", idle, n)
+		}
 	}
 }
 
