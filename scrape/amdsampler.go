@@ -34,7 +34,7 @@ func (s *Sampler) poll(ctx context.Context, emit func(results.Sample)) {
 	}()
 	for index < uint64(s.cfg.MaxSamples) {
 		runs++
-		at, rd, err := s.pollOnce(ctx)
+		t0, t1, rd, err := s.pollOnce(ctx)
 		if ctx.Err() != nil {
 			runs-- // stopped with the run: neither a sample nor a failure
 			return
@@ -50,8 +50,10 @@ func (s *Sampler) poll(ctx context.Context, emit func(results.Sample)) {
 			}
 		} else {
 			inRow = 0
-			off := at.Sub(s.cfg.Epoch)
-			emit(results.Sample{Index: index, Target: name, Start: off, At: off, OK: true, Reading: rd})
+			// amd-smi reads the GPUs somewhere in its run: the sample
+			// is placed at the middle.
+			start, took := t0.Sub(s.cfg.Epoch), t1.Sub(t0)
+			emit(results.Sample{Index: index, Target: name, Start: start, At: start + took/2, Duration: took, OK: true, Reading: rd})
 			index++
 		}
 		select {
@@ -63,11 +65,11 @@ func (s *Sampler) poll(ctx context.Context, emit func(results.Sample)) {
 	s.warn(fmt.Errorf("gpu sampler: stopped after %d samples", s.cfg.MaxSamples))
 }
 
-// pollOnce runs amd-smi once and reads its output. The sample's time is
-// the middle of the run. The run is interrupted when ctx ends or after
+// pollOnce runs amd-smi once and reads its output; it returns when the
+// run started and ended. The run is interrupted when ctx ends or after
 // PollTimeout, killed StopTimeout later, and whatever it started is
 // killed when it has exited.
-func (s *Sampler) pollOnce(ctx context.Context) (time.Time, results.Reading, error) {
+func (s *Sampler) pollOnce(ctx context.Context) (start, end time.Time, _ results.Reading, _ error) {
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.PollTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(pctx, s.path, profile.AMDSMIArgs()...)
@@ -85,17 +87,17 @@ func (s *Sampler) pollOnce(ctx context.Context) (time.Time, results.Reading, err
 	}
 	switch {
 	case ctx.Err() != nil:
-		return time.Time{}, results.Reading{}, ctx.Err()
+		err = ctx.Err()
 	case errors.Is(pctx.Err(), context.DeadlineExceeded):
-		return time.Time{}, results.Reading{}, fmt.Errorf("amd-smi ran longer than %v", s.cfg.PollTimeout)
+		err = fmt.Errorf("amd-smi ran longer than %v", s.cfg.PollTimeout)
 	case err != nil:
-		return time.Time{}, results.Reading{}, fmt.Errorf("amd-smi: %w%s", err, excerpt([]byte(stderr.String()+" "+out.String())))
+		err = fmt.Errorf("amd-smi: %w%s", err, excerpt([]byte(stderr.String()+" "+out.String())))
 	case out.over:
-		return time.Time{}, results.Reading{}, fmt.Errorf("amd-smi wrote more than %d bytes", maxAMDSMIOutput)
+		err = fmt.Errorf("amd-smi wrote more than %d bytes", maxAMDSMIOutput)
+	}
+	if err != nil {
+		return t0, t1, results.Reading{}, err
 	}
 	rd, err := ParseAMDSMI([]byte(out.String()), s.cfg.GPUs...)
-	if err != nil {
-		return time.Time{}, results.Reading{}, err
-	}
-	return t0.Add(t1.Sub(t0) / 2), rd, nil
+	return t0, t1, rd, err
 }

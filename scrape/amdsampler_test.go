@@ -108,7 +108,8 @@ func runAMD(t *testing.T, s *Sampler, n int, stop func() bool) (*collected, time
 
 // TestAMDSamplerFake runs a fake amd-smi found on the sampler's PATH once
 // per interval: its arguments, its output as samples on the run's
-// timeline in order, and no process left when the run ends.
+// timeline in order (each at the middle of its run of amd-smi), and no
+// process left when the run ends.
 func TestAMDSamplerFake(t *testing.T) {
 	t.Parallel()
 	dir := writeFakeAMD(t)
@@ -120,8 +121,9 @@ func TestAMDSamplerFake(t *testing.T) {
 	}
 	for i, smp := range got.s[:3] {
 		v := smp.Values
-		if smp.Index != uint64(i) || !smp.OK || !smp.GPU || smp.Target != "amd-smi" || smp.At <= 0 || (i > 0 && smp.At <= got.s[i-1].At) {
-			t.Errorf("sample %d: index %d at %v ok %v gpu %v target %q", i, smp.Index, smp.At, smp.OK, smp.GPU, smp.Target)
+		if smp.Index != uint64(i) || !smp.OK || !smp.GPU || smp.Target != "amd-smi" || smp.At <= 0 || (i > 0 && smp.At <= got.s[i-1].At) ||
+			smp.Duration <= 0 || smp.At != smp.Start+smp.Duration/2 {
+			t.Errorf("sample %d: index %d start %v at %v took %v ok %v gpu %v target %q; want at the middle of amd-smi's run", i, smp.Index, smp.Start, smp.At, smp.Duration, smp.OK, smp.GPU, smp.Target)
 		}
 		if v[results.GPUPowerW] != float64(300+i+1+200) || v[results.GPUMemUsedBytes] != 3000<<20 || !near(v[results.GPUUtil], 0.7) {
 			t.Errorf("sample %d values = %v", i, v)

@@ -118,8 +118,8 @@ func (a *AMDSMIReader) entry() (amdEntry, error) {
 	return e, nil
 }
 
-// document skips to the next line that opens a JSON array or object and
-// decodes one JSON value from there.
+// document skips to the next line that opens a JSON document (a list of
+// objects, or an object) and decodes one JSON value from there.
 func (a *AMDSMIReader) document() (json.RawMessage, error) {
 	for {
 		b, err := a.r.Peek(1)
@@ -131,6 +131,9 @@ func (a *AMDSMIReader) document() (json.RawMessage, error) {
 			_, _ = a.r.ReadByte()
 			continue
 		case '[', '{':
+			if !a.opensDocument() {
+				break // a line such as "[WARNING] …": skipped below
+			}
 			dec := json.NewDecoder(a.r)
 			var raw json.RawMessage
 			if err := dec.Decode(&raw); err != nil {
@@ -143,6 +146,24 @@ func (a *AMDSMIReader) document() (json.RawMessage, error) {
 			return nil, err
 		}
 	}
+}
+
+// opensDocument reports whether the reader is at the start of one of
+// amd-smi's documents: a list of objects ("[", then "{" or "]") or an
+// object ("{", then a key or "}"), white space between.
+func (a *AMDSMIReader) opensDocument() bool {
+	b, _ := a.r.Peek(256)
+	if len(b) == 0 {
+		return false
+	}
+	rest := bytes.TrimLeft(b[1:], " \t\r\n")
+	if len(rest) == 0 {
+		return len(b) < 256 // the end, or only white space so far: let the decoder say
+	}
+	if b[0] == '[' {
+		return rest[0] == '{' || rest[0] == ']'
+	}
+	return rest[0] == '"' || rest[0] == '}'
 }
 
 // resume goes on reading after what dec decoded: the bytes it read

@@ -191,3 +191,20 @@ func TestAMDSMIReaderGroups(t *testing.T) {
 		t.Errorf("GPU 1 only: %v, %v", rd.Values, err)
 	}
 }
+
+// TestAMDSMIWarningLines: lines amd-smi or Python print around the JSON,
+// bracketed ones too, are skipped; a document that opens and breaks is
+// an error.
+func TestAMDSMIWarningLines(t *testing.T) {
+	t.Parallel()
+	out := "[WARNING] amdsmi_interface.py:3569: SyntaxWarning: 'return' in a 'finally' block\n" +
+		"{not json either\n" +
+		`{"gpu_data": [{"gpu": 0, "power": {"socket_power": {"value": 42, "unit": "W"}}}]}`
+	rd, err := ParseAMDSMI([]byte(out))
+	if err != nil || rd.Values[results.GPUPowerW] != 42 {
+		t.Errorf("%v, %v; want 42 W", rd.Values, err)
+	}
+	if _, err := ParseAMDSMI([]byte("[\n  {\"gpu\": 0,,}\n]")); err == nil || !strings.Contains(err.Error(), "document 1") {
+		t.Errorf("a broken document: %v", err)
+	}
+}
