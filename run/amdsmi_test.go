@@ -71,8 +71,10 @@ load: {stages: [{concurrency: 4, duration: 1500ms}]}
 	if out == 0 || math.Abs(e.JoulesPerToken-en.Joules/out) > 1e-6*e.JoulesPerToken+1e-6 {
 		t.Errorf("%v J per token, want %v J over %v output tokens", e.JoulesPerToken, en.Joules, out)
 	}
-	if g := sum.Correlation.GPU; g == nil || g.PowerW == nil || g.Util == nil || g.GPUs != 2 {
-		t.Errorf("correlation's GPU = %+v, want power and utilisation of 2 GPUs on the timeline", g)
+	// A window's power needs samples bracketing it whole, which the
+	// run's first and last windows may lack: utilisation is the check.
+	if g := sum.Correlation.GPU; g == nil || g.Util == nil || !near(*g.Util, 0.7) || g.GPUs != 2 || (g.PowerW != nil && !near(*g.PowerW, 400)) {
+		t.Errorf("correlation's GPU = %+v, want utilisation 0.7 of 2 GPUs on the timeline (and 400 W where it has power)", g)
 	}
 	doc = strings.Replace(doc, ", gpu: {sampler: amd-smi}", "", 1)
 	doc = strings.Replace(doc, "duration: 1500ms", "requests: 8", 1)
@@ -132,3 +134,5 @@ func TestGPUFileAMDSMI(t *testing.T) {
 		t.Errorf("a file without timestamps: %v", err)
 	}
 }
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs(b)) }
