@@ -471,6 +471,7 @@ func (a *Aggregate) Summary() *Summary {
 			out.Overall.PeakOutputTokensPerSec = max(out.Overall.PeakOutputTokensPerSec, peak)
 		}
 	}
+	a.rateIntervals(&out)
 	out.Host = joinSet(a.hosts)
 	out.ServerVersion = joinSet(a.versions)
 	if from, to, ok := a.corr.Span(); ok && to > from {
@@ -502,6 +503,14 @@ func (a *Aggregate) Summary() *Summary {
 	var shardWarnings []string
 	out.Shards, shardWarnings = a.shardSummary()
 	out.Warnings = append(out.Warnings, shardWarnings...)
+	a.summaryWarnings(&out, overall)
+	return &out
+}
+
+// summaryWarnings adds the warnings drawn from the finished summary: the
+// schedule's lag, truncated and resent requests, estimated token counts,
+// mismatched prompts and speculative-decoding chunks.
+func (a *Aggregate) summaryWarnings(out *Summary, overall *stageAgg) {
 	for _, st := range out.Stages {
 		if lag := st.ScheduleLag; lag.Count > 0 && lag.P99 > scheduleLagWarnMS {
 			out.Warnings = append(out.Warnings, fmt.Sprintf(
@@ -545,7 +554,6 @@ func (a *Aggregate) Summary() *Summary {
 	if w := a.specChunkWarning(&out.Overall); w != "" {
 		out.Warnings = append(out.Warnings, w)
 	}
-	return &out
 }
 
 // promptWarning says, when more than PromptMismatchShare of the compared
@@ -688,6 +696,22 @@ func (a *Aggregate) stageSummary(s *stageAgg, index int, name string) Stage {
 	return st
 }
 
+// rateIntervals sets each stage's OutputTokensPerSecCI, and the whole
+// run's, from one computation of the timeline; outward rounding to three
+// decimals keeps the figure inside its interval.
+func (a *Aggregate) rateIntervals(s *Summary) {
+	windows := a.Windows()
+	set := func(st *Stage) {
+		if lo, hi, ok := rateInterval(windows, st, ciLevel); ok && lo <= st.OutputTokensPerSec && st.OutputTokensPerSec <= hi {
+			st.OutputTokensPerSecCI = &[2]float64{math.Floor(lo*1000) / 1000, math.Ceil(hi*1000) / 1000}
+		}
+	}
+	set(&s.Overall)
+	for i := range s.Stages {
+		set(&s.Stages[i])
+	}
+}
+
 // received is the number of output tokens r received: the tokens of its
 // chunks, or, for a whole response, its output tokens when it completed.
 func received(r *results.Result) float64 {
@@ -749,6 +773,10 @@ func (a *Aggregate) StageIndexes() []int { return slices.Sorted(maps.Keys(a.stag
 
 // Windows returns the correlation timeline (see correlate.Correlator).
 func (a *Aggregate) Windows() []correlate.Window { return a.corr.Windows() }
+
+// GPUSeries returns each GPU's power and utilisation over the run (see
+// correlate.Correlator.GPUSeries); nil without GPU telemetry.
+func (a *Aggregate) GPUSeries() []correlate.GPUSeries { return a.corr.GPUSeries() }
 
 func dist(h *hdrhistogram.Histogram) Dist {
 	n := h.TotalCount()
@@ -872,8 +900,13 @@ func (a *Aggregate) StatInterval(i int, metric, stat string, conf float64) (lo, 
 // cover the load, not the stage's whole span). None with fewer than five
 // windows.
 func (a *Aggregate) RateInterval(st *Stage, conf float64) (lo, hi float64, ok bool) {
+	return rateInterval(a.Windows(), st, conf)
+}
+
+// rateInterval is RateInterval over windows, the aggregate's timeline.
+func rateInterval(windows []correlate.Window, st *Stage, conf float64) (lo, hi float64, ok bool) {
 	var rates []float64
-	for _, w := range a.Windows() {
+	for _, w := range windows {
 		if w.Full && (st.Index < 0 || w.Stage == st.Index) && w.To > w.From {
 			rates = append(rates, w.OutputTokensPerSec)
 		}

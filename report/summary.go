@@ -110,8 +110,14 @@ type Stage struct {
 	// of the stage in the window, warmup and failed ones included; plus the
 	// prompt tokens prefilled in it; requests completed ok in it.
 	OutputTokensPerSec float64 `json:"output_tokens_per_s"`
-	TotalTokensPerSec  float64 `json:"total_tokens_per_s"`
-	RequestsPerSec     float64 `json:"requests_per_s"`
+	// OutputTokensPerSecCI is the 95 % interval of OutputTokensPerSec,
+	// [lo, hi] in tokens/s, by batch means (Aggregate.RateInterval: a
+	// Student-t interval over the rates of the stage's full windows of
+	// the timeline, scaled to the stage's figure); absent with fewer than
+	// five full windows.
+	OutputTokensPerSecCI *[2]float64 `json:"output_tokens_per_s_ci_95,omitempty"`
+	TotalTokensPerSec    float64     `json:"total_tokens_per_s"`
+	RequestsPerSec       float64     `json:"requests_per_s"`
 	// TTFTByTurn is the TTFT of a conversation scenario's turns by turn
 	// index, or of a session stage's requests by their index in the
 	// session (its sub-agents' left out); absent otherwise.

@@ -210,8 +210,8 @@ type Calibration struct {
 type PowerFit struct {
 	// Covariance of (idle_power_w, max_power_w), watts squared.
 	Covariance [][]float64 `yaml:"covariance"`
-	// OccupancyMin and OccupancyMax are the batch occupancy (decoding
-	// streams over max_num_seqs) the GPU intervals spanned: power beyond
+	// OccupancyMin and OccupancyMax are the batch occupancy (requests in
+	// the batch over max_num_seqs) the GPU intervals spanned: power beyond
 	// them is extrapolated.
 	OccupancyMin float64 `yaml:"occupancy_min"`
 	OccupancyMax float64 `yaml:"occupancy_max"`
@@ -220,6 +220,15 @@ type PowerFit struct {
 	// the fitted line, watts a GPU: how far the linear law misses a
 	// window, which a prediction's band includes.
 	ResidualW float64 `yaml:"residual_w"`
+	// StageMiss is the twin's in-sample miss of the calibration stages'
+	// energy: the root mean square, over the Stages whose span the GPU
+	// samples covered, of the relative difference between a stage's
+	// measured mean power and the fitted line at the stage's mean batch
+	// occupancy, which is the twin's mean power at that occupancy. A
+	// prediction's band of joules per token includes it. 0 in twins
+	// fitted before it was kept.
+	StageMiss float64 `yaml:"stage_miss,omitempty"`
+	Stages    int     `yaml:"stages,omitempty"`
 }
 
 // CalibratedRange is what a twin's runs covered.

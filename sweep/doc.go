@@ -15,11 +15,17 @@
 // the simulator's settings (sim://PRESET?name=value). A run whose server
 // does not start, exits, or serves no request is recorded as failed and
 // the sweep goes on. It produces one results directory per run, sweep.json
-// (Summary: every run, each value's mean figures, the recommendation),
+// (Summary: every run, each value's mean figures with their 95 % intervals
+// (Metrics.CI: the run's own from its summary.json, or over repeats the
+// hull of the averaged own intervals and a Student-t interval over the
+// runs) and its verdict met, missed or inconclusive, the recommendation,
+// and a warning when the values' speculative decoding drafted different
+// lengths, whose acceptance rates do not compare),
 // sweep.csv (one row per run), the trade-off plot sweep.png/sweep.svg
 // (TTFT and ITL p50 and the statistic each budget judges, or the p99,
-// against the value, throughput below, the budgets as lines and each
-// value's verdict marked) and sweep.html, one
+// against the value, throughput below, each with its intervals as error
+// bars, the budgets as lines and each value's verdict marked) and
+// sweep.html, one
 // self-contained page with the answer in a sentence, the table, that plot,
 // the load curves and the Pareto plot of per-user against total output
 // throughput (page.go).
@@ -36,8 +42,13 @@
 // cost instead, and sweep.pareto_x puts tokens/s per GPU, tokens per
 // joule or $ per 1M tokens on the Pareto plot's x axis. Throughputs within 1 % of the best count as equal
 // (below capacity every value serves the offered load) and the lowest E2E
-// p50 breaks the tie. When no value qualifies, the recommendation is
-// empty and its reason lists why each value was excluded.
+// p50 breaks the tie. The reason cites the figures' 95 % intervals and
+// names the qualifying values whose throughput intervals overlap the
+// chosen one's (the choice stands; the data do not show it faster than
+// them); a value whose budgets were inconclusive is excluded with the
+// interval that straddled the limit. When no value qualifies, the
+// recommendation is empty and its reason lists why each value was
+// excluded.
 //
 // # Search
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,5 +86,65 @@ sweep:
 	}
 	if !strings.Contains(string(page), "per 1M output tokens") {
 		t.Error("sweep.html does not show the Pareto plot's $ per 1M tokens axis")
+	}
+}
+
+// TestSweepWarnsOfDraftLengths sweeps the simulator's draft length with
+// one drafter (each token accepted with chance 0.8 while the draft
+// holds): the acceptance rate falls as drafts grow while the acceptance
+// length rises, and the sweep says so, in sweep.json, its text and its
+// page, naming each value's figures. A sweep whose values all drafted
+// alike says nothing of it.
+func TestSweepWarnsOfDraftLengths(t *testing.T) {
+	t.Parallel()
+	sweepOf := func(ks string) *Summary {
+		p, err := NewPlan(t.Context(), parse(t, `name: drafts
+target: {url: "sim://tiny?draft_acceptance=0.8"}
+request: {ignore_eos: true}
+prompts: {input_tokens: 32, output_tokens: 64}
+scrape: {interval: 250ms}
+load: {stages: [{concurrency: 4, requests: 16}]}
+sweep:
+  parameters: {num_speculative_tokens: `+ks+`, max_num_seqs: [8]}
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		virtual := func(ctx context.Context, sc *scenario.Scenario, dir string) (*report.Summary, error) {
+			return run.Run(ctx, sc, run.Options{Dir: dir, Virtual: true, NoPlots: true})
+		}
+		s, err := p.Execute(context.Background(), Options{Dir: t.TempDir(), Run: virtual})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := sweepOf("[1, 4]")
+	if len(s.Points) != 2 {
+		t.Fatalf("points %+v", s.Points)
+	}
+	short, long := s.Points[0].Metrics, s.Points[1].Metrics
+	t.Logf("k=1: rate %.3f, length %.3f, drafted %.3g; k=4: rate %.3f, length %.3f, drafted %.3g",
+		short.SpecAcceptanceRate, short.SpecAcceptLength, short.SpecDraftLength, long.SpecAcceptanceRate, long.SpecAcceptLength, long.SpecDraftLength)
+	if !(short.SpecAcceptanceRate > long.SpecAcceptanceRate && short.SpecAcceptLength < long.SpecAcceptLength) {
+		t.Fatalf("the simulator's drafts do not show the case: k=1 %+v, k=4 %+v", short, long)
+	}
+	t.Log(s.Warnings)
+	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "compare the values by the mean acceptance length") ||
+		!strings.Contains(s.Warnings[0], s.Points[0].Label+": draft length 1, acceptance rate") {
+		t.Fatalf("warnings %q", s.Warnings)
+	}
+	var text strings.Builder
+	if err := WriteText(&text, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "warning: "+s.Warnings[0]) {
+		t.Errorf("the sweep's text lacks the warning:\n%s", text.String())
+	}
+	if pg := Page(s); !slices.Contains(pg.Notes, "Warning: "+s.Warnings[0]+".") {
+		t.Errorf("sweep.html's notes %q lack the warning", pg.Notes)
+	}
+	if same := sweepOf("[3]"); len(same.Warnings) != 0 {
+		t.Errorf("one draft length, warnings %q", same.Warnings)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servebench/servebench/internal/stats"
 	"github.com/servebench/servebench/internal/textable"
 	"github.com/servebench/servebench/report"
 	"github.com/servebench/servebench/results"
@@ -58,6 +59,10 @@ type Summary struct {
 	// output tokens/s).
 	RankBy  string `json:"rank_by,omitempty"`
 	ParetoX string `json:"pareto_x,omitempty"`
+	// Warnings say what the values' figures do not compare on: their
+	// speculative decoding drafted different lengths, so the acceptance
+	// rate does not compare across them.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Point is one combination of values, over its repeats.
@@ -75,6 +80,20 @@ type Point struct {
 	// Missed names the budget checks that failed in any run
 	// ("overall.ttft_ms.p99").
 	Missed []string `json:"missed,omitempty"`
+	// Verdict is the budgets' verdict over the runs, in the words of
+	// report.Check's statuses: "met" (every run met every budget),
+	// "missed" (some run missed one: Missed names them) or
+	// "inconclusive" (none missed, but in some run a budget's 95 %
+	// interval straddled its limit or its percentile had too few samples
+	// for one: Inconclusive names them); empty without budgets. For a
+	// search's probe, the majority's: "inconclusive" when no run decided.
+	Verdict string `json:"verdict,omitempty"`
+	// Inconclusive names the budget checks that no run missed but some
+	// run could not decide.
+	Inconclusive []string `json:"inconclusive,omitempty"`
+	// undecided are the first run's check of each name in Inconclusive:
+	// the evidence the recommendation cites.
+	undecided []CheckMargin
 }
 
 // RunRecord is one run of the sweep.
@@ -130,6 +149,25 @@ type Metrics struct {
 	// so the trade-off plot draws the figure each budget is on.
 	Budgeted map[string]float64 `json:"budgeted,omitempty"`
 
+	// CI holds the 95 % intervals of the figures above, [lo, hi] in their
+	// units, by JSON name ("ttft_p99_ms", "output_tokens_per_s") and, for
+	// the budgeted statistics, by their key ("ttft_ms.p90"). CIFrom says
+	// how they were formed. A figure absent has no interval: too few
+	// samples (a p99 needs about 300 requests or tokens, the throughput
+	// five full windows of the run's timeline), in any run of a point.
+	CI map[string][2]float64 `json:"ci_95,omitempty"`
+	// CIFrom is "run": the run's own intervals from its summary.json
+	// (order statistics for the percentiles, batch means for the
+	// throughput); or "repeats", for a point's mean over two or more runs:
+	// the hull of the runs' own intervals averaged bound by bound and of a
+	// Student-t interval over the runs' values (n − 1 degrees of freedom).
+	// A sweep's repeats share their seed, so their spread shows the
+	// server's and the machine's noise but not the sampling noise of the
+	// workload, which the runs' own intervals show: the hull covers both
+	// (and stays conservative for a search's repeats, which on the
+	// simulator take the next seed).
+	CIFrom string `json:"ci_from,omitempty"`
+
 	// Efficiency (report.Efficiency), 0 when not measured or priced:
 	// joules per output token, output tokens per joule, the GPUs the
 	// telemetry saw, dollars per 1M output tokens, and the good output
@@ -140,13 +178,22 @@ type Metrics struct {
 	USDPerMTok         float64 `json:"usd_per_mtok,omitempty"`
 	GoodTokensPerJoule float64 `json:"good_output_tokens_per_j,omitempty"`
 	GoodTokensPerUSD   float64 `json:"good_output_tokens_per_usd,omitempty"`
+	// Speculative decoding (results.SpecDecode), 0 when the server did
+	// not speculate: the acceptance rate (accepted ÷ proposed tokens),
+	// the mean acceptance length (tokens per step, the bonus included)
+	// and the mean draft length.
+	SpecAcceptanceRate float64 `json:"spec_acceptance_rate,omitempty"`
+	SpecAcceptLength   float64 `json:"spec_acceptance_length,omitempty"`
+	SpecDraftLength    float64 `json:"spec_draft_length,omitempty"`
 }
 
-// efficiencyFields are the Metrics fields of the efficiency figures, which
+// efficiencyFields are the Metrics fields of the efficiency figures (and
+// speculative decoding's), which
 // are means over the runs that have them (a run without telemetry does
 // not pull the mean to 0) and keep six decimals.
 func efficiencyFields(m *Metrics) []*float64 {
-	return []*float64{&m.JoulesPerToken, &m.TokensPerJoule, &m.GPUs, &m.USDPerMTok, &m.GoodTokensPerJoule, &m.GoodTokensPerUSD}
+	return []*float64{&m.JoulesPerToken, &m.TokensPerJoule, &m.GPUs, &m.USDPerMTok, &m.GoodTokensPerJoule, &m.GoodTokensPerUSD,
+		&m.SpecAcceptanceRate, &m.SpecAcceptLength, &m.SpecDraftLength}
 }
 
 // plottedMetrics are the budget metrics whose statistics the trade-off
@@ -180,7 +227,81 @@ func metricsOf(s *report.Summary) *Metrics {
 		TTFTP50: o.TTFT.P50, TTFTP99: o.TTFT.P99, ITLP50: o.ITL.P50, ITLP99: o.ITL.P99,
 		TPOTP50: o.TPOT.P50, E2EP50: o.E2E.P50, E2EP99: o.E2E.P99,
 		OutputTokensPerSec: o.OutputTokensPerSec, RequestsPerSec: o.RequestsPerSec,
-	}).withEfficiency(o.Efficiency).withBudgeted(s)
+	}).withEfficiency(o.Efficiency).withBudgeted(s).withCI(&s.Overall)
+}
+
+// ciFigures are the figures of Metrics that carry an interval: their JSON
+// name and the summary's distribution and statistic they come from (none
+// for the throughput).
+var ciFigures = []struct{ name, metric, stat string }{
+	{"ttft_p50_ms", "ttft_ms", "p50"}, {"ttft_p99_ms", "ttft_ms", "p99"},
+	{"itl_p50_ms", "itl_ms", "p50"}, {"itl_p99_ms", "itl_ms", "p99"},
+	{"tpot_p50_ms", "tpot_ms", "p50"}, {"e2e_p50_ms", "e2e_ms", "p50"}, {"e2e_p99_ms", "e2e_ms", "p99"},
+	{"output_tokens_per_s", "", ""},
+}
+
+// Figure returns the figure named key: a ciFigures name or a Budgeted key
+// ("ttft_ms.p90"); ok is false for another.
+func (m *Metrics) Figure(key string) (v float64, ok bool) {
+	switch key {
+	case "ttft_p50_ms":
+		return m.TTFTP50, true
+	case "ttft_p99_ms":
+		return m.TTFTP99, true
+	case "itl_p50_ms":
+		return m.ITLP50, true
+	case "itl_p99_ms":
+		return m.ITLP99, true
+	case "tpot_p50_ms":
+		return m.TPOTP50, true
+	case "e2e_p50_ms":
+		return m.E2EP50, true
+	case "e2e_p99_ms":
+		return m.E2EP99, true
+	case "output_tokens_per_s":
+		return m.OutputTokensPerSec, true
+	}
+	v, ok = m.Budgeted[key]
+	return v, ok
+}
+
+// Interval returns the 95 % interval of the figure named key (see
+// Figure); ok is false when it has none.
+func (m *Metrics) Interval(key string) (lo, hi float64, ok bool) {
+	iv, ok := m.CI[key]
+	return iv[0], iv[1], ok
+}
+
+// withCI takes the intervals of the figures from the run's overall row:
+// those it has, around the figure.
+func (m *Metrics) withCI(o *report.Stage) *Metrics {
+	add := func(key, metric, stat string) {
+		lo, hi, ok := 0.0, 0.0, false
+		switch d := o.Dist(metric); {
+		case metric == "" && o.OutputTokensPerSecCI != nil:
+			lo, hi, ok = o.OutputTokensPerSecCI[0], o.OutputTokensPerSecCI[1], true
+		case d != nil:
+			lo, hi, ok = d.Interval(stat)
+		}
+		if v, have := m.Figure(key); !ok || !have || lo > v || v > hi {
+			return
+		}
+		if m.CI == nil {
+			m.CI = map[string][2]float64{}
+		}
+		m.CI[key] = [2]float64{lo, hi}
+	}
+	for _, f := range ciFigures {
+		add(f.name, f.metric, f.stat)
+	}
+	for key := range m.Budgeted {
+		metric, stat, _ := strings.Cut(key, ".")
+		add(key, metric, stat)
+	}
+	if m.CI != nil {
+		m.CIFrom = "run"
+	}
+	return m
 }
 
 // withBudgeted adds the TTFT and ITL statistics the run's overall budgets
@@ -215,6 +336,9 @@ func (m *Metrics) withEfficiency(e *report.Efficiency) *Metrics {
 		m.USDPerMTok = c.USDPerMTok
 	}
 	m.GoodTokensPerJoule, m.GoodTokensPerUSD = e.GoodTokensPerJoule, e.GoodTokensPerUSD
+	if sd := e.SpecDecode; sd != nil {
+		m.SpecAcceptanceRate, m.SpecAcceptLength, m.SpecDraftLength = sd.AcceptanceRate, sd.AcceptLength, sd.DraftLength
+	}
 	return m
 }
 
@@ -251,7 +375,57 @@ func meanMetrics(ms []*Metrics) *Metrics {
 		}
 	}
 	out.Budgeted = meanBudgeted(ms)
+	out.CI, out.CIFrom = meanCI(ms, &out)
 	return &out
+}
+
+// meanCI is the intervals of mean, the figures averaged over ms (see
+// Metrics.CIFrom): a single run's own, or over repeats the hull of the
+// runs' own intervals averaged bound by bound and of a Student-t interval
+// over their values. A figure gets one only when every run has its own
+// interval (enough samples in each). The bounds are rounded outward to the
+// mean's three decimals, so the rounded figure stays inside.
+func meanCI(ms []*Metrics, mean *Metrics) (map[string][2]float64, string) {
+	from := "run"
+	if len(ms) > 1 {
+		from = "repeats"
+	}
+	var out map[string][2]float64
+	for key := range ms[0].CI {
+		v, ok := mean.Figure(key)
+		if !ok {
+			continue
+		}
+		var lo, hi float64
+		xs := make([]float64, 0, len(ms))
+		for _, m := range ms {
+			l, h, have := m.Interval(key)
+			x, _ := m.Figure(key)
+			if !have {
+				xs = nil
+				break
+			}
+			lo, hi, xs = lo+l/float64(len(ms)), hi+h/float64(len(ms)), append(xs, x)
+		}
+		if xs == nil {
+			continue
+		}
+		if t := stats.Mean(xs, 0.95); len(ms) > 1 && t.OK {
+			lo, hi = min(lo, t.Lo), max(hi, t.Hi)
+		}
+		lo, hi = math.Floor(lo*1000)/1000, math.Ceil(hi*1000)/1000
+		if lo > v || v > hi {
+			continue // never an interval that does not hold its figure
+		}
+		if out == nil {
+			out = map[string][2]float64{}
+		}
+		out[key] = [2]float64{lo, hi}
+	}
+	if out == nil {
+		return nil, ""
+	}
+	return out, from
 }
 
 // meanBudgeted averages the budgeted statistics every run has.
@@ -322,12 +496,68 @@ func (s *Summary) summarise(plan *Plan) {
 						pt.Missed = append(pt.Missed, m)
 					}
 				}
+				for _, c := range r.Checks {
+					if c.Status == report.StatusInconclusive && !slices.Contains(pt.Inconclusive, c.Name) {
+						pt.Inconclusive = append(pt.Inconclusive, c.Name)
+						pt.undecided = append(pt.undecided, c)
+					}
+				}
 			}
 		}
+		pt.judge()
 		pt.Metrics = meanMetrics(ms)
 		s.Points = append(s.Points, pt)
 	}
 	s.Recommendation = recommend(s.Points, s.RankBy)
+	s.Warnings = nil
+	if w := specDraftWarning(s.Points); w != "" {
+		s.Warnings = append(s.Warnings, w)
+	}
+}
+
+// specDraftWarning warns when the values' speculative decoding drafted
+// different lengths: the acceptance rate (accepted ÷ proposed) falls
+// arithmetically as drafts grow, whatever the drafter's quality, so the
+// values compare by their mean acceptance length (tokens per step). ""
+// when the values that speculated drafted alike (within 0.05 tokens) or
+// fewer than two did. (compare.SpecDraftWarning says the same of two
+// runs.)
+func specDraftWarning(points []Point) string {
+	var spec []Point
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, p := range points {
+		if m := p.Metrics; m != nil && m.SpecDraftLength > 0 {
+			spec = append(spec, p)
+			lo, hi = math.Min(lo, m.SpecDraftLength), math.Max(hi, m.SpecDraftLength)
+		}
+	}
+	if len(spec) < 2 || hi-lo < 0.05 {
+		return ""
+	}
+	var each []string
+	for _, p := range spec {
+		m := p.Metrics
+		each = append(each, fmt.Sprintf("%s: draft length %.2g, acceptance rate %.1f %%, acceptance length %.3g", p.Label, m.SpecDraftLength, 100*m.SpecAcceptanceRate, m.SpecAcceptLength))
+	}
+	return fmt.Sprintf("speculative decoding drafted from %.2g to %.2g tokens across the values (%s): the acceptance rate falls as drafts grow whatever the drafter, so compare the values by the mean acceptance length (tokens per step), not the rate",
+		lo, hi, strings.Join(each, "; "))
+}
+
+// judge sets the point's verdict from its runs' (see Point.Verdict).
+func (pt *Point) judge() {
+	pt.Inconclusive = slices.DeleteFunc(pt.Inconclusive, func(name string) bool { return slices.Contains(pt.Missed, name) })
+	switch {
+	case pt.BudgetsMet == nil:
+	case *pt.BudgetsMet:
+		pt.Verdict = report.StatusMet
+	case len(pt.Missed) == 0 && len(pt.Inconclusive) > 0:
+		pt.Verdict = report.StatusInconclusive
+	default:
+		pt.Verdict = report.StatusMissed
+	}
+	if len(pt.Inconclusive) == 0 {
+		pt.Inconclusive = nil
+	}
 }
 
 // rankOf is the figure a sweep ranks by, its name in sentences, and why
@@ -367,7 +597,10 @@ const tieFrac = 0.01
 
 // recommend picks the combination with the best throughput among those
 // that qualify (see Recommendation), or says why none does. Throughputs
-// within tieFrac of the best are a tie, broken by the lowest E2E p50.
+// within tieFrac of the best are a tie, broken by the lowest E2E p50. The
+// reason cites the figures with their 95 % intervals and names the
+// qualifying values whose throughput intervals overlap the chosen one's:
+// the choice stands, but the data do not show it is faster than them.
 func recommend(points []Point, rankBy string) Recommendation {
 	figure, rankName, missing := rankOf(rankBy)
 	budgets := false
@@ -381,22 +614,9 @@ func recommend(points []Point, rankBy string) Recommendation {
 	var qualified []int
 	var why []string
 	for i, p := range points {
-		switch {
-		case p.Metrics == nil:
-			why = append(why, p.Label+": no completed run")
-		case p.Failed > 0:
-			why = append(why, fmt.Sprintf("%s: %d of %s failed", p.Label, p.Failed, report.FormatCount(p.Failed+p.Runs, "run", "runs")))
-		case budgets && (p.BudgetsMet == nil || !*p.BudgetsMet):
-			missed := "no verdict"
-			if len(p.Missed) > 0 {
-				missed = "missed " + strings.Join(p.Missed, ", ")
-			}
-			why = append(why, p.Label+": "+missed)
-		case !budgets && p.Metrics.Failed > 0:
-			why = append(why, fmt.Sprintf("%s: %s", p.Label, report.FormatCountOf(p.Metrics.Failed, "failed request", "failed requests")))
-		case figure(p.Metrics) <= 0:
-			why = append(why, p.Label+": "+missing(p.Metrics))
-		default:
+		if reason := excluded(&p, budgets, figure, missing); reason != "" {
+			why = append(why, p.Label+": "+reason)
+		} else {
 			qualified = append(qualified, i)
 		}
 	}
@@ -420,10 +640,8 @@ func recommend(points []Point, rankBy string) Recommendation {
 	}
 	p := points[best]
 	rec.Label, rec.Values = p.Label, p.Values
-	m := p.Metrics
-	figures := fmt.Sprintf("%.1f output tokens/s, TTFT p50 %s p99 %s ms, ITL p50 %s p99 %s ms, E2E p50 %s ms",
-		m.OutputTokensPerSec, fmtMs(m.TTFTP50), fmtMs(m.TTFTP99), fmtMs(m.ITLP50), fmtMs(m.ITLP99), fmtMs(m.E2EP50))
-	switch rankBy {
+	figures := recommendedFigures(p.Metrics)
+	switch m := p.Metrics; rankBy {
 	case scenario.RankGoodputPerJoule:
 		rec.Basis += ", good tokens per joule"
 		figures = fmt.Sprintf("%s good output tokens per joule, %s J per token; ", fmtSig(m.GoodTokensPerJoule), fmtSig(m.JoulesPerToken)) + figures
@@ -432,17 +650,143 @@ func recommend(points []Point, rankBy string) Recommendation {
 		figures = fmt.Sprintf("%s good output tokens per dollar, $%s per 1M output tokens; ", fmtSig(m.GoodTokensPerUSD), fmtSig(m.USDPerMTok)) + figures
 	}
 	if budgets {
-		rec.Reason = fmt.Sprintf("%s meets every budget with the best %s (%s)", p.Label, rankName, figures)
+		rec.Reason = fmt.Sprintf("%s meets every budget with the best %s (%s)%s", p.Label, rankName, figures, ciNote(p.Metrics))
 	} else {
-		rec.Reason = fmt.Sprintf("%s has the best %s without failed requests (%s); the scenario has no budgets, so judge the latencies yourself", p.Label, rankName, figures)
+		rec.Reason = fmt.Sprintf("%s has the best %s without failed requests (%s)%s; the scenario has no budgets, so judge the latencies yourself",
+			p.Label, rankName, figures, ciNote(p.Metrics))
 	}
 	if tied > 1 {
 		rec.Reason += fmt.Sprintf("; %d values were within %g %% of the best %s and it has the lowest E2E p50 of them", tied, tieFrac*100, rankName)
+	}
+	if rankBy == "" {
+		rec.Reason += overlapNote(points, qualified, best)
 	}
 	if len(why) > 0 {
 		rec.Reason += "; excluded: " + strings.Join(why, "; ")
 	}
 	return rec
+}
+
+// excluded says why a point cannot be recommended, "" when it can.
+func excluded(p *Point, budgets bool, figure func(*Metrics) float64, missing func(*Metrics) string) string {
+	switch {
+	case p.Metrics == nil:
+		return "no completed run"
+	case p.Failed > 0:
+		return fmt.Sprintf("%d of %s failed", p.Failed, report.FormatCount(p.Failed+p.Runs, "run", "runs"))
+	case budgets && p.Verdict == report.StatusInconclusive:
+		return "budgets inconclusive: " + undecidedText(p)
+	case budgets && (p.BudgetsMet == nil || !*p.BudgetsMet):
+		if len(p.Missed) > 0 {
+			return "missed " + strings.Join(p.Missed, ", ")
+		}
+		return "no verdict"
+	case !budgets && p.Metrics.Failed > 0:
+		return report.FormatCountOf(p.Metrics.Failed, "failed request", "failed requests")
+	case figure(p.Metrics) <= 0:
+		return missing(p.Metrics)
+	}
+	return ""
+}
+
+// undecidedText cites each budget a point could not decide, with its
+// evidence: the figure and the interval that straddles the limit, or the
+// samples too few for an interval.
+func undecidedText(p *Point) string {
+	var parts []string
+	for _, c := range p.undecided {
+		op := map[string]string{"<=": "≤", ">=": "≥"}[c.Op]
+		unit := ""
+		if c.Unit != "" && c.Unit != "fraction" && c.Unit != "count" {
+			unit = " " + c.Unit
+		}
+		switch {
+		case c.Measured != nil && c.Interval != nil:
+			parts = append(parts, fmt.Sprintf("%s %s%s, 95 %% interval [%s, %s] straddles its limit %s %s",
+				c.Name, fmtSig(*c.Measured), unit, fmtSig(c.Interval[0]), fmtSig(c.Interval[1]), op, fmtSig(c.Limit)))
+		case c.Measured != nil && c.MinSamples > 0 && c.Samples < int64(c.MinSamples):
+			parts = append(parts, fmt.Sprintf("%s %s%s from %d samples, fewer than the %d an interval needs (limit %s %s)",
+				c.Name, fmtSig(*c.Measured), unit, c.Samples, c.MinSamples, op, fmtSig(c.Limit)))
+		default:
+			parts = append(parts, c.Name)
+		}
+	}
+	if len(parts) == 0 {
+		return strings.Join(p.Inconclusive, ", ")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// recommendedFigures are the chosen value's figures for the reason, each
+// followed by its 95 % interval in brackets when it has one.
+func recommendedFigures(m *Metrics) string {
+	f := func(key string, v float64, format func(float64) string) string {
+		out := format(v)
+		if lo, hi, ok := m.Interval(key); ok {
+			out += " [" + format(lo) + ", " + format(hi) + "]"
+		}
+		return out
+	}
+	tps := func(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
+	return fmt.Sprintf("%s output tokens/s, TTFT p50 %s p99 %s ms, ITL p50 %s p99 %s ms, E2E p50 %s ms",
+		f("output_tokens_per_s", m.OutputTokensPerSec, tps), f("ttft_p50_ms", m.TTFTP50, fmtMs), f("ttft_p99_ms", m.TTFTP99, fmtMs),
+		f("itl_p50_ms", m.ITLP50, fmtMs), f("itl_p99_ms", m.ITLP99, fmtMs), f("e2e_p50_ms", m.E2EP50, fmtMs))
+}
+
+// ciNote says what the brackets of recommendedFigures are, and which
+// figures have none.
+func ciNote(m *Metrics) string {
+	var none []string
+	for _, f := range []struct{ key, name string }{{"output_tokens_per_s", "throughput"}, {"ttft_p50_ms", "TTFT p50"},
+		{"ttft_p99_ms", "TTFT p99"}, {"itl_p50_ms", "ITL p50"}, {"itl_p99_ms", "ITL p99"}, {"e2e_p50_ms", "E2E p50"}} {
+		if _, _, ok := m.Interval(f.key); !ok {
+			none = append(none, f.name)
+		}
+	}
+	if len(none) == 6 {
+		return "; no figure has a 95 % interval (too few samples)"
+	}
+	from := "the run's own samples"
+	if m.CIFrom == "repeats" {
+		from = "the repeats and their runs' samples"
+	}
+	note := "; 95 % intervals in brackets, from " + from
+	if len(none) > 0 {
+		note += " (none for " + strings.Join(none, ", ") + ": too few samples)"
+	}
+	return note
+}
+
+// overlapNote names the other qualifying values whose throughput cannot
+// be told apart from the chosen one's: their 95 % intervals overlap, or
+// the other has none; when the chosen one has none, it says so.
+func overlapNote(points []Point, qualified []int, best int) string {
+	blo, bhi, bok := points[best].Metrics.Interval("output_tokens_per_s")
+	if !bok {
+		if len(qualified) > 1 {
+			return "; its throughput has no 95 % interval, so how far it stands from the other qualifying values is not known"
+		}
+		return ""
+	}
+	var close []string
+	for _, i := range qualified {
+		if i == best {
+			continue
+		}
+		m := points[i].Metrics
+		lo, hi, ok := m.Interval("output_tokens_per_s")
+		switch {
+		case !ok:
+			close = append(close, fmt.Sprintf("%s (%.1f, no interval)", points[i].Label, m.OutputTokensPerSec))
+		case lo <= bhi && blo <= hi:
+			close = append(close, fmt.Sprintf("%s (%.1f [%.1f, %.1f])", points[i].Label, m.OutputTokensPerSec, lo, hi))
+		}
+	}
+	if len(close) == 0 {
+		return ""
+	}
+	return "; its throughput is not told apart from that of " + strings.Join(close, ", ") +
+		": the 95 % intervals overlap (or the other has none), so the data do not show it faster"
 }
 
 func fmtMs(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
@@ -541,6 +885,8 @@ func WriteText(w io.Writer, s *Summary) error {
 			row = append(row, "-")
 		case *p.BudgetsMet:
 			row = append(row, "pass")
+		case p.Verdict == report.StatusInconclusive:
+			row = append(row, "inconclusive")
 		default:
 			row = append(row, "FAIL")
 		}
@@ -552,6 +898,9 @@ func WriteText(w io.Writer, s *Summary) error {
 		if r.Status == StatusFailed {
 			fmt.Fprintf(&b, "failed: %s (repeat %d): %s\n", r.Label, r.Repeat, firstLine(r.Error))
 		}
+	}
+	for _, w := range s.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
 	}
 	if s.Recommendation.Label != "" {
 		fmt.Fprintf(&b, "recommended: %s\n  %s\n", s.Recommendation.Label, s.Recommendation.Reason)

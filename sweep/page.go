@@ -66,7 +66,7 @@ func Page(s *Summary) *chart.SweepPage {
 	notes := probeNotes(s)
 	marked := map[string]bool{s.Recommendation.Label: s.Recommendation.Label != "", answerLabel(s): true}
 	for _, p := range s.Points {
-		row := chart.SweepPageRow{Label: p.Label, Pass: p.BudgetsMet, Marked: marked[p.Label], Note: notes[p.Label]}
+		row := chart.SweepPageRow{Label: p.Label, Pass: p.BudgetsMet, Verdict: p.Verdict, Marked: marked[p.Label], Note: notes[p.Label]}
 		row.Cells = append(row.Cells, strconv.Itoa(p.Runs+p.Failed))
 		if m := p.Metrics; m != nil {
 			perUser := "–"
@@ -75,6 +75,7 @@ func Page(s *Summary) *chart.SweepPage {
 			}
 			row.Cells = append(row.Cells, num1(m.OK), num1(m.Failed), num1(m.TTFTP50), num1(m.TTFTP99), num1(m.ITLP50),
 				num1(m.ITLP99), num1(m.TPOTP50), perUser, num1(m.OutputTokensPerSec), strconv.FormatFloat(m.RequestsPerSec, 'f', 2, 64))
+			row.CIs = rowCIs(m)
 		} else {
 			for range len(pg.Columns) - 1 {
 				row.Cells = append(row.Cells, "–")
@@ -82,10 +83,14 @@ func Page(s *Summary) *chart.SweepPage {
 		}
 		pg.Rows = append(pg.Rows, row)
 	}
+	pg.CINote = tableCINote(s.Points)
 	for _, r := range s.Runs {
 		if r.Status == StatusFailed {
 			pg.Failures = append(pg.Failures, fmt.Sprintf("%s (run %d): %s", r.Label, r.Repeat, firstLine(r.Error)))
 		}
+	}
+	for _, w := range s.Warnings {
+		pg.Notes = append(pg.Notes, "Warning: "+w+".")
 	}
 	sp := Figure(s)
 	pg.Sweep = sp
@@ -177,7 +182,7 @@ func loadPlots(s *Summary) (*chart.LoadPlot, *chart.ParetoPlot) {
 		}
 		pt := chart.LoadPoint{Label: p.Label, Load: m.RequestsPerSec, TTFTP50: m.TTFTP50, TTFTP99: m.TTFTP99,
 			ITLP50: m.ITLP50, ITLP99: m.ITLP99, TPOTP50: m.TPOTP50, OutputTokensPerSec: m.OutputTokensPerSec, Pass: p.BudgetsMet,
-			ParetoX: paretoX(s.ParetoX, m)}
+			Verdict: p.Verdict, ParetoX: paretoX(s.ParetoX, m)}
 		key := ""
 		if lp != "" {
 			x, err := strconv.ParseFloat(p.Values[lp], 64)
@@ -260,4 +265,52 @@ func writePage(dir string, s *Summary) error {
 		return fmt.Errorf("sweep page: %w", err)
 	}
 	return nil
+}
+
+// rowCIs are the 95 % intervals under a row's cells ("lo–hi"), in the
+// order of Page's columns: none for the counts and the request rate; the
+// per-user speed's is the TPOT p50's, inverted.
+func rowCIs(m *Metrics) []string {
+	iv := func(key string) string {
+		if lo, hi, ok := m.Interval(key); ok {
+			return ciNum(lo) + "–" + ciNum(hi)
+		}
+		return ""
+	}
+	perUser := ""
+	if lo, hi, ok := m.Interval("tpot_p50_ms"); ok && lo > 0 {
+		perUser = ciNum(1000/hi) + "–" + ciNum(1000/lo)
+	}
+	return []string{"", "", "", iv("ttft_p50_ms"), iv("ttft_p99_ms"), iv("itl_p50_ms"), iv("itl_p99_ms"), iv("tpot_p50_ms"),
+		perUser, iv("output_tokens_per_s"), ""}
+}
+
+// tableCINote says what the intervals under the table's figures are;
+// "" when no value has one.
+func tableCINote(points []Point) string {
+	var run, repeats bool
+	for _, p := range points {
+		if m := p.Metrics; m != nil && len(m.CI) > 0 {
+			run, repeats = run || m.CIFrom == "run", repeats || m.CIFrom == "repeats"
+		}
+	}
+	var from []string
+	if run {
+		from = append(from, "a single run's own samples (order statistics for the percentiles, batch means over the run's windows for the throughput)")
+	}
+	if repeats {
+		from = append(from, "over repeats, the hull of the runs' own intervals averaged and a Student-t interval over the runs' values")
+	}
+	if len(from) == 0 {
+		return ""
+	}
+	return "Under each figure, its 95 % interval: from " + strings.Join(from, "; or, ") + ". A figure without one had too few samples for one."
+}
+
+// ciNum is an interval's bound: three significant digits, whole from 100.
+func ciNum(x float64) string {
+	if math.Abs(x) >= 100 {
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
 }

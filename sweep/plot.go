@@ -26,7 +26,7 @@ func Figure(s *Summary) *chart.SweepPlot {
 	}
 	var single []string
 	for i, p := range s.Points {
-		pt := chart.SweepPlotPoint{Label: p.Label, Missing: p.Metrics == nil, Pass: p.BudgetsMet}
+		pt := chart.SweepPlotPoint{Label: p.Label, Missing: p.Metrics == nil, Pass: p.BudgetsMet, Verdict: p.Verdict}
 		if len(s.Parameters) == 1 {
 			pt.Label = p.Values[s.Parameters[0]]
 			single = append(single, pt.Label)
@@ -41,6 +41,7 @@ func Figure(s *Summary) *chart.SweepPlot {
 				}
 				pt.Stats[strings.TrimSuffix(metric, "_ms")+"."+stat] = v
 			}
+			pt.CI = plotCI(m)
 		}
 		if s.Recommendation.Label != "" && p.Label == s.Recommendation.Label {
 			sp.Recommended = i
@@ -125,4 +126,27 @@ func (p *Plan) plot(dir string, s *Summary) error {
 		return fmt.Errorf("sweep plot: %w", err)
 	}
 	return writePage(dir, s)
+}
+
+// plotCI are a point's intervals under the plot's keys: "ttft.p50",
+// "itl.p99", "ttft.p90" (a budgeted statistic), "throughput".
+func plotCI(m *Metrics) map[string][2]float64 {
+	if len(m.CI) == 0 {
+		return nil
+	}
+	out := map[string][2]float64{}
+	for key, iv := range m.CI {
+		switch key {
+		case "output_tokens_per_s":
+			out["throughput"] = iv
+		case "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms":
+			metric, stat, _ := strings.Cut(strings.TrimSuffix(key, "_ms"), "_")
+			out[metric+"."+stat] = iv
+		default:
+			if metric, stat, ok := strings.Cut(key, "."); ok {
+				out[strings.TrimSuffix(metric, "_ms")+"."+stat] = iv
+			}
+		}
+	}
+	return out
 }

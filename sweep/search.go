@@ -500,6 +500,16 @@ type CheckMargin struct {
 	Margin     *float64 `json:"margin,omitempty"`
 	Samples    int64    `json:"samples"`
 	MinSamples int      `json:"min_samples,omitempty"`
+	// Status is the check's report.Check status ("met", "missed",
+	// "inconclusive", "not measured"); Measured, Limit and Interval (its
+	// 95 % interval, when it has one) are the check's, in its unit, so a
+	// verdict can be cited with its evidence.
+	Status   string      `json:"status,omitempty"`
+	Measured *float64    `json:"measured,omitempty"`
+	Limit    float64     `json:"limit"`
+	Op       string      `json:"op,omitempty"`
+	Unit     string      `json:"unit,omitempty"`
+	Interval *[2]float64 `json:"interval,omitempty"`
 }
 
 // checkMargins reads the checks of a verdict.
@@ -509,7 +519,8 @@ func checkMargins(v *report.Verdict) []CheckMargin {
 	}
 	out := make([]CheckMargin, 0, len(v.Checks))
 	for _, c := range v.Checks {
-		cm := CheckMargin{Name: c.Name, Pass: c.Pass, Samples: c.Samples, MinSamples: c.MinSamples}
+		cm := CheckMargin{Name: c.Name, Pass: c.Pass, Samples: c.Samples, MinSamples: c.MinSamples,
+			Status: c.Status, Measured: c.Measured, Limit: c.Limit, Op: c.Op, Unit: c.Unit, Interval: c.Interval}
 		if c.Margin != nil && c.Limit != 0 {
 			m := math.Round(*c.Margin/math.Abs(c.Limit)*1e4) / 1e4
 			cm.Margin = &m
@@ -547,7 +558,14 @@ func (s *Summary) searchPoints() []Point {
 			}
 			vals[r.Parameter] = fmtVal(pr.Value)
 			met := pr.Pass
-			pt := Point{Label: pr.Label, Values: vals, Runs: pr.Passed + pr.Failed, Metrics: pr.Metrics, BudgetsMet: &met, Missed: pr.Missed}
+			pt := Point{Label: pr.Label, Values: vals, Runs: pr.Passed + pr.Failed, Metrics: pr.Metrics, BudgetsMet: &met, Missed: pr.Missed,
+				Verdict: report.StatusMissed}
+			switch {
+			case pr.Pass:
+				pt.Verdict = report.StatusMet
+			case pr.Decided == "indeterminate":
+				pt.Verdict = report.StatusInconclusive
+			}
 			for _, run := range s.Runs {
 				if run.Label == pr.Label && run.Status == StatusFailed {
 					pt.Failed++

@@ -328,12 +328,14 @@ func describe(r *RunRecord) string {
 	m := r.Metrics
 	s := fmt.Sprintf("%s: %g ok, %g failed; TTFT p50 %s p99 %s ms; ITL p50 %s p99 %s ms; %.1f output tokens/s",
 		r.Status, m.OK, m.Failed, shortMs(m.TTFTP50), shortMs(m.TTFTP99), shortMs(m.ITLP50), shortMs(m.ITLP99), m.OutputTokensPerSec)
-	if r.BudgetsPass != nil {
-		if *r.BudgetsPass {
-			s += "; budgets met"
-		} else {
-			s += "; budgets missed"
-		}
+	switch {
+	case r.BudgetsPass == nil:
+	case *r.BudgetsPass:
+		s += "; budgets met"
+	case r.Inconclusive:
+		s += "; budgets inconclusive"
+	default:
+		s += "; budgets missed"
 	}
 	return s
 }

@@ -841,6 +841,10 @@ func TestRecommend(t *testing.T) {
 		return &Metrics{OK: 10, Failed: failed, OutputTokensPerSec: tps, TTFTP50: 50, TTFTP99: 100, ITLP50: 10, ITLP99: 20, E2EP50: 1000}
 	}
 	e2e := func(m *Metrics, ms float64) *Metrics { m.E2EP50 = ms; return m }
+	ci := func(m *Metrics, lo, hi float64) *Metrics {
+		m.CI, m.CIFrom = map[string][2]float64{"output_tokens_per_s": {lo, hi}}, "run"
+		return m
+	}
 	for _, tc := range []struct {
 		name   string
 		points []Point
@@ -848,7 +852,7 @@ func TestRecommend(t *testing.T) {
 		reason string
 	}{
 		{"best throughput", []Point{{Label: "a", Runs: 1, Metrics: m(10, 0)}, {Label: "b", Runs: 1, Metrics: m(30, 0)}, {Label: "c", Runs: 1, Metrics: m(20, 0)}},
-			"b", "b has the best throughput without failed requests (30.0 output tokens/s, TTFT p50 50 p99 100 ms, ITL p50 10 p99 20 ms, E2E p50 1000 ms)"},
+			"b", "b has the best throughput without failed requests (30.0 output tokens/s, TTFT p50 50 p99 100 ms, ITL p50 10 p99 20 ms, E2E p50 1000 ms); no figure has a 95 % interval (too few samples)"},
 		{"a tie goes to the lowest E2E p50", []Point{{Label: "a", Runs: 1, Metrics: e2e(m(1000, 0), 900)}, {Label: "b", Runs: 1, Metrics: e2e(m(995, 0), 800)}, {Label: "c", Runs: 1, Metrics: e2e(m(980, 0), 700)}},
 			"b", "2 values were within 1 % of the best throughput and it has the lowest E2E p50 of them"},
 		{"failed requests exclude", []Point{{Label: "a", Runs: 1, Metrics: m(10, 0)}, {Label: "b", Runs: 1, Metrics: m(30, 2)}},
@@ -857,6 +861,14 @@ func TestRecommend(t *testing.T) {
 			"a", "excluded: b: 1 of 2 runs failed"},
 		{"budgets filter", []Point{{Label: "a", Runs: 1, Metrics: m(10, 0), BudgetsMet: &yes}, {Label: "b", Runs: 1, Metrics: m(30, 0), BudgetsMet: &no, Missed: []string{"overall.itl_ms.p99"}}},
 			"a", "a meets every budget with the best throughput"},
+		{"inconclusive excludes, citing its evidence", []Point{{Label: "a", Runs: 1, Metrics: m(10, 0), BudgetsMet: &yes, Verdict: "met"},
+			{Label: "b", Runs: 1, Metrics: m(30, 0), BudgetsMet: &no, Verdict: "inconclusive", Inconclusive: []string{"overall.ttft_ms.p50"},
+				undecided: []CheckMargin{{Name: "overall.ttft_ms.p50", Status: "inconclusive", Measured: ptrTo(193.3), Interval: &[2]float64{166.6, 201}, Limit: 190, Op: "<=", Unit: "ms"}}}},
+			"a", "excluded: b: budgets inconclusive: overall.ttft_ms.p50 193.3 ms, 95 % interval [166.6, 201] straddles its limit ≤ 190"},
+		{"overlapping throughput intervals are named", []Point{{Label: "a", Runs: 1, Metrics: ci(m(100, 0), 90, 110), BudgetsMet: &yes}, {Label: "b", Runs: 1, Metrics: ci(m(95, 0), 85, 105), BudgetsMet: &yes},
+			{Label: "c", Runs: 1, Metrics: ci(m(50, 0), 45, 55), BudgetsMet: &yes}, {Label: "d", Runs: 1, Metrics: m(60, 0), BudgetsMet: &yes}},
+			"a", "100.0 [90.0, 110.0] output tokens/s, TTFT p50 50 p99 100 ms, ITL p50 10 p99 20 ms, E2E p50 1000 ms); 95 % intervals in brackets, from the run's own samples (none for TTFT p50, TTFT p99, ITL p50, ITL p99, E2E p50: too few samples); " +
+				"its throughput is not told apart from that of b (95.0 [85.0, 105.0]), d (60.0, no interval): the 95 % intervals overlap (or the other has none), so the data do not show it faster"},
 		{"none qualifies", []Point{{Label: "a", Failed: 1}, {Label: "b", Runs: 1, Metrics: m(30, 0), BudgetsMet: &no, Missed: []string{"overall.itl_ms.p99"}}},
 			"", "no value qualifies: a: no completed run; b: missed overall.itl_ms.p99"},
 	} {
@@ -946,3 +958,5 @@ func TestPlanUpperCaseSim(t *testing.T) {
 		t.Errorf("sim %v, first job's target %s: want the setting in the simulator's URL", p.Sim, p.Jobs[0].Scenario.Target.URL)
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }

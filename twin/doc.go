@@ -53,12 +53,17 @@
 // When the runs carry GPU telemetry, the simulator's power model
 // (idle_power_w, max_power_w, gpus) is fitted too (power.go): each
 // interval between two GPU samples gives the GPUs' mean power against
-// the decode batch's occupancy over it, and a least-squares line gives
-// the power of an idle and a full batch. Its covariance and the windows'
-// spread about the line are kept (sim.PowerFit), and a prediction's band
-// of joules per token adds them to the step costs' perturbations; the
-// scenario's price gives $ per 1M tokens. A twin fitted from runs without
-// telemetry predicts no energy.
+// the batch's occupancy over it (the requests in the batch, from the
+// start of the step that prefilled each to its last token, over
+// max_num_seqs: the footing the simulator applies the law on), and a
+// least-squares line gives the power of an idle and a full batch. Its
+// covariance, the windows' spread about the line and the line's miss of
+// each calibration stage's measured energy are kept (sim.PowerFit). A
+// prediction's band of joules per token is the perturbed twins' (each
+// reads its own GPU pages, so the band moves with the speed) plus the
+// line's covariance and the larger of its two misses; the scenario's
+// price gives $ per 1M tokens. A twin fitted from runs without telemetry
+// predicts no energy.
 //
 // # Run-to-run variation
 //

@@ -17,23 +17,37 @@ const (
 
 // powerPoint is one interval between two GPU samples: its mean power (all
 // GPUs) and the batch occupancy over it.
-type powerPoint struct{ occ, watts float64 }
+type powerPoint struct {
+	occ, watts float64
+	from, to   time.Duration
+}
 
 // powerModel fits the simulator's power model (sim.Config.IdlePowerW,
 // MaxPowerW; sim/power.go) from the runs' GPU telemetry, when they have
 // any: for each interval between two successive GPU samples, the GPUs'
 // mean power (the energy counter's increase, or the power integrated)
-// against the batch occupancy over it, the streams decoding (first token
-// to last) time-averaged over max_num_seqs; a least-squares line through
+// against the batch occupancy over it, the requests in the engine's
+// batch (from the start of the step that prefilled them to their last
+// token) time-averaged over max_num_seqs; a least-squares line through
 // them gives the power of an idle and of a full batch, divided over the
-// GPUs. Prefill steps and the gaps between steps are folded into the
-// line: it is the decode batch's power law, which the simulator applies
-// to every step.
+// GPUs. That is the footing the simulator applies the law on: every
+// step's power by the requests it ran, idle power between steps, so that
+// the twin's mean power over a stretch is the line at the stretch's
+// time-averaged occupancy. (Counting a stream from its first token on
+// left out the step that prefilled it, one step in every response, and
+// the twin, which counts it, ran 1.5 % hot at 64-token responses.) The
+// token term of the simulator's occupancy (a step's tokens over
+// max_num_batched_tokens) is left out: it passes the requests' term only
+// in steps that prefill long prompts. Each calibration stage's measured
+// energy against the line at its occupancy is the twin's in-sample miss
+// (PowerFit.StageMiss), which a prediction's band includes.
 func (res *Result) powerModel(cfg *sim.Config, runs []*runData) {
 	var pts []powerPoint
 	gpus := 0
-	for _, rd := range runs {
-		p, n := powerPoints(rd, cfg.MaxNumSeqs)
+	byRun := make([][]powerPoint, len(runs))
+	for i, rd := range runs {
+		p, n := powerPoints(rd, batchSpans(rd.reqs, cfg.MaxNumBatchedTokens), cfg.MaxNumSeqs)
+		byRun[i] = p
 		pts = append(pts, p...)
 		gpus = max(gpus, n)
 	}
@@ -66,11 +80,49 @@ func (res *Result) powerModel(cfg *sim.Config, runs []*runData) {
 			Note: fmt.Sprintf("extrapolated to a full batch from occupancy up to %.2f", hi)})
 	res.power = &sim.PowerFit{Covariance: [][]float64{{roundSig(vIdle, 6), roundSig(cIF, 6)}, {roundSig(cIF, 6), roundSig(vFull, 6)}},
 		OccupancyMin: roundSig(lo, 4), OccupancyMax: roundSig(hi, 4), Intervals: len(pts), ResidualW: roundSig(resid/n, 4)}
+	miss, stages := stageMiss(runs, byRun, a, b)
+	if stages > 0 {
+		res.power.StageMiss, res.power.Stages = roundSig(miss, 4), stages
+		res.Notes = append(res.Notes, fmt.Sprintf("power model: the fitted line misses the measured energy of the %d calibration stages by %.2f %% (root mean square); a prediction's band of joules per token includes it",
+			stages, 100*miss))
+	}
+}
+
+// stageMiss is the root mean square of the relative miss of each
+// calibration stage's measured energy by the line a + b·occupancy (all
+// GPUs), over the GPU intervals that lie within the stage's span (the
+// samples' own intervals: one cut at a stage's edge would be read by
+// interpolation across a change of load); and how many stages had such
+// intervals.
+func stageMiss(runs []*runData, pts [][]powerPoint, a, b float64) (float64, int) {
+	sq, n := 0.0, 0
+	for i, rd := range runs {
+		for _, sp := range stageSpans(rd) {
+			var got, want float64
+			for _, p := range pts[i] {
+				if p.from >= sp[0] && p.to <= sp[1] {
+					dt := (p.to - p.from).Seconds()
+					got += p.watts * dt
+					want += (a + b*p.occ) * dt
+				}
+			}
+			if want <= 0 {
+				continue
+			}
+			r := got/want - 1
+			sq += r * r
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return math.Sqrt(sq / float64(n)), n
 }
 
 // powerPoints returns a run's GPU intervals and the GPUs its telemetry
 // saw (0 without telemetry).
-func powerPoints(rd *runData, maxNumSeqs int) ([]powerPoint, int) {
+func powerPoints(rd *runData, spans []batchSpan, maxNumSeqs int) ([]powerPoint, int) {
 	bySource := map[string][]results.Sample{}
 	gpus := 0
 	for _, s := range rd.samples {
@@ -93,21 +145,53 @@ func powerPoints(rd *runData, maxNumSeqs int) ([]powerPoint, int) {
 			if !ok {
 				continue
 			}
-			out = append(out, powerPoint{occ: decoding(rd.reqs, from, to) / float64(maxNumSeqs), watts: e.AvgPowerW})
+			out = append(out, powerPoint{occ: inBatch(spans, from, to) / float64(maxNumSeqs), watts: e.AvgPowerW, from: from, to: to})
 		}
 	}
 	return out, gpus
 }
 
-// decoding is the time-averaged number of streams decoding (first chunk
-// to last) over [from, to].
-func decoding(reqs []*request, from, to time.Duration) float64 {
-	sum := 0.0
+// batchSpan is when a request was in the engine's batch.
+type batchSpan struct{ from, to time.Duration }
+
+// batchSpans returns when each request with tokens was in the engine's
+// batch: from the start of the first step that prefilled it (the end of
+// the step before, or its sending when the engine was idle) to its last
+// token. A prompt longer than budget (max_num_batched_tokens; 0:
+// unknown) took ⌈prompt/budget⌉ steps, ending with its first token's.
+func batchSpans(reqs []*request, budget int) []batchSpan {
+	var with []*request
 	for _, q := range reqs {
-		if len(q.chunks) == 0 {
-			continue
+		if len(q.chunks) > 0 {
+			with = append(with, q)
 		}
-		a, b := max(q.chunks[0], from), min(q.chunks[len(q.chunks)-1], to)
+	}
+	if len(with) == 0 {
+		return nil
+	}
+	stepT, stepOf, _ := align(with)
+	out := make([]batchSpan, len(with))
+	for i, q := range with {
+		k := 1
+		if l := q.prompt - min(q.cached, q.prompt-1); budget > 0 && l > budget {
+			k = (l + budget - 1) / budget
+		}
+		first := stepOf[i][0] - k + 1
+		from := q.sent
+		if first > 0 {
+			from = max(from, stepT[first-1])
+		}
+		out[i] = batchSpan{from: min(from, q.chunks[0]), to: q.chunks[len(q.chunks)-1]}
+	}
+	return out
+}
+
+// inBatch is the time-averaged number of requests in the batch over
+// [from, to].
+func inBatch(spans []batchSpan, from, to time.Duration) float64 {
+	sum := 0.0
+	for _, s := range spans {
+		a, b := max(s.from, from), min(s.to, to)
 		if b > a {
 			sum += (b - a).Seconds()
 		}

@@ -75,7 +75,8 @@ func figuresOfStage(st *report.Stage) Figures {
 // powerVar is the relative variance of a GPU's power at mean power w
 // (watts a GPU) from the power model's fit: its occupancy x = (w − idle)
 // / (max − idle), and P = (1 − x)·idle + x·max with the fit's
-// covariance, and the spread of the fitted windows about the line. Step
+// covariance, and the line's miss of the fitted windows or, when larger,
+// of the calibration stages (sim.PowerFit.StageMiss). Step
 // costs' uncertainty is in the perturbed twins; this is the power law's
 // own, added to joules per token's band.
 func powerVar(cfg sim.Config, w float64) float64 {
@@ -86,9 +87,12 @@ func powerVar(cfg sim.Config, w float64) float64 {
 	x := math.Min(1, math.Max(0, (w-cfg.IdlePowerW)/(cfg.MaxPowerW-cfg.IdlePowerW)))
 	c := k.Power.Covariance
 	v := (1-x)*(1-x)*c[0][0] + 2*x*(1-x)*c[0][1] + x*x*c[1][1]
-	// A window's own miss of the line: the law is linear in the decode
-	// batch only, and prefill steps and idle gaps fall off it.
-	v += k.Power.ResidualW * k.Power.ResidualW
+	// The law's own miss, at the larger of its two scales: a window's
+	// spread about the line (a linear law in the requests batched leaves
+	// out what else moves the power), and the twin's in-sample miss of
+	// whole calibration stages (what a predicted stage misses by even
+	// when its occupancy is right).
+	v += max(k.Power.ResidualW*k.Power.ResidualW, k.Power.StageMiss*k.Power.StageMiss*w*w)
 	return v / (w * w)
 }
 
@@ -331,9 +335,12 @@ func perturbedRun(ctx context.Context, sc *scenario.Scenario, cfg sim.Config, ba
 	pert := sc.Clone()
 	s2 := slices.Clone(sets)
 	s2[0] = "target.url=" + u.String()
-	if !needsScrapes(sc.Budgets) {
+	if !needsScrapes(sc.Budgets) && !cfg.PowerModel() {
 		// The band compares figures the client measures: the virtual
-		// /metrics pages would only cost time.
+		// /metrics pages would only cost time. (With a power model,
+		// joules per token is read from the GPU pages: a perturbed twin
+		// without them would measure none, and its band would leave out
+		// how energy per token moves with the speed.)
 		s2 = append(s2, "scrape.enabled=false")
 	}
 	if err := pert.Override(s2...); err != nil {

@@ -12,7 +12,9 @@
 // axes for the range shown: readout.js, from each figure's Panels), the
 // errors and the resolved scenario, loading nothing from anywhere. Their size does not
 // grow with the number of requests: the timeline marks each request's
-// latency up to 5,000 requests and draws per-bin quantile bands beyond. The output is a pure
+// latency up to 5,000 requests and draws per-bin quantile bands beyond.
+// With GPU telemetry the timeline has a power and a utilisation panel,
+// one line per GPU (gpupanels.go); without, a sentence says so. The output is a pure
 // function of the records and the verdict, so `bench plot` redraws exactly
 // what `bench run` drew.
 //

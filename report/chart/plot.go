@@ -139,13 +139,16 @@ func Figures(a *report.Aggregate, s *report.Summary) ([]Figure, error) {
 		}
 	}
 	hasKV, _, _ := timelineNotes(ws)
+	gpus := a.GPUSeries()
+	gp, _, _ := gpuPanels(nil, gpus)
+	timelineHeight := 9.5*vg.Inch + gpuTimelineHeight(len(gp), len(gpus), 5+len(gp))
 	decayHeight := 5.5 * vg.Inch
 	if hasKV {
 		decayHeight = 8 * vg.Inch
 	}
 	renders := []render{
-		{"timeline", "Output tok/s, each request's TTFT and E2E by the time it was sent, running and waiting requests, KV-cache usage and preemptions over time",
-			10 * vg.Inch, 9.5 * vg.Inch, func(c draw.Canvas, rec *recorder) { drawTimeline(c, rec, ws, names, a.Scope(nil)) }, timelineNoteList(ws)},
+		{"timeline", "Output tok/s, each request's TTFT and E2E by the time it was sent, running and waiting requests, KV-cache usage, preemptions and each GPU's power and utilisation over time",
+			10 * vg.Inch, timelineHeight, func(c draw.Canvas, rec *recorder) { drawTimeline(c, rec, ws, gpus, names, a.Scope(nil)) }, timelineNoteList(ws, gpus)},
 		{"decay", "Output tok/s against the context in flight, with the fitted decode law, and KV-cache usage on the same axis when it was scraped",
 			9 * vg.Inch, decayHeight, func(c draw.Canvas, rec *recorder) { drawDecay(c, rec, ws, names, fit, pooled) }, nil},
 		{"latency", "Distributions of TTFT and ITL, per stage",
@@ -343,8 +346,13 @@ func timelineNotes(ws []correlate.Window) (kv, preempt bool, notes []string) {
 	return kv, preempt, notes
 }
 
-func timelineNoteList(ws []correlate.Window) []string {
+// timelineNoteList is the timeline's notes: its panels left out, and
+// the per-GPU panels when the run read no GPU telemetry.
+func timelineNoteList(ws []correlate.Window, gpus []correlate.GPUSeries) []string {
 	_, _, notes := timelineNotes(ws)
+	if len(ws) > 0 && len(gpus) == 0 {
+		notes = append(notes, noGPUNote)
+	}
 	return notes
 }
 
@@ -353,13 +361,14 @@ func timelineNoteList(ws []correlate.Window) []string {
 // running, waiting and in flight, and, when they hold data, KV-cache
 // usage and preemptions. The stages are named under the time axis and
 // the notes (panels left out) are written at the bottom.
-func drawTimeline(c draw.Canvas, rec *recorder, ws []correlate.Window, names map[int]string, lat *report.Scope) {
+func drawTimeline(c draw.Canvas, rec *recorder, ws []correlate.Window, gpus []correlate.GPUSeries, names map[int]string, lat *report.Scope) {
 	t := func(w *correlate.Window) float64 { return midS(w) }
 	var x0, x1 float64
 	if len(ws) > 0 {
 		x0, x1 = ws[0].From.Seconds(), ws[len(ws)-1].To.Seconds()
 	}
-	hasKV, hasPreempt, notes := timelineNotes(ws)
+	hasKV, hasPreempt, _ := timelineNotes(ws)
+	notes := timelineNoteList(ws, gpus)
 
 	tok := newPlot("Timeline"+stageTitle(ws, names), "", "output tok/s")
 	client := series(ws, t, func(w *correlate.Window) float64 { return w.OutputTokensPerSec })
@@ -383,6 +392,9 @@ func drawTimeline(c draw.Canvas, rec *recorder, ws []correlate.Window, names map
 	rq.Y.Tick.Marker = niceTicks{integer: true}
 	panels = append(panels, rq)
 	panelNames = append(panelNames, "requests")
+	gp, gn, gmax := gpuPanels(rec, gpus)
+	gpuFrom := len(panels)
+	panels, panelNames = append(panels, gp...), append(panelNames, gn...)
 
 	if hasKV {
 		kv := newPlot("", "", "KV cache (%)")
@@ -426,6 +438,14 @@ func drawTimeline(c draw.Canvas, rec *recorder, ws []correlate.Window, names map
 	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadTop: vg.Points(6), PadBottom: vg.Points(4),
 		PadLeft: vg.Points(6), PadRight: vg.Points(12), PadY: vg.Points(6)}
 	canvases := plot.Align(rows, tiles, area)
+	if len(gp) > 0 {
+		// The GPU panels' tops follow their legends' height in the panel;
+		// aligned again for the tick labels that moves.
+		for i, p := range gp {
+			fitLegend(p, p.DataCanvas(canvases[gpuFrom+i][0]), gmax[i])
+		}
+		canvases = plot.Align(rows, tiles, area)
+	}
 	for i, p := range panels {
 		p.Draw(canvases[i][0])
 		rec.record(c.Max.Y, p, canvases[i][0], "time since start (s)", panelNames[i])

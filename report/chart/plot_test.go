@@ -193,7 +193,8 @@ func TestTimelineNotes(t *testing.T) {
 
 // TestTimelineContent checks the fixture's timeline SVG: the latency panel
 // by send time, the stage names under the time axis, one font family (the
-// page's) and no panel for preemptions when there were none.
+// page's), and, the fixture having no GPU telemetry, a sentence saying so
+// instead of the per-GPU panels.
 func TestTimelineContent(t *testing.T) {
 	t.Parallel()
 	a, err := report.FromFiles("../testdata/preempt.jsonl.gz")
@@ -216,8 +217,13 @@ func TestTimelineContent(t *testing.T) {
 			t.Errorf("%s.svg uses a serif font beside the page's sans", f.Name)
 		}
 	}
-	if len(figs[0].Notes) != 0 {
-		t.Errorf("notes %q for a run with every series", figs[0].Notes)
+	// Every server series, and no GPU telemetry: one sentence for that,
+	// and no GPU panel.
+	if !slices.Equal(figs[0].Notes, []string{noGPUNote}) {
+		t.Errorf("notes %q for a run with every server series and no GPU telemetry; want only %q", figs[0].Notes, noGPUNote)
+	}
+	if !strings.Contains(svg, noGPUNote) || strings.Contains(svg, "GPU power (W)") {
+		t.Errorf("timeline.svg: without GPU telemetry it must say so (%q) and draw no power panel", noGPUNote)
 	}
 }
 

@@ -52,6 +52,14 @@ type SweepPlotPoint struct {
 	// Pass is whether the value met the budgets (nil: no verdict): a
 	// filled green or a red mark on the throughput panel.
 	Pass *bool
+	// Verdict is "inconclusive" when no budget was missed but some could
+	// not be decided (an interval straddles its limit): an amber square
+	// on the throughput panel instead of the red cross Pass false draws.
+	Verdict string
+	// CI holds the 95 % intervals drawn as error bars, [lo, hi], by panel
+	// and stat as Stats ("ttft.p50", "itl.p99") and "throughput"; a
+	// figure without one (too few samples) has no bar.
+	CI map[string][2]float64
 
 	TTFTP50, TTFTP99   float64
 	ITLP50, ITLP99     float64
@@ -67,6 +75,7 @@ var (
 	sweepGreen  = color.RGBA{0, 158, 115, 255} // bluish green
 	sweepGrey   = color.RGBA{120, 120, 120, 255}
 	sweepRed    = color.RGBA{200, 30, 30, 255}
+	sweepAmber  = color.RGBA{230, 159, 0, 255} // Okabe–Ito orange
 )
 
 // Render draws the plot as PNG and SVG.
@@ -81,6 +90,9 @@ func (sp *SweepPlot) Render() (pngData, svgData []byte, err error) {
 		sp.throughput(ax),
 	}
 	panels[0].Title.Text = sp.Title
+	if sp.hasCI() {
+		panels[0].Title.Text += " (bars: 95 % intervals)"
+	}
 	panels[0].Title.TextStyle.Font.Size = vg.Points(13)
 	for _, p := range panels[:2] {
 		p.X.Label.Text = ""
@@ -230,11 +242,18 @@ func (sp *SweepPlot) panel(name, yLabel string, ax sweepAxis) *plot.Plot {
 			c = budgetedColors[other%len(budgetedColors)]
 			other++
 		}
-		sweepLine(p, stat, segs, c, dashed)
+		ends := sp.addBars(p, xs, name+"."+stat, c)
+		label := stat
+		if len(ends) == 0 && sp.hasCI() {
+			label += " (no 95 % interval: too few samples)"
+		}
+		sweepLine(p, label, segs, c, dashed)
 		all = append(all, segs...)
+		all = append(all, ends)
 	}
 	sweepHeadroom(p, append(all, sp.budgetXYs(name, xs)...)...)
 	sp.markBudgets(p, name, xs)
+	sp.markStraddling(p, name, xs)
 	sp.markMissing(p, xs)
 	sp.markRecommended(p, xs)
 	return p
@@ -245,7 +264,8 @@ func (sp *SweepPlot) throughput(ax sweepAxis) *plot.Plot {
 	xs := ax.xs
 	segs := sp.segments(xs, func(pt *SweepPlotPoint) float64 { return pt.OutputTokensPerSec })
 	sweepLine(p, "output tokens/s", segs, sweepGreen, false)
-	sweepHeadroom(p, append(segs, sp.budgetXYs("throughput", xs)...)...)
+	bars := sp.addBars(p, xs, "throughput", sweepGreen)
+	sweepHeadroom(p, append(append(segs, bars), sp.budgetXYs("throughput", xs)...)...)
 	sp.markBudgets(p, "throughput", xs)
 	sp.markVerdicts(p, xs)
 	sp.markMissing(p, xs)
@@ -340,34 +360,40 @@ func (sp *SweepPlot) markBudgets(p *plot.Plot, panel string, xs []float64) {
 	}
 }
 
-// markVerdicts rings each value that met the budgets in green and crosses
-// each that missed them in red, at its throughput.
+// markVerdicts rings each value that met the budgets in green, crosses
+// each that missed them in red and squares each inconclusive one in amber,
+// at its throughput.
 func (sp *SweepPlot) markVerdicts(p *plot.Plot, xs []float64) {
-	var pass, fail plotter.XYs
+	var pass, fail, undecided plotter.XYs
 	for i := range sp.Points {
 		pt := &sp.Points[i]
 		if pt.Pass == nil || pt.Missing {
 			continue
 		}
 		xy := plotter.XY{X: xs[i], Y: pt.OutputTokensPerSec}
-		if *pt.Pass {
+		switch {
+		case *pt.Pass:
 			pass = append(pass, xy)
-		} else {
+		case pt.Verdict == "inconclusive":
+			undecided = append(undecided, xy)
+		default:
 			fail = append(fail, xy)
 		}
 	}
-	addVerdictMarks(p, pass, fail)
+	addVerdictMarks(p, pass, fail, undecided)
 }
 
-// addVerdictMarks rings the points whose budgets were met and crosses
-// those that missed them, with a legend entry for each kind present.
-func addVerdictMarks(p *plot.Plot, met, missed plotter.XYs) {
+// addVerdictMarks rings the points whose budgets were met, crosses those
+// that missed them and squares those whose verdict was inconclusive, with
+// a legend entry for each kind present.
+func addVerdictMarks(p *plot.Plot, met, missed, undecided plotter.XYs) {
 	for _, set := range []struct {
 		pts   plotter.XYs
 		shape draw.GlyphDrawer
 		c     color.Color
 		name  string
-	}{{met, draw.RingGlyph{}, sweepGreen, "budgets met"}, {missed, draw.CrossGlyph{}, sweepRed, "budgets missed"}} {
+	}{{met, draw.RingGlyph{}, sweepGreen, "budgets met"}, {missed, draw.CrossGlyph{}, sweepRed, "budgets missed"},
+		{undecided, boldSquare{}, sweepAmber, "budgets inconclusive"}} {
 		if len(set.pts) == 0 {
 			continue
 		}
@@ -528,4 +554,120 @@ func SweepX(values []string) (xs []float64, ok bool) {
 		xs[i] = x
 	}
 	return xs, true
+}
+
+// addBars draws the 95 % interval of one series (key as in
+// SweepPlotPoint.CI) at every value that has one, in a darker shade of the
+// series' colour, and returns the intervals' ends so the axis makes room
+// for them.
+func (sp *SweepPlot) addBars(p *plot.Plot, xs []float64, key string, c color.RGBA) plotter.XYs {
+	e := &sweepBars{c: barColour(c)}
+	var ends plotter.XYs
+	for i := range sp.Points {
+		pt := &sp.Points[i]
+		iv, ok := pt.CI[key]
+		if pt.Missing || !ok {
+			continue
+		}
+		e.xs, e.lo, e.hi = append(e.xs, xs[i]), append(e.lo, iv[0]), append(e.hi, iv[1])
+		ends = append(ends, plotter.XY{X: xs[i], Y: iv[1]})
+	}
+	if len(e.xs) > 0 {
+		p.Add(e)
+	}
+	return ends
+}
+
+// barColour is the colour of a series' error bars: the series' own, a
+// third darker, so a bar reads as its line's and stands out from it.
+func barColour(c color.RGBA) color.RGBA {
+	return color.RGBA{R: uint8(float64(c.R) * 0.66), G: uint8(float64(c.G) * 0.66), B: uint8(float64(c.B) * 0.66), A: 255}
+}
+
+// sweepBars are vertical interval bars, each one path (a capped stem), at
+// the points' x positions.
+type sweepBars struct {
+	xs, lo, hi []float64
+	c          color.Color
+}
+
+// Plot implements plot.Plotter.
+func (e *sweepBars) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	style := draw.LineStyle{Color: e.c, Width: vg.Points(1.1)}
+	capW := vg.Points(4)
+	for i, x := range e.xs {
+		px, y0, y1 := trX(x), trY(e.lo[i]), trY(e.hi[i])
+		var path vg.Path
+		path.Move(vg.Point{X: px - capW, Y: y0})
+		path.Line(vg.Point{X: px + capW, Y: y0})
+		path.Move(vg.Point{X: px, Y: y0})
+		path.Line(vg.Point{X: px, Y: y1})
+		path.Move(vg.Point{X: px - capW, Y: y1})
+		path.Line(vg.Point{X: px + capW, Y: y1})
+		c.SetLineStyle(style)
+		c.Stroke(path)
+	}
+}
+
+// markStraddling squares in amber each value whose interval of a
+// budgeted statistic straddles that budget's line on a latency panel:
+// the data cannot tell on which side of the limit the figure lies.
+func (sp *SweepPlot) markStraddling(p *plot.Plot, panel string, xs []float64) {
+	var pts plotter.XYs
+	for _, b := range sp.Budgets {
+		if b.Panel != panel {
+			continue
+		}
+		stat := b.Stat
+		if stat == "" {
+			stat = "p99"
+		}
+		for i := range sp.Points {
+			pt := &sp.Points[i]
+			iv, ok := pt.CI[panel+"."+stat]
+			if !pt.Missing && ok && iv[0] <= b.Limit && b.Limit <= iv[1] {
+				pts = append(pts, plotter.XY{X: xs[i], Y: pt.stat(panel, stat)})
+			}
+		}
+	}
+	if len(pts) == 0 {
+		return
+	}
+	s, err := plotter.NewScatter(pts)
+	if err != nil {
+		return
+	}
+	s.Shape, s.Color, s.Radius = boldSquare{}, sweepAmber, vg.Points(7)
+	p.Add(s)
+	thumb := *s
+	thumb.Radius = vg.Points(4.5)
+	p.Legend.Add("interval straddles the budget", &thumb)
+}
+
+// hasCI reports whether any point has an interval to draw.
+func (sp *SweepPlot) hasCI() bool {
+	for i := range sp.Points {
+		if len(sp.Points[i].CI) > 0 && !sp.Points[i].Missing {
+			return true
+		}
+	}
+	return false
+}
+
+// boldSquare is an open square drawn with a thicker line than
+// draw.SquareGlyph's, so an amber mark reads on a white plot.
+type boldSquare struct{}
+
+// DrawGlyph implements draw.GlyphDrawer.
+func (boldSquare) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
+	c.SetLineStyle(draw.LineStyle{Color: sty.Color, Width: vg.Points(1.6)})
+	r := sty.Radius * 0.8
+	var p vg.Path
+	p.Move(vg.Point{X: pt.X - r, Y: pt.Y - r})
+	p.Line(vg.Point{X: pt.X + r, Y: pt.Y - r})
+	p.Line(vg.Point{X: pt.X + r, Y: pt.Y + r})
+	p.Line(vg.Point{X: pt.X - r, Y: pt.Y + r})
+	p.Close()
+	c.Stroke(p)
 }

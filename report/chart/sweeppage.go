@@ -40,6 +40,8 @@ type LoadPoint struct {
 	TPOTP50            float64
 	OutputTokensPerSec float64
 	Pass               *bool // met the budgets (nil: no verdict)
+	// Verdict "inconclusive" marks the point as such rather than missed.
+	Verdict string
 	// ParetoX is the point's x in a Pareto plot with another axis than
 	// total throughput (ParetoPlot.XLabel): tokens/s per GPU, tokens per
 	// joule, $ per 1M tokens; 0 when unknown, and the point is not drawn.
@@ -266,24 +268,24 @@ func (pp *ParetoPlot) Render() (pngData, svgData []byte, err error) {
 	labels := &pointLabels{style: draw.TextStyle{Color: color.Black, Font: font.From(plotFont(), 8), Handler: p.TextHandler},
 		radius: vg.Points(3.5), omitted: &pp.omitted}
 	var all []plotter.XYs
-	var met, missed plotter.XYs
+	var met, missed, undecided plotter.XYs
 	for si, s := range pp.Series {
-		pts, names, m, x := pp.points(s)
+		pts, names, m, x, u := pp.points(s)
 		if len(pts) == 0 {
 			continue
 		}
-		met, missed = append(met, m...), append(missed, x...)
+		met, missed, undecided = append(met, m...), append(missed, x...), append(undecided, u...)
 		all = append(all, pts)
 		labels.legendRows += pp.addSeries(p, s, pts, seriesColors[si%len(seriesColors)])
 		labels.xys, labels.labels = append(labels.xys, pts...), append(labels.labels, names...)
 	}
-	addVerdictMarks(p, met, missed)
-	for _, set := range []plotter.XYs{met, missed} {
+	addVerdictMarks(p, met, missed, undecided)
+	for _, set := range []plotter.XYs{met, missed, undecided} {
 		if len(set) > 0 {
 			labels.legendRows++
 		}
 	}
-	if len(met)+len(missed) > 0 {
+	if len(met)+len(missed)+len(undecided) > 0 {
 		labels.radius = vg.Points(7) // the verdict rings and crosses
 	}
 	labels.legend = draw.TextStyle{Font: p.Legend.TextStyle.Font, Handler: p.TextHandler}
@@ -296,8 +298,8 @@ func (pp *ParetoPlot) Render() (pngData, svgData []byte, err error) {
 }
 
 // points are a series' points with an x and a per-user speed, their
-// labels, and those that met and missed the budgets.
-func (pp *ParetoPlot) points(s LoadSeries) (pts plotter.XYs, labels []string, met, missed plotter.XYs) {
+// labels, and those that met, missed and could not decide the budgets.
+func (pp *ParetoPlot) points(s LoadSeries) (pts plotter.XYs, labels []string, met, missed, undecided plotter.XYs) {
 	for _, pt := range s.Points {
 		u := perUser(pt)
 		if u <= 0 || pp.x(pt) <= 0 {
@@ -309,11 +311,13 @@ func (pp *ParetoPlot) points(s LoadSeries) (pts plotter.XYs, labels []string, me
 		case pt.Pass == nil:
 		case *pt.Pass:
 			met = append(met, xy)
+		case pt.Verdict == "inconclusive":
+			undecided = append(undecided, xy)
 		default:
 			missed = append(missed, xy)
 		}
 	}
-	return pts, labels, met, missed
+	return pts, labels, met, missed, undecided
 }
 
 // addSeries draws a series' points and its Pareto frontier, and returns
@@ -413,6 +417,9 @@ type SweepPage struct {
 	Budgets  []string // the scenario's budgets, "overall.ttft_ms.p99 ≤ 200"
 	Columns  []string // of Rows, after the value
 	Rows     []SweepPageRow
+	// CINote says, under the table, what the rows' intervals are and how
+	// they were formed; "" when no row has one.
+	CINote   string
 	Failures []string // runs that failed, with why
 	Notes    []string
 	// Omitted says of each plot left out why, where the plots are.
@@ -434,11 +441,16 @@ type SweepPageSearch struct {
 
 // SweepPageRow is one value of the table.
 type SweepPageRow struct {
-	Label  string
-	Cells  []string
-	Pass   *bool  // budgets met (nil: no verdict)
-	Marked bool   // the recommended value, or the capacity
-	Note   string // "clear", "majority 2 of 3", "over-saturated", …
+	Label string
+	Cells []string
+	// CIs are the cells' 95 % intervals, "lo–hi", index for index; ""
+	// (or absent) for a cell without one.
+	CIs  []string
+	Pass *bool // budgets met (nil: no verdict)
+	// Verdict "inconclusive" shows as such rather than as missed.
+	Verdict string
+	Marked  bool   // the recommended value, or the capacity
+	Note    string // "clear", "majority 2 of 3", "over-saturated", …
 }
 
 // WriteSweepHTML writes the page: self-contained, plots inline as SVG,
@@ -485,7 +497,13 @@ func WriteSweepHTML(w io.Writer, p *SweepPage) error {
 		data.Figures = append(data.Figures, fig)
 	}
 	var b bytes.Buffer
-	funcs := template.FuncMap{"deref": func(b *bool) bool { return b != nil && *b }, "breakable": breakable}
+	funcs := template.FuncMap{"deref": func(b *bool) bool { return b != nil && *b }, "breakable": breakable,
+		"ci": func(r SweepPageRow, i int) string {
+			if i < len(r.CIs) {
+				return r.CIs[i]
+			}
+			return ""
+		}}
 	if err := template.Must(template.New("sweep").Funcs(funcs).Parse(sweepHTMLSource)).Execute(&b, data); err != nil {
 		return fmt.Errorf("write sweep page: %w", err)
 	}
@@ -532,6 +550,8 @@ thead th { background: #f4f4f4; vertical-align: bottom; }
 tr.marked td { font-weight: 600; background: #eef6f1; }
 td.pass { color: #00734d; }
 td.fail { color: #b3261e; font-weight: 600; }
+td.inconclusive { color: #8a5a00; font-weight: 600; }
+.ci { color: #666; font-size: 0.8rem; }
 td.note, th.note { text-align: left; color: #555; white-space: normal; min-width: 9rem; font-size: 0.85rem; }
 td.value { white-space: normal; overflow-wrap: anywhere; min-width: 9rem; max-width: 16rem; }
 table { max-width: 100%; }
@@ -560,10 +580,10 @@ svg.plot { width: 100%; height: auto; display: block; }
 <table id="values">
 <thead><tr><th>value</th>{{range .P.Columns}}<th>{{.}}</th>{{end}}<th>budgets</th><th class="note"></th></tr></thead>
 <tbody>
-{{range .P.Rows}}<tr{{if .Marked}} class="marked"{{end}}><td class="value">{{breakable .Label}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}{{if .Pass}}{{if deref .Pass}}<td class="pass">met</td>{{else}}<td class="fail">missed</td>{{end}}{{else}}<td>–</td>{{end}}<td class="note">{{.Note}}</td></tr>
+{{range .P.Rows}}<tr{{if .Marked}} class="marked"{{end}}><td class="value">{{breakable .Label}}</td>{{$row := .}}{{range $i, $c := .Cells}}<td>{{$c}}{{with ci $row $i}}<br><span class="ci">{{.}}</span>{{end}}</td>{{end}}{{if eq .Verdict "inconclusive"}}<td class="inconclusive">inconclusive</td>{{else if .Pass}}{{if deref .Pass}}<td class="pass">met</td>{{else}}<td class="fail">missed</td>{{end}}{{else}}<td>–</td>{{end}}<td class="note">{{.Note}}</td></tr>
 {{end}}</tbody>
 </table>
-<p class="note">Latencies in milliseconds, means over each value's runs; per user = 1000 / TPOT p50.</p>
+<p class="note">Latencies in milliseconds, means over each value's runs; per user = 1000 / TPOT p50.{{if .P.CINote}} {{.P.CINote}}{{end}}</p>
 {{if .P.Budgets}}<h2>Budgets</h2>
 <ul id="budgets">{{range .P.Budgets}}<li>{{.}}</li>{{end}}</ul>{{end}}
 

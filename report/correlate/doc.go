@@ -6,7 +6,8 @@
 // offered and was served, how long the client's cap held, and the
 // server's queue against its ceiling (Load), and the queue's trend; and
 // the GPU telemetry on the same windows (power, utilisation, SM and DRAM
-// activity, the power limit: gpu.go).
+// activity, the power limit: gpu.go), and each GPU's own power and
+// utilisation series for the timeline's per-GPU panels (gpuseries.go).
 //
 // It consumes request records (results.Result) and scrape samples
 // (results.Sample, the server's and the GPUs', told apart by Reading.GPU)
