@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,6 +67,10 @@ type Run struct {
 	FirstTokens func() (n int64, sum time.Duration)
 	// Cost is the scenario's price; nil leaves the cost counter out.
 	Cost *results.Cost
+	// Metrics is the metric table; nil is results.Metrics. Its latency
+	// metrics that this package does not export by hand (liveByHand) get
+	// a histogram each (tableHistograms).
+	Metrics results.Table
 }
 
 // Exporter turns request records into metrics. Observe must not be called
@@ -75,6 +80,7 @@ type Exporter struct {
 	run                        Run
 	requests, errs, out, input *prometheus.CounterVec
 	ttft, tpot, itl, e2e       *prometheus.HistogramVec
+	more                       []tableHistogram // the table's other latency metrics
 	lag                        *prometheus.GaugeVec
 	lagMax                     map[int]float64
 	buf                        []time.Duration
@@ -107,6 +113,7 @@ func New(reg prometheus.Registerer, r Run) (*Exporter, error) {
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricSchedLag,
 			Help: "The largest lag so far between a request's scheduled and actual send: the load generator falling behind."}, []string{"stage"}),
 	}
+	e.more = tableHistograms(r.Metrics)
 	e.zero(r)
 	info := prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricInfo, Help: "The run: 1, labelled with its scenario, target, model and servebench version.",
 		ConstLabels: prometheus.Labels{"scenario": r.Scenario, "target": r.Target, "model": r.Model, "version": r.Version}})
@@ -114,6 +121,9 @@ func New(reg prometheus.Registerer, r Run) (*Exporter, error) {
 	started := prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricStarted, Help: "The run's start, Unix seconds."})
 	started.Set(float64(r.Started.UnixNano()) / 1e9)
 	cs := []prometheus.Collector{e.requests, e.errs, e.out, e.input, e.ttft, e.tpot, e.itl, e.e2e, e.lag, info, started}
+	for _, h := range e.more {
+		cs = append(cs, h.vec)
+	}
 	if r.InFlight != nil {
 		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: MetricInFlight, Help: "Requests sent and not yet ended."},
 			func() float64 { return float64(r.InFlight()) }))
@@ -173,6 +183,9 @@ func (e *Exporter) zero(r Run) {
 		for _, h := range []*prometheus.HistogramVec{e.ttft, e.tpot, e.itl, e.e2e} {
 			h.WithLabelValues(stage)
 		}
+		for _, h := range e.more {
+			h.vec.WithLabelValues(stage)
+		}
 		e.lag.WithLabelValues(stage).Set(0)
 	}
 }
@@ -216,6 +229,59 @@ func (e *Exporter) Observe(r *results.Result) {
 			h.Observe(d.Seconds())
 		}
 	}
+	for _, m := range e.more {
+		if e.buf = m.observe(r, e.buf[:0]); len(e.buf) > 0 {
+			h := m.vec.WithLabelValues(stage)
+			for _, d := range e.buf {
+				h.Observe(d.Seconds())
+			}
+		}
+	}
+}
+
+// tableHistogram is the histogram of a latency metric of the table.
+type tableHistogram struct {
+	vec     *prometheus.HistogramVec
+	observe func(*results.Result, []time.Duration) []time.Duration
+}
+
+// tableHistograms returns a histogram for each latency metric of t (nil:
+// results.Metrics) that liveByHand does not name: "servebench_NAME_seconds"
+// for NAME_ms, with the metric's About as its help and the long buckets.
+// With results.Metrics it returns none: the page is what it was, and a
+// latency metric added to the table gets its histogram.
+func tableHistograms(t results.Table) []tableHistogram {
+	if t == nil {
+		t = results.Metrics()
+	}
+	var out []tableHistogram
+	for _, m := range t {
+		if m.Observe == nil || liveByHand(m.Name) {
+			continue
+		}
+		name := "servebench_" + strings.TrimSuffix(m.Name, "_ms") + "_seconds"
+		out = append(out, tableHistogram{observe: m.Observe,
+			vec: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Buckets: longBuckets,
+				Help: "The metric " + m.Name + " (" + m.About + "), of the measured ok requests."}, []string{"stage"})})
+	}
+	return out
+}
+
+// liveByHand reports whether a latency metric of the table is exported by
+// hand above or left out of the page. TTFT, TPOT, ITL and E2E have
+// histograms whose names the Grafana dashboard queries and whose buckets
+// suit each; the schedule lag is a gauge of its maximum (a histogram of
+// it would hide the one late request that matters). The others were left
+// out when the page was first built, the dashboard shows none of them,
+// and exporting them now would add series to every scrape: this list is
+// closed, and a metric added to the table gets its histogram.
+func liveByHand(name string) bool {
+	switch name {
+	case "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "schedule_lag_ms",
+		"ttft_from_schedule_ms", "ttfc_ms", "itl_chunk_ms", "e2e_from_schedule_ms", "wire_lag_ms":
+		return true
+	}
+	return false
 }
 
 // ServeListener serves g's metrics at /metrics on ln until stop is called

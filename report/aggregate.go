@@ -43,6 +43,7 @@ const scheduleLagWarnMS = 10
 // depend on the order of records, so files from several machines merge.
 // An Aggregate is not safe for concurrent use.
 type Aggregate struct {
+	metrics results.Table    // the metric table (NewFor)
 	latency []results.Metric // the latency metrics, in table order: stageAgg.hist is indexed alike
 	stages  map[int]*stageAgg
 	// cacheSamples are the scrapes' prefix-cache and KV figures (cache.go).
@@ -66,15 +67,21 @@ type Aggregate struct {
 	curShard   int         // the shardFiles entry of the latest header; −1 when it is not a shard's
 }
 
-// New returns an empty Aggregate.
-func New() *Aggregate {
+// New returns an empty Aggregate of the metric table's figures
+// (results.Metrics).
+func New() *Aggregate { return NewFor(results.Metrics()) }
+
+// NewFor returns an empty Aggregate of the figures of metric table t:
+// every latency metric of t is observed, summarised (Stage.Dist) and may
+// be budgeted.
+func NewFor(t results.Table) *Aggregate {
 	var lat []results.Metric
-	for _, m := range results.Metrics() {
+	for _, m := range t {
 		if m.Class == results.Latency {
 			lat = append(lat, m)
 		}
 	}
-	return &Aggregate{latency: lat, stages: map[int]*stageAgg{}, log: newRequestLog(), corr: correlate.New(),
+	return &Aggregate{metrics: t, latency: lat, stages: map[int]*stageAgg{}, log: newRequestLog(t), corr: correlate.New(),
 		names: map[int]string{}, curShard: -1}
 }
 
@@ -661,7 +668,7 @@ func (a *Aggregate) stageSummary(s *stageAgg, index int, name string) Stage {
 		st.Duration = round(s.last.Seconds()-s.first.Seconds(), 6)
 	}
 	for i, m := range a.latency {
-		*st.Dist(m.Name) = dist(s.hist[i])
+		st.setDist(m.Name, dist(s.hist[i]))
 	}
 	st.TTFTByTurn = s.turnRows()
 	if s.sessions != nil {

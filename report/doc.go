@@ -14,8 +14,12 @@
 // with its Correlation and Verdict sections. `bench run` adds each record
 // to an Aggregate as it writes it, and `bench report` reads the file back
 // into another: the two summaries are the same bytes. The metric table
-// (results.Metrics) says which figures exist, their units and direction;
-// Stage.Dist and Stage.Figure read them from a summary.
+// (results.Metrics, or the copy given to NewFor or Reader.Metrics) says
+// which figures exist, their units and direction: every latency metric
+// of it is aggregated, budgeted and exported (the per-request CSV's last
+// columns) without a line here. Stage.Dist reads a latency metric from
+// the Stage field whose JSON key is its name, or from Stage.Latencies
+// when it has none; Stage.Figure computes the figures of a whole stage.
 //
 // The correlation's sentences come in two lists: Findings, the conclusion
 // and what a user acts on (dropped arrivals, a stage that never steadied,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
@@ -20,6 +21,50 @@ var CSVColumns = []string{
 	"ttft_ms", "ttfc_ms", "tpot_ms", "itl_mean_ms", "itl_max_ms", "e2e_ms", "schedule_lag_ms",
 	"input_tokens_asked", "max_tokens", "prompt_tokens", "output_tokens", "reasoning_tokens", "cached_tokens",
 	"tokens_estimated", "finish_reason", "chunks", "retries", "error", "resent_written",
+}
+
+// CSVColumnsFor returns the columns of the per-request CSV for metric
+// table t: CSVColumns, then one per latency metric of t that has no
+// column there (csvExtra), named by the metric, in table order. With
+// results.Metrics it is CSVColumns: the CSV's columns are as they were,
+// and a latency metric added to the table gets its column at the end.
+func CSVColumnsFor(t results.Table) []string {
+	cols := slices.Clone(CSVColumns)
+	for _, m := range csvExtra(t) {
+		cols = append(cols, m.Name)
+	}
+	return cols
+}
+
+// csvExtra returns the latency metrics of t that get a column after
+// CSVColumns: each holds the mean of the request's observations of the
+// metric (its one value for most), in milliseconds, empty when it has
+// none. Left out are the metrics CSVColumns covers (itl_ms is itl_mean_ms
+// and itl_max_ms) and those the table had when the CSV began to take
+// its tail from it and that had no column then (csvLeftOut).
+func csvExtra(t results.Table) []results.Metric {
+	var out []results.Metric
+	for _, m := range t {
+		if m.Observe != nil && !slices.Contains(CSVColumns, m.Name) && !csvLeftOut(m.Name) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// csvLeftOut reports whether a latency metric of the table stays out of
+// the CSV's tail. The per-request figures of TTFT and E2E from the
+// scheduled time are sent_s − scheduled_s plus ttft_ms or e2e_ms, and
+// the per-chunk gaps are a distribution per request (chunks counts them);
+// wire_lag_ms had no column when the tail was derived, and adding one
+// would change every CSV written since. This list is closed: a metric
+// added to the table gets its column.
+func csvLeftOut(name string) bool {
+	switch name {
+	case "itl_ms", "itl_chunk_ms", "ttft_from_schedule_ms", "e2e_from_schedule_ms", "wire_lag_ms":
+		return true
+	}
+	return false
 }
 
 // WriteCSV writes one CSV row per request record of the results files
@@ -50,14 +95,15 @@ func (rd Reader) WriteCSV(w io.Writer, paths ...string) (warnings []error, err e
 		return out
 	}
 	cw := csv.NewWriter(w)
-	if err := cw.Write(CSVColumns); err != nil {
+	cols, extra := CSVColumnsFor(rd.table()), csvExtra(rd.table())
+	if err := cw.Write(cols); err != nil {
 		return nil, fmt.Errorf("write CSV: %w", err)
 	}
 	specs := make([]*results.Spec, len(files.Headers()))
 	for i, h := range files.Headers() {
 		specs[i] = h.Spec
 	}
-	row := make([]string, len(CSVColumns))
+	row := make([]string, len(cols))
 	var buf []time.Duration
 	for rec, err := range files.All() {
 		if err != nil {
@@ -70,6 +116,7 @@ func (rd Reader) WriteCSV(w io.Writer, paths ...string) (warnings []error, err e
 		}
 		h := files.Headers()[rec.File]
 		buf = csvRow(row, r, h.Host, specs[rec.File].StageName(r.Stage), files.Epoch(), buf)
+		buf = csvTail(row[len(CSVColumns):], r, extra, buf)
 		if err := cw.Write(row); err != nil {
 			return warn(), fmt.Errorf("write CSV: %w", err)
 		}
@@ -131,6 +178,23 @@ func csvRow(row []string, r *results.Result, host, stage string, epoch time.Time
 		count(r.ResentWritten),
 	}
 	copy(row, vals)
+	return buf
+}
+
+// csvTail fills row with r's columns of the metrics extra (csvExtra); buf
+// is scratch space, returned for reuse.
+func csvTail(row []string, r *results.Result, extra []results.Metric, buf []time.Duration) []time.Duration {
+	for i, m := range extra {
+		buf = m.Observe(r, buf[:0])
+		row[i] = ""
+		if len(buf) > 0 {
+			var sum time.Duration
+			for _, d := range buf {
+				sum += d
+			}
+			row[i] = strconv.FormatFloat(float64(sum/time.Duration(len(buf)))/float64(time.Millisecond), 'f', 3, 64)
+		}
+	}
 	return buf
 }
 

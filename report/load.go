@@ -22,6 +22,17 @@ type Reader struct {
 	// refuses them otherwise): the summary then names them all and warns
 	// that its figures mix their workloads.
 	Mixed bool
+	// Metrics is the metric table the figures are of; nil is
+	// results.Metrics (a test passes a copy with more).
+	Metrics results.Table
+}
+
+// table returns the metric table of rd.
+func (rd Reader) table() results.Table {
+	if rd.Metrics == nil {
+		return results.Metrics()
+	}
+	return rd.Metrics
 }
 
 // FromFiles reads one or more results files (or run directories) into a
@@ -62,7 +73,7 @@ func (rd Reader) FromFiles(paths ...string) (*Aggregate, error) {
 			return nil, err
 		}
 	}
-	a := New()
+	a := NewFor(rd.table())
 	spans := make([]span, len(files.Paths()))
 	scraper := map[string]int{} // target → the file whose scrapes of it are kept
 	check := newRecordCheck(files.Paths(), files.Headers())

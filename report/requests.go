@@ -46,9 +46,9 @@ func (l *requestLog) unexported(what string, has func(serverPoint) bool) string 
 	return fmt.Sprintf("the server does not export %s (metrics profile %q)", what, l.profile)
 }
 
-func newRequestLog() requestLog {
+func newRequestLog(t results.Table) requestLog {
 	var ms []results.Metric
-	for _, m := range results.Metrics() {
+	for _, m := range t {
 		if m.Class == results.Latency && m.Budget {
 			ms = append(ms, m)
 		}

@@ -32,7 +32,7 @@ func TestRequestLogSample(t *testing.T) {
 	}
 	const n = 5 * maxKept
 	fill := func(order func(int) int) *requestLog {
-		l := newRequestLog()
+		l := newRequestLog(results.Metrics())
 		for i := range n {
 			r := sampleResult(order(i))
 			l.add(&r, l.metrics, observe(l.metrics, &r))
@@ -60,7 +60,7 @@ func TestRequestLogSample(t *testing.T) {
 	if s := sc.sampled(); s != "from a uniform sample of 100000 of the 500000 completed requests" {
 		t.Errorf("sampled() = %q", s)
 	}
-	whole := newRequestLog()
+	whole := newRequestLog(results.Metrics())
 	r := sampleResult(1)
 	whole.add(&r, whole.metrics, observe(whole.metrics, &r))
 	if sc := whole.scopeOf(nil); sc.sampled() != "" {

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/servebench/servebench/report/correlate"
@@ -144,35 +146,49 @@ type Stage struct {
 	// scenario's cost block) and speculative decoding over its window;
 	// nil for embeddings and empty windows.
 	Efficiency *Efficiency `json:"efficiency,omitempty"`
+	// Latencies holds the distributions of the metric table's latency
+	// metrics that have no field of their own above, by metric name: a
+	// metric added to the table lands here until (if ever) it gets a
+	// field. Absent when every latency metric has its field, as today.
+	Latencies map[string]*Dist `json:"latencies_ms,omitempty"`
 }
 
-// Dist returns the distribution of the latency metric named metric (a name
-// of results.Metrics of class Latency, such as "ttft_ms"), or nil for
-// another name. It is how the metric table reads a stage summary.
+// Dist returns the distribution of the latency metric named metric (a
+// name of the metric table of class Latency, such as "ttft_ms"): the
+// field of Stage whose JSON key is the name, else its entry in Latencies;
+// nil when the stage has neither. It is how the metric table reads a
+// stage summary, so a metric needs no line here.
 func (s *Stage) Dist(metric string) *Dist {
-	switch metric {
-	case "ttft_ms":
-		return &s.TTFT
-	case "ttft_from_schedule_ms":
-		return &s.TTFTFromSchedule
-	case "ttfc_ms":
-		return &s.TTFC
-	case "itl_ms":
-		return &s.ITL
-	case "itl_chunk_ms":
-		return &s.ITLChunk
-	case "tpot_ms":
-		return &s.TPOT
-	case "e2e_ms":
-		return &s.E2E
-	case "e2e_from_schedule_ms":
-		return &s.E2EFromSchedule
-	case "schedule_lag_ms":
-		return &s.ScheduleLag
-	case "wire_lag_ms":
-		return &s.WireLag
+	if i := distField(metric); i >= 0 {
+		return reflect.ValueOf(s).Elem().Field(i).Addr().Interface().(*Dist)
 	}
-	return nil
+	return s.Latencies[metric]
+}
+
+// setDist stores the distribution of the latency metric named metric:
+// in its field, or in Latencies when Stage has none.
+func (s *Stage) setDist(metric string, d Dist) {
+	if p := s.Dist(metric); p != nil {
+		*p = d
+		return
+	}
+	if s.Latencies == nil {
+		s.Latencies = map[string]*Dist{}
+	}
+	s.Latencies[metric] = &d
+}
+
+// distField returns the index of the Dist field of Stage whose JSON key
+// is metric, or −1.
+func distField(metric string) int {
+	t := reflect.TypeFor[Stage]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == metric && f.Type == reflect.TypeFor[Dist]() {
+			return i
+		}
+	}
+	return -1
 }
 
 // Figure returns a figure of the stage that is not a distribution:

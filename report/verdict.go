@@ -105,10 +105,10 @@ func (a *Aggregate) Evaluate(s *Summary, b *results.Budgets, slo *results.SLO) *
 		if done[name] {
 			continue
 		}
-		for _, bud := range b.Stages[name].List() {
+		for _, bud := range b.Stages[name].ListIn(a.metrics) {
 			for _, l := range bud.Limits.List() {
 				j.add(Check{Scope: name, Metric: bud.Metric, Stat: l.Stat, Limit: l.Value, Op: op(l),
-					Unit: unitOf(bud.Metric), Note: "the results have no stage of this name"}, nil)
+					Unit: j.unitOf(bud.Metric), Note: "the results have no stage of this name"}, nil)
 			}
 		}
 	}
@@ -140,8 +140,10 @@ func op(l results.Limit) string {
 	return ">="
 }
 
-func unitOf(metric string) string {
-	m, _ := results.MetricByName(metric)
+// unitOf returns the unit of metric in the aggregate's table; "" for a
+// metric the table lacks (a newer version's budget, read back).
+func (j *judge) unitOf(metric string) string {
+	m, _ := j.a.metrics.ByName(metric)
 	return m.Unit
 }
 
@@ -164,9 +166,9 @@ type measure struct {
 // whole run).
 func (j *judge) set(name string, st *Stage, stages []int, set *results.BudgetSet) {
 	sc := j.a.log.scopeOf(stages)
-	for _, bud := range set.List() {
+	for _, bud := range set.ListIn(j.a.metrics) {
 		for _, l := range bud.Limits.List() {
-			c := Check{Scope: name, Metric: bud.Metric, Stat: l.Stat, Op: op(l), Limit: l.Value, Unit: unitOf(bud.Metric)}
+			c := Check{Scope: name, Metric: bud.Metric, Stat: l.Stat, Op: op(l), Limit: l.Value, Unit: j.unitOf(bud.Metric)}
 			j.limit = l.Value
 			m := j.measure(st, &sc, bud.Metric, l.Stat)
 			if _, isQ := results.Quantile(l.Stat); isQ && m.ok {

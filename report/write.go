@@ -211,19 +211,12 @@ func writeOverall(b *strings.Builder, st Stage, pooled bool) error {
 	fmt.Fprintf(tw, "%s\tmean\tstd\tp50\tp90\tp99\tmax\t\n", head)
 	few := false
 	for _, m := range LatencyMetrics {
-		d := st.Dist(m.Metric)
-		// Padded to the heading's width: the names read left-aligned.
-		fmt.Fprintf(tw, "%-*s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", width, m.Label, FormatLatency(d.Mean, d.Count), FormatLatency(d.Std, d.Count),
-			FormatLatency(d.P50, d.Count), FormatLatency(d.P90, d.Count), FormatLatency(d.P99, d.Count), FormatLatency(d.Max, d.Count))
-		if d.Count == 0 {
-			continue
-		}
-		row := []string{fmt.Sprintf("%-*s", width, "  ± 95 %")}
-		for _, stat := range []string{"mean", "", "p50", "p90", "p99", ""} {
-			row = append(row, halfWidth(*d, stat))
-			few = few || (stat != "" && row[len(row)-1] == "few")
-		}
-		fmt.Fprintf(tw, "%s\t\n", strings.Join(row, "\t"))
+		few = latencyRow(tw, width, m.Label, st.Dist(m.Metric)) || few
+	}
+	// The latency metrics of the table that have no Stage field (added
+	// since), by name: each gets its row without a line here.
+	for _, name := range slices.Sorted(maps.Keys(st.Latencies)) {
+		few = latencyRow(tw, width, name, st.Latencies[name]) || few
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -234,6 +227,25 @@ func writeOverall(b *strings.Builder, st Stage, pooled bool) error {
 	}
 	b.WriteString(")\n")
 	return nil
+}
+
+// latencyRow writes the row of one latency distribution and, when it has
+// samples, the row of its intervals' half-widths; it reports whether an
+// interval was "few".
+func latencyRow(tw io.Writer, width int, label string, d *Dist) (few bool) {
+	// Padded to the heading's width: the names read left-aligned.
+	fmt.Fprintf(tw, "%-*s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", width, label, FormatLatency(d.Mean, d.Count), FormatLatency(d.Std, d.Count),
+		FormatLatency(d.P50, d.Count), FormatLatency(d.P90, d.Count), FormatLatency(d.P99, d.Count), FormatLatency(d.Max, d.Count))
+	if d.Count == 0 {
+		return false
+	}
+	row := []string{fmt.Sprintf("%-*s", width, "  ± 95 %")}
+	for _, stat := range []string{"mean", "", "p50", "p90", "p99", ""} {
+		row = append(row, halfWidth(*d, stat))
+		few = few || (stat != "" && row[len(row)-1] == "few")
+	}
+	fmt.Fprintf(tw, "%s\t\n", strings.Join(row, "\t"))
+	return few
 }
 
 // halfWidth is a statistic's 95 % interval as ±N % of the figure, "few"

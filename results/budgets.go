@@ -1,8 +1,11 @@
 package results
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // SLO holds per-request service-level objectives, in milliseconds. A
@@ -34,55 +37,29 @@ type Budgets struct {
 	Strict bool `yaml:"strict" json:"strict,omitempty"`
 }
 
-// BudgetSet is the limits on one scope (the run, or one stage). Every
-// field is optional; a nil Limits checks nothing.
+// BudgetSet is the limits on one scope (the run, or one stage), keyed by
+// metric name: every key of the set but min_samples is the Name of a
+// metric of the table (Metrics) marked Budget, and a new metric of the
+// table can be budgeted without a change here. A nil Limits checks
+// nothing.
 //
 // Latency budgets (milliseconds) take percentiles, mean or max:
 // {p50, p90, p95, p99, p99_9, mean, max}. Ratios, counts and costs take
-// max; rates take min. The figures are those of summary.json, of the
-// server's /metrics for preemptions and kv_usage, and of the GPU
-// telemetry and the scenario's cost for joules_per_token and usd_per_mtok.
+// max; rates take min (Metric.Stats). The figures are those of
+// summary.json, of the server's /metrics for preemptions and kv_usage, and
+// of the GPU telemetry and the scenario's cost for joules_per_token and
+// usd_per_mtok.
+//
+// In YAML and JSON a set is one flat mapping, as it was when each metric
+// had a field of its own: {ttft_ms: {p99: 2000}, error_rate: {max: 0.01},
+// min_samples: 50}. JSON writes the metrics in the table's order, then any
+// the table does not name (a newer version's, read back) by name, then
+// min_samples, so a results header keeps its bytes.
 type BudgetSet struct {
-	TTFTMs *Limits `yaml:"ttft_ms" json:"ttft_ms,omitempty"` // time to first token (content or reasoning)
-	TTFCMs *Limits `yaml:"ttfc_ms" json:"ttfc_ms,omitempty"` // time to first content (not reasoning)
-	ITLMs  *Limits `yaml:"itl_ms" json:"itl_ms,omitempty"`   // inter-token latency, per token
-	TPOTMs *Limits `yaml:"tpot_ms" json:"tpot_ms,omitempty"` // time per output token, per request
-	E2EMs  *Limits `yaml:"e2e_ms" json:"e2e_ms,omitempty"`   // end-to-end latency
-
-	// ErrorRate is failed / sent requests (sent excludes dropped
-	// arrivals), a fraction: {max: 0.01}.
-	ErrorRate *Limits `yaml:"error_rate" json:"error_rate,omitempty"`
-	// DropRate is dropped / scheduled arrivals (open loop), a fraction.
-	DropRate *Limits `yaml:"drop_rate" json:"drop_rate,omitempty"`
-	// OutputTokensPerSec is the output-token throughput: {min: 500}.
-	OutputTokensPerSec *Limits `yaml:"output_tokens_per_s" json:"output_tokens_per_s,omitempty"`
-	// RequestsPerSec is the completed-request throughput: {min: 10}.
-	RequestsPerSec *Limits `yaml:"requests_per_s" json:"requests_per_s,omitempty"`
-	// TotalTokensPerSec is the prompt plus output token throughput (for
-	// embeddings, the input tokens embedded): {min: 20000}.
-	TotalTokensPerSec *Limits `yaml:"total_tokens_per_s" json:"total_tokens_per_s,omitempty"`
-	// InputsPerSec is the embeddings throughput, in texts embedded per
-	// second (a request may carry several): {min: 200}.
-	InputsPerSec *Limits `yaml:"inputs_per_s" json:"inputs_per_s,omitempty"`
-	// Goodput is the share of sent requests meeting every objective of the
-	// scenario's slo, a fraction: {min: 0.95}.
-	Goodput *Limits `yaml:"goodput" json:"goodput,omitempty"`
-	// Preemptions is the server's preemption count during the scope (from
-	// scraped /metrics): {max: 0}.
-	Preemptions *Limits `yaml:"preemptions" json:"preemptions,omitempty"`
-	// KVUsage is the server's peak KV-cache usage during the scope, a
-	// fraction (from scraped /metrics): {max: 0.9}.
-	KVUsage *Limits `yaml:"kv_usage" json:"kv_usage,omitempty"`
-	// JoulesPerToken is the GPUs' energy per output token over the scope,
-	// in joules (GPU telemetry, scrape.gpu): {max: 0.5}.
-	JoulesPerToken *Limits `yaml:"joules_per_token" json:"joules_per_token,omitempty"`
-	// USDPerMTok is the cost of a million output tokens over the scope,
-	// in US dollars (the scenario's cost block): {max: 0.8}.
-	USDPerMTok *Limits `yaml:"usd_per_mtok" json:"usd_per_mtok,omitempty"`
-	// TokenCountMismatch counts completed requests whose server-reported
-	// output tokens differ from max_tokens although ignore_eos asked for
-	// exactly that many: {max: 0}.
-	TokenCountMismatch *Limits `yaml:"token_count_mismatch" json:"token_count_mismatch,omitempty"`
+	// Limits are the limits of each budgeted metric, by metric name; a
+	// name the table does not have is refused by the scenario's validation
+	// with its line and the nearest metric name.
+	Limits map[string]*Limits `yaml:",inline" json:"-"`
 
 	// MinSamples is the sample count below which a percentile budget is
 	// not trusted: it passes with a warning (or fails when Budgets.Strict).
@@ -92,6 +69,14 @@ type BudgetSet struct {
 	// the samples.
 	MinSamples int `yaml:"min_samples" json:"min_samples,omitempty"`
 }
+
+// InlineKeys returns the keys Limits may have in a scenario file: the
+// names of the metrics of Metrics marked Budget. The scenario's reader
+// reports another key at its line, with the nearest of these.
+func (BudgetSet) InlineKeys() []string { return Metrics().Budgeted() }
+
+// minSamplesKey is the one key of a budget set that is not a metric.
+const minSamplesKey = "min_samples"
 
 // Limits bounds one figure. Which fields apply depends on the figure (see
 // BudgetSet); a nil field is unset. Values are in the figure's unit.
@@ -177,49 +162,115 @@ type Budget struct {
 	Limits *Limits // never nil
 }
 
-// List returns the figures of s that have limits, in a fixed order.
-func (s *BudgetSet) List() []Budget {
+// Get returns the limits of metric, or nil (also for a nil s).
+func (s *BudgetSet) Get(metric string) *Limits {
+	if s == nil {
+		return nil
+	}
+	return s.Limits[metric]
+}
+
+// List returns the figures of s that have limits, in the order of the
+// metric table (Metrics), then those it does not name, by name.
+func (s *BudgetSet) List() []Budget { return s.ListIn(Metrics()) }
+
+// ListIn is List in the order of table t.
+func (s *BudgetSet) ListIn(t Table) []Budget {
 	if s == nil {
 		return nil
 	}
 	var out []Budget
-	for _, f := range s.Fields() {
-		if *f.Limits != nil {
-			out = append(out, Budget{Metric: f.Metric, Limits: *f.Limits})
+	for _, name := range t.order(s.Limits) {
+		if l := s.Limits[name]; l != nil {
+			out = append(out, Budget{Metric: name, Limits: l})
 		}
 	}
 	return out
 }
 
-// BudgetField is one figure of a BudgetSet: its metric name (the YAML
-// key, a name of Metrics) and a pointer to its limits field.
-type BudgetField struct {
-	Metric string
-	Limits **Limits
+// order returns the keys of m in the order of t, then the keys t does not
+// name, sorted.
+func (t Table) order(m map[string]*Limits) []string {
+	keys := make([]string, 0, len(m))
+	for _, mt := range t {
+		if _, ok := m[mt.Name]; ok {
+			keys = append(keys, mt.Name)
+		}
+	}
+	var rest []string
+	for k := range m {
+		if _, ok := t.ByName(k); !ok {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	return append(keys, rest...)
 }
 
-// Fields returns every figure of s in a fixed order, set or not, so that
-// callers can validate or fill them by metric name.
-func (s *BudgetSet) Fields() []BudgetField {
-	return []BudgetField{
-		{"ttft_ms", &s.TTFTMs},
-		{"ttfc_ms", &s.TTFCMs},
-		{"itl_ms", &s.ITLMs},
-		{"tpot_ms", &s.TPOTMs},
-		{"e2e_ms", &s.E2EMs},
-		{"error_rate", &s.ErrorRate},
-		{"drop_rate", &s.DropRate},
-		{"output_tokens_per_s", &s.OutputTokensPerSec},
-		{"requests_per_s", &s.RequestsPerSec},
-		{"total_tokens_per_s", &s.TotalTokensPerSec},
-		{"inputs_per_s", &s.InputsPerSec},
-		{"goodput", &s.Goodput},
-		{"preemptions", &s.Preemptions},
-		{"kv_usage", &s.KVUsage},
-		{"joules_per_token", &s.JoulesPerToken},
-		{"usd_per_mtok", &s.USDPerMTok},
-		{"token_count_mismatch", &s.TokenCountMismatch},
+// MarshalJSON writes s as one flat object: the limits in table order
+// (nil ones left out, as the fields of old were), then min_samples when
+// set.
+func (s BudgetSet) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for _, name := range Metrics().order(s.Limits) {
+		l := s.Limits[name]
+		if l == nil {
+			continue
+		}
+		v, err := json.Marshal(l)
+		if err != nil {
+			return nil, err
+		}
+		k, _ := json.Marshal(name) // a string always marshals
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
 	}
+	if s.MinSamples != 0 {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"%s":%d`, minSamplesKey, s.MinSamples)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON reads a set written by MarshalJSON, or by the versions
+// whose sets had a field per metric (the same object). Every key but
+// min_samples is a metric's limits, kept even when this version's table
+// does not name it, so that reading and writing a file loses nothing.
+func (s *BudgetSet) UnmarshalJSON(data []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	out := BudgetSet{}
+	for k, v := range raw {
+		if k == minSamplesKey {
+			if err := json.Unmarshal(v, &out.MinSamples); err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+			continue
+		}
+		var l *Limits
+		if err := json.Unmarshal(v, &l); err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+		if l == nil {
+			continue // null: unset, as a nil field was
+		}
+		if out.Limits == nil {
+			out.Limits = map[string]*Limits{}
+		}
+		out.Limits[k] = l
+	}
+	*s = out
+	return nil
 }
 
 // String formats a limit for messages: "p99 ≤ 2000".

@@ -61,10 +61,15 @@ func one(f func(*Result) (time.Duration, bool)) func(*Result, []time.Duration) [
 	}
 }
 
+// Table is a metric table: Metrics, or a copy of it with more metrics (a
+// test's). The functions that derive an output from the table take it as
+// a parameter, so a copy can be tried without global state.
+type Table []Metric
+
 // Metrics returns the metric table, latencies first, in the order reports
 // show them. The slice is new on every call.
-func Metrics() []Metric {
-	return []Metric{
+func Metrics() Table {
+	return Table{
 		{Name: "ttft_ms", Unit: "ms", Class: Latency, Budget: true, Observe: one((*Result).TTFT), About: "time to first token, sent → first content or reasoning"},
 		{Name: "ttft_from_schedule_ms", Unit: "ms", Class: Latency, Observe: one((*Result).TTFTFromSchedule), About: "time to first token from the scheduled time"},
 		{Name: "ttfc_ms", Unit: "ms", Class: Latency, Budget: true, Observe: one((*Result).TTFC), About: "time to first content, after any reasoning"},
@@ -90,12 +95,27 @@ func Metrics() []Metric {
 	}
 }
 
-// MetricByName returns the metric called name.
-func MetricByName(name string) (Metric, bool) {
-	for _, m := range Metrics() {
+// MetricByName returns the metric of Metrics called name.
+func MetricByName(name string) (Metric, bool) { return Metrics().ByName(name) }
+
+// ByName returns the metric of t called name.
+func (t Table) ByName(name string) (Metric, bool) {
+	for _, m := range t {
 		if m.Name == name {
 			return m, true
 		}
 	}
 	return Metric{}, false
+}
+
+// Budgeted returns the names of t's metrics a budget may limit (Budget),
+// in table order.
+func (t Table) Budgeted() []string {
+	var out []string
+	for _, m := range t {
+		if m.Budget {
+			out = append(out, m.Name)
+		}
+	}
+	return out
 }

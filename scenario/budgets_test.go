@@ -1,8 +1,10 @@
 package scenario
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/servebench/servebench/results"
 )
@@ -54,7 +56,7 @@ budgets:
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("limits:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if !sc.Budgets.Strict || o.MinSamples != 100 || sc.Budgets.Stages["closed-8"].TTFTMs.P99 == nil {
+	if !sc.Budgets.Strict || o.MinSamples != 100 || sc.Budgets.Stages["closed-8"].Get("ttft_ms").P99 == nil {
 		t.Errorf("budgets not decoded: %+v", sc.Budgets)
 	}
 	// The resolved scenario (the results header) carries the budgets, so
@@ -67,8 +69,8 @@ budgets:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back.SLO == nil || back.SLO.TPOTMs != 100 || back.Budgets == nil || *back.Budgets.Overall.KVUsage.Max != 0.9 ||
-		*back.Budgets.Stages["closed-8"].TTFTMs.P99 != 1500 || !back.Budgets.Strict {
+	if back.SLO == nil || back.SLO.TPOTMs != 100 || back.Budgets == nil || *back.Budgets.Overall.Get("kv_usage").Max != 0.9 ||
+		*back.Budgets.Stages["closed-8"].Get("ttft_ms").P99 != 1500 || !back.Budgets.Strict {
 		t.Errorf("budgets lost in the resolved JSON:\n%s", raw)
 	}
 }
@@ -101,6 +103,10 @@ func TestBudgetsInvalid(t *testing.T) {
 		{"unknown stat", "budgets:\n  overall:\n    ttft_ms: {p98: 1}\n", []string{"gate.yaml:8: budgets.overall.ttft_ms.p98: unknown field"}},
 		{"string limit", "budgets:\n  overall:\n    ttft_ms: {p99: fast}\n", []string{"gate.yaml:8: budgets.overall.ttft_ms.p99: want a number"}},
 		{"unknown key in a stage", "budgets:\n  stages:\n    closed-8: {ttft_ms: {p99: 1}, itl: {p99: 2}}\n", []string{"gate.yaml:8", "itl"}},
+		{"mistyped metric", "budgets:\n  overall:\n    ttft_m: {p99: 1}\n", []string{"gate.yaml:8: budgets.overall.ttft_m: unknown field (did you mean ttft_ms?)"}},
+		{"metric no budget limits", "budgets:\n  overall:\n    wire_lag_ms: {p99: 1}\n", []string{"gate.yaml:8: budgets.overall.wire_lag_ms: unknown field (known: ttft_ms, "}},
+		{"metric twice", "budgets:\n  overall:\n    e2e_ms: {p99: 1}\n    e2e_ms: {p50: 1}\n", []string{"gate.yaml:9: budgets.overall.e2e_ms: set twice (first at line 8)"}},
+		{"unknown metric among others", "budgets:\n  overall:\n    e2e_ms: {p99: 1}\n    min_samples: 3\n    error_rat: 0.1\n", []string{"gate.yaml:10: budgets.overall.error_rat: unknown field (did you mean error_rate?)"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,11 +133,78 @@ func TestBudgetsSet(t *testing.T) {
 	if err := sc.Set("budgets.overall.ttft_ms.p99", "0.001"); err != nil {
 		t.Fatal(err)
 	}
-	if got := *sc.Budgets.Overall.TTFTMs.P99; got != 0.001 {
+	if got := *sc.Budgets.Overall.Get("ttft_ms").P99; got != 0.001 {
 		t.Errorf("p99 = %g", got)
 	}
 	err = sc.Set("budgets.overall.error_rate.max", "2")
 	if err == nil || !strings.Contains(err.Error(), "--set: budgets.overall.error_rate.max: is a fraction") {
 		t.Errorf("bad --set accepted or unclear: %v", err)
+	}
+	// A metric the file does not budget yet, limit by limit or whole.
+	if err := sc.Set("budgets.overall.e2e_ms.max", "9000"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Set("budgets.stages.open.requests_per_s", "{min: 2}"); err != nil {
+		t.Fatal(err)
+	}
+	if got := sc.Budgets.Overall.Get("e2e_ms"); got == nil || *got.Max != 9000 || *sc.Budgets.Stages["open"].Get("requests_per_s").Min != 2 {
+		t.Errorf("--set of a new metric's limits: %+v, stage open %+v", got, sc.Budgets.Stages["open"])
+	}
+	for path, want := range map[string]string{
+		"budgets.overall.ttf_ms.p99": `--set: budgets.overall.ttf_ms.p99: unknown field "ttf_ms" in budgets.overall (did you mean ttft_ms?)`,
+		"budgets.overall.ttf_ms":     `--set: budgets.overall.ttf_ms: unknown field "ttf_ms" in budgets.overall (did you mean ttft_ms?)`,
+	} {
+		before := sc.Budgets.Overall.List()
+		err := sc.Set(path, "3")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("--set %s=3: %v, want %q", path, err, want)
+		}
+		if !reflect.DeepEqual(sc.Budgets.Overall.List(), before) {
+			t.Errorf("--set %s=3 failed and still changed the budgets", path)
+		}
+	}
+}
+
+// TestTableMetricAddedBudgets checks budget validation against a copy of
+// the metric table with a metric appended (as sweep's
+// TestTableMetricAdded does for the outputs): its limits are checked by
+// its class with no other edit, a name near it is suggested, and the
+// table, not a list here, decides what is known.
+func TestTableMetricAddedBudgets(t *testing.T) {
+	t.Parallel()
+	table := append(results.Metrics(), results.Metric{Name: "decode_ms", Unit: "ms", Class: results.Latency, Budget: true,
+		Observe: func(r *results.Result, dst []time.Duration) []time.Duration { return dst }, About: "first token → end"})
+	f := func(v float64) *float64 { return &v }
+	tests := []struct {
+		name   string
+		table  results.Table
+		limits map[string]*results.Limits
+		want   string // "" for none
+	}{
+		{"budgeted", table, map[string]*results.Limits{"decode_ms": {P99: f(100), Mean: f(50)}}, ""},
+		{"stat of another class", table, map[string]*results.Limits{"decode_ms": {Min: f(1)}}, "budgets.overall.decode_ms.min: does not apply to decode_ms (want p50, p90, p95, p99, p99_9, mean, max)"},
+		{"latency bound", table, map[string]*results.Limits{"decode_ms": {P99: f(1e12)}}, "budgets.overall.decode_ms.p99: want milliseconds up to"},
+		{"mistyped", table, map[string]*results.Limits{"decode_m": {P99: f(1)}}, "budgets.overall.decode_m: unknown metric (did you mean decode_ms?)"},
+		{"today's table", results.Metrics(), map[string]*results.Limits{"decode_ms": {P99: f(1)}}, "budgets.overall.decode_ms: unknown metric (known: ttft_ms, "},
+		{"not budgeted", table, map[string]*results.Limits{"wire_lag_ms": {P99: f(1)}}, "budgets.overall.wire_lag_ms: is not a figure a budget may limit"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			sc, err := Parse("gate.yaml", []byte(budgetsBase))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc.Budgets = &results.Budgets{Overall: &results.BudgetSet{Limits: tc.limits}}
+			v := validator{src: &sc.src}
+			v.budgetsIn(sc, tc.table)
+			err = joinSorted(v.errs)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
 	}
 }

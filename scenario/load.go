@@ -355,11 +355,15 @@ func (w *walker) pairs(n *yaml.Node, t reflect.Type, path string, seen map[strin
 		var ft reflect.Type // the value's type
 		if t.Kind() == reflect.Struct {
 			f, ok := fieldByTag(t, k.Value)
+			ft = f.Type
+			if inlineFor(t, k.Value) {
+				m, _ := inlineMap(t)
+				ok, ft = true, m.Type.Elem()
+			}
 			if !ok {
 				w.fail(k.Line, child, "unknown field%s", suggest(t, k.Value))
 				continue
 			}
-			ft = f.Type
 		} else {
 			ft = t.Elem()
 		}
@@ -592,6 +596,45 @@ func fieldByTag(t reflect.Type, name string) (reflect.StructField, bool) {
 	return reflect.StructField{}, false
 }
 
+// inlineMap returns the field of struct type t whose YAML tag is
+// ",inline" and whose type is a map with string keys: the keys of t's
+// mapping that name no field are its keys (results.BudgetSet's metrics).
+func inlineMap(t reflect.Type) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		_, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if f.IsExported() && opts == "inline" && f.Type.Kind() == reflect.Map && f.Type.Key().Kind() == reflect.String {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// inlineFor reports whether name is a key of struct type t's inline map:
+// no field of t is called name, and t's inline map takes it.
+func inlineFor(t reflect.Type, name string) bool {
+	if _, ok := fieldByTag(t, name); ok {
+		return false
+	}
+	_, ok := inlineMap(t)
+	known := inlineKeys(t)
+	return ok && (known == nil || slices.Contains(known, name))
+}
+
+// inlineKeyer is a struct with an inline map whose keys are names it
+// knows (results.BudgetSet: the metrics a budget may limit), so that the
+// walk reports another key where it is, as it does an unknown field.
+type inlineKeyer interface{ InlineKeys() []string }
+
+// inlineKeys returns the keys struct type t knows for its inline map, or
+// nil when any key goes.
+func inlineKeys(t reflect.Type) []string {
+	if k, ok := reflect.New(t).Interface().(inlineKeyer); ok {
+		return k.InlineKeys()
+	}
+	return nil
+}
+
 func tagName(f reflect.StructField) string {
 	tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 	if tag == "-" || !f.IsExported() {
@@ -606,6 +649,8 @@ func suggest(t reflect.Type, name string) string {
 	for i := range t.NumField() {
 		if n := tagName(t.Field(i)); n != "" {
 			known = append(known, n)
+		} else if m, ok := inlineMap(t); ok && m.Index[0] == i {
+			known = append(known, inlineKeys(t)...)
 		}
 	}
 	if best, ok := suggestpkg.Closest(name, known); ok {

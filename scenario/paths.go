@@ -35,6 +35,11 @@ func walkPaths(t reflect.Type, prefix string, depth int, out *[]string) {
 				walkPaths(t.Field(i).Type, join(prefix, name), depth+1, out)
 			}
 		}
+		if m, ok := inlineMap(t); ok {
+			for _, key := range inlineKeys(t) {
+				walkPaths(m.Type.Elem(), join(prefix, key), depth+1, out)
+			}
+		}
 	case reflect.Slice:
 		if e := t.Elem(); e.Kind() == reflect.Struct || (e.Kind() == reflect.Pointer && e.Elem().Kind() == reflect.Struct) {
 			walkPaths(e, prefix+"[0]", depth+1, out)

@@ -125,11 +125,18 @@ func (sc *Scenario) set(from, path, value string) []error {
 				return fail("index %d out of range: %s has %d elements (an index equal to the length appends)", seg.index, joinPath(segs[:i]), v.Len())
 			}
 			v = v.Index(seg.index)
-		case v.Kind() == reflect.Map:
-			if i != len(segs)-1 {
+		case v.Kind() == reflect.Map || v.Kind() == reflect.Struct && inlineFor(v.Type(), seg.name):
+			if v.Kind() == reflect.Struct {
+				m, _ := inlineMap(v.Type())
+				v = v.FieldByIndex(m.Index) // a key of the struct's inline map
+			}
+			switch {
+			case i == len(segs)-1:
+				return sc.setMapKey(from, v, seg.name, path, value)
+			case v.Type().Elem().Kind() != reflect.Pointer:
 				return fail("only one key below %s can be set", joinPath(segs[:i]))
 			}
-			return sc.setMapKey(from, v, seg.name, path, value)
+			v = mapEntry(v, seg.name) // a budget set's metric: its limits are set one by one
 		case v.Kind() == reflect.Struct:
 			f, ok := fieldByTag(v.Type(), seg.name)
 			if !ok {
@@ -143,6 +150,15 @@ func (sc *Scenario) set(from, path, value string) []error {
 		default:
 			return fail("%s is not a mapping", joinPath(segs[:i]))
 		}
+	}
+	return sc.assign(from, path, value, v)
+}
+
+// assign sets v, the field at path, to value (YAML; "" unsets it) and
+// records its position.
+func (sc *Scenario) assign(from, path, value string, v reflect.Value) []error {
+	fail := func(format string, args ...any) []error {
+		return []error{&FieldError{File: from, Field: path, Msg: fmt.Sprintf(format, args...)}}
 	}
 	// Forget the positions of what is replaced.
 	for p := range sc.src.pos {
@@ -180,6 +196,22 @@ func (sc *Scenario) set(from, path, value string) []error {
 	}
 	v.Set(nv.Elem())
 	return nil
+}
+
+// mapEntry returns the pointer held at key of map m (whose values are
+// pointers), storing a new one first when m has none, so that a path can
+// go on below it (budgets.overall.ttft_ms.p99).
+func mapEntry(m reflect.Value, key string) reflect.Value {
+	if m.IsNil() {
+		m.Set(reflect.MakeMap(m.Type()))
+	}
+	k := reflect.ValueOf(key)
+	e := m.MapIndex(k)
+	if !e.IsValid() || e.IsNil() {
+		e = reflect.New(m.Type().Elem().Elem())
+		m.SetMapIndex(k, e)
+	}
+	return e
 }
 
 // setMapKey sets one key of a free-form map (request.extra).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -168,6 +169,12 @@ type Metrics struct {
 	// simulator take the next seed).
 	CIFrom string `json:"ci_from,omitempty"`
 
+	// Latencies are the p50 and p99 of the latency metrics the summary
+	// holds in Stage.Latencies (metrics of the table without a field of
+	// their own), by metric and stat ("NAME_ms.p99"): a metric added to
+	// the table is in sweep.json and sweep.csv without a line here.
+	Latencies map[string]float64 `json:"latencies,omitempty"`
+
 	// Efficiency (report.Efficiency), 0 when not measured or priced:
 	// joules per output token, output tokens per joule, the GPUs the
 	// telemetry saw, dollars per 1M output tokens, and the good output
@@ -227,7 +234,7 @@ func metricsOf(s *report.Summary) *Metrics {
 		TTFTP50: o.TTFT.P50, TTFTP99: o.TTFT.P99, ITLP50: o.ITL.P50, ITLP99: o.ITL.P99,
 		TPOTP50: o.TPOT.P50, E2EP50: o.E2E.P50, E2EP99: o.E2E.P99,
 		OutputTokensPerSec: o.OutputTokensPerSec, RequestsPerSec: o.RequestsPerSec,
-	}).withEfficiency(o.Efficiency).withBudgeted(s).withCI(&s.Overall)
+	}).withEfficiency(o.Efficiency).withBudgeted(s).withLatencies(o).withCI(&s.Overall)
 }
 
 // ciFigures are the figures of Metrics that carry an interval: their JSON
@@ -304,6 +311,21 @@ func (m *Metrics) withCI(o *report.Stage) *Metrics {
 	return m
 }
 
+// withLatencies adds the p50 and p99 of the latency metrics of the
+// stage's Latencies that had samples.
+func (m *Metrics) withLatencies(o *report.Stage) *Metrics {
+	for name, d := range o.Latencies {
+		if d == nil || d.Count == 0 {
+			continue
+		}
+		if m.Latencies == nil {
+			m.Latencies = map[string]float64{}
+		}
+		m.Latencies[name+".p50"], m.Latencies[name+".p99"] = d.P50, d.P99
+	}
+	return m
+}
+
 // withBudgeted adds the TTFT and ITL statistics the run's overall budgets
 // judge beyond the p50 and p99.
 func (m *Metrics) withBudgeted(s *report.Summary) *Metrics {
@@ -374,7 +396,8 @@ func meanMetrics(ms []*Metrics) *Metrics {
 			*eff[i] = math.Round(*eff[i]/float64(n)*1e6) / 1e6
 		}
 	}
-	out.Budgeted = meanBudgeted(ms)
+	out.Budgeted = meanMap(ms, func(m *Metrics) map[string]float64 { return m.Budgeted })
+	out.Latencies = meanMap(ms, func(m *Metrics) map[string]float64 { return m.Latencies })
 	out.CI, out.CIFrom = meanCI(ms, &out)
 	return &out
 }
@@ -428,13 +451,14 @@ func meanCI(ms []*Metrics, mean *Metrics) (map[string][2]float64, string) {
 	return out, from
 }
 
-// meanBudgeted averages the budgeted statistics every run has.
-func meanBudgeted(ms []*Metrics) map[string]float64 {
+// meanMap averages the figures of a map of Metrics (of) that every run
+// has.
+func meanMap(ms []*Metrics, of func(*Metrics) map[string]float64) map[string]float64 {
 	var out map[string]float64
-	for k := range ms[0].Budgeted {
+	for k := range of(ms[0]) {
 		sum, n := 0.0, 0
 		for _, m := range ms {
-			if v, ok := m.Budgeted[k]; ok {
+			if v, ok := of(m)[k]; ok {
 				sum, n = sum+v, n+1
 			}
 		}
@@ -813,10 +837,18 @@ var csvHeader = []string{"repeat", "status", "ok", "failed", "dropped",
 	"budgets", "dir", "error"}
 
 // WriteCSV writes one row per run (the sweep.csv format): the parameters'
-// values, then csvHeader's columns. Empty cells mean "no figure".
+// values, then csvHeader's columns, then the p50 and p99 of the latency
+// metrics of the table that have no fixed column (Metrics.Latencies: none
+// with today's table), as NAME_p50_ms and NAME_p99_ms. Empty cells mean
+// "no figure".
 func WriteCSV(w io.Writer, s *Summary) error {
 	cw := csv.NewWriter(w)
 	head := append(slices.Clone(s.Parameters), csvHeader...)
+	more := latencyKeys(s.Runs)
+	for _, k := range more {
+		name, stat, _ := strings.Cut(k, ".")
+		head = append(head, strings.TrimSuffix(name, "_ms")+"_"+stat+"_ms")
+	}
 	if err := cw.Write(head); err != nil {
 		return fmt.Errorf("write sweep CSV: %w", err)
 	}
@@ -853,6 +885,13 @@ func WriteCSV(w io.Writer, s *Summary) error {
 			}
 		}
 		row = append(row, budgets, r.Dir, r.Error)
+		for _, k := range more {
+			cell := ""
+			if v, ok := r.Metrics.latency(k); ok {
+				cell = num(v)
+			}
+			row = append(row, cell)
+		}
 		if err := cw.Write(row); err != nil {
 			return fmt.Errorf("write sweep CSV: %w", err)
 		}
@@ -862,6 +901,29 @@ func WriteCSV(w io.Writer, s *Summary) error {
 		return fmt.Errorf("write sweep CSV: %w", err)
 	}
 	return nil
+}
+
+// latencyKeys returns the keys of the runs' Metrics.Latencies, sorted:
+// sweep.csv's last columns, after the fixed ones, so that no column moves.
+func latencyKeys(runs []RunRecord) []string {
+	seen := map[string]bool{}
+	for _, r := range runs {
+		if r.Metrics != nil {
+			for k := range r.Metrics.Latencies {
+				seen[k] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// latency returns the figure k of m's Latencies (nil m: none).
+func (m *Metrics) latency(k string) (float64, bool) {
+	if m == nil {
+		return 0, false
+	}
+	v, ok := m.Latencies[k]
+	return v, ok
 }
 
 // WriteText writes the terminal table: one row per combination (per

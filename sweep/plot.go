@@ -88,9 +88,9 @@ func plotBudgets(b *results.Budgets) []chart.SweepBudget {
 		metric, panel, name, unit string
 		limits                    *results.Limits
 	}{
-		{"ttft_ms", "ttft", "TTFT", "ms", b.Overall.TTFTMs},
-		{"itl_ms", "itl", "ITL", "ms", b.Overall.ITLMs},
-		{"output_tokens_per_s", "throughput", "output tokens/s", "", b.Overall.OutputTokensPerSec},
+		{"ttft_ms", "ttft", "TTFT", "ms", b.Overall.Get("ttft_ms")},
+		{"itl_ms", "itl", "ITL", "ms", b.Overall.Get("itl_ms")},
+		{"output_tokens_per_s", "throughput", "output tokens/s", "", b.Overall.Get("output_tokens_per_s")},
 	} {
 		for _, l := range f.limits.List() {
 			name := fmt.Sprintf("%s %s %s", f.name, l.Stat, l.String()[len(l.Stat)+1:])

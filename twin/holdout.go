@@ -65,12 +65,8 @@ func Holdout(ctx context.Context, paths []string, opts Options) (*HoldoutResult,
 				return nil, fmt.Errorf("holdout %s stage %s: %w", p, st.Name, err)
 			}
 			hs := HoldoutStage{Run: p, Stage: st.Name, Measured: figuresOfStage(&st), Predicted: figuresOfStage(&pred.Overall),
-				Errors: map[string]float64{}, Requests: st.Requests.OK}
-			for j, m := range hs.Measured.fields() {
-				if *m > 0 {
-					hs.Errors[figureNames[j]] = *hs.Predicted.fields()[j] / *m - 1
-				}
-			}
+				Requests: st.Requests.OK}
+			hs.Errors = holdoutErrors(hs.Measured, hs.Predicted)
 			out.Stages = append(out.Stages, hs)
 		}
 	}
@@ -78,6 +74,18 @@ func Holdout(ctx context.Context, paths []string, opts Options) (*HoldoutResult,
 		return nil, fmt.Errorf("holdout: no run has a stage named %s", strings.Join(opts.Holdout, ", "))
 	}
 	return out, nil
+}
+
+// holdoutErrors returns predicted/measured − 1 of every figure measured
+// above 0, by name.
+func holdoutErrors(measured, predicted Figures) map[string]float64 {
+	out := map[string]float64{}
+	for _, name := range measured.names() {
+		if m := measured.get(name); m > 0 {
+			out[name] = predicted.get(name)/m - 1
+		}
+	}
+	return out
 }
 
 func contains(list []string, s string) bool {
@@ -126,8 +134,8 @@ func WriteHoldout(w io.Writer, h *HoldoutResult) error {
 	fmt.Fprintf(&b, "holdout: fitted without %s; each held-out stage run alone on the twin in virtual time\n", strings.Join(h.Calibration.Holdout, ", "))
 	rows := [][]string{{"run / stage", "figure", "measured", "predicted", "error"}}
 	for _, s := range h.Stages {
-		for j, name := range figureNames {
-			m, p := *s.Measured.fields()[j], *s.Predicted.fields()[j]
+		for j, name := range s.Measured.names() {
+			m, p := s.Measured.get(name), s.Predicted.get(name)
 			e := "-"
 			if v, ok := s.Errors[name]; ok {
 				e = fmt.Sprintf("%+.1f %%", 100*v)

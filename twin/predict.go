@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -43,6 +44,12 @@ type Figures struct {
 	// 0 otherwise.
 	JoulesPerToken float64 `json:"joules_per_token,omitempty"`
 	USDPerMTok     float64 `json:"usd_per_mtok,omitempty"`
+	// Latencies are the p50 and p99 of the metric table's latency metrics
+	// that have no field above (report.Stage.Latencies,
+	// sweep.Metrics.Latencies), by metric and stat ("NAME_ms.p99"): a
+	// metric added to the table is predicted, with its band, and held
+	// out without a line here. Absent with today's table.
+	Latencies map[string]float64 `json:"latencies,omitempty"`
 }
 
 // figureNames are the figures in the order tables show them.
@@ -54,10 +61,42 @@ func (f *Figures) fields() []*float64 {
 		&f.JoulesPerToken, &f.USDPerMTok}
 }
 
+// names returns the names of f's figures: figureNames, then the keys of
+// Latencies, sorted.
+func (f *Figures) names() []string {
+	return append(slices.Clone(figureNames), slices.Sorted(maps.Keys(f.Latencies))...)
+}
+
+// get returns the figure called name (0 when f has none).
+func (f *Figures) get(name string) float64 {
+	if i := slices.Index(figureNames, name); i >= 0 {
+		return *f.fields()[i]
+	}
+	return f.Latencies[name]
+}
+
+// set sets the figure called name.
+func (f *Figures) set(name string, v float64) {
+	if i := slices.Index(figureNames, name); i >= 0 {
+		*f.fields()[i] = v
+		return
+	}
+	if f.Latencies == nil {
+		f.Latencies = map[string]float64{}
+	}
+	f.Latencies[name] = v
+}
+
+// clone returns a copy of f that shares no map with it.
+func (f Figures) clone() Figures {
+	f.Latencies = maps.Clone(f.Latencies)
+	return f
+}
+
 func figuresOf(m *sweep.Metrics) Figures {
 	return Figures{TTFTP50: m.TTFTP50, TTFTP99: m.TTFTP99, ITLP50: m.ITLP50, ITLP99: m.ITLP99, TPOTP50: m.TPOTP50,
 		E2EP50: m.E2EP50, OutputTokensPerSec: m.OutputTokensPerSec, RequestsPerSec: m.RequestsPerSec,
-		JoulesPerToken: m.JoulesPerToken, USDPerMTok: m.USDPerMTok}
+		JoulesPerToken: m.JoulesPerToken, USDPerMTok: m.USDPerMTok, Latencies: maps.Clone(m.Latencies)}
 }
 
 func figuresOfStage(st *report.Stage) Figures {
@@ -67,6 +106,12 @@ func figuresOfStage(st *report.Stage) Figures {
 		f.JoulesPerToken = e.JoulesPerToken
 		if e.Cost != nil {
 			f.USDPerMTok = e.Cost.USDPerMTok
+		}
+	}
+	for name, d := range st.Latencies {
+		if d != nil && d.Count > 0 {
+			f.set(name+".p50", d.P50)
+			f.set(name+".p99", d.P99)
 		}
 	}
 	return f
@@ -242,7 +287,7 @@ func predictCentral(ctx context.Context, sc *scenario.Scenario, cfg sim.Config, 
 			continue
 		}
 		f := figuresOf(p.Metrics)
-		pred.Points = append(pred.Points, PredictedPoint{Label: p.Label, Values: p.Values, Central: f, Low: f, High: f,
+		pred.Points = append(pred.Points, PredictedPoint{Label: p.Label, Values: p.Values, Central: f, Low: f.clone(), High: f.clone(),
 			Pass: p.BudgetsMet, Missed: p.Missed})
 	}
 	for _, r := range s.Search {
@@ -254,7 +299,7 @@ func predictCentral(ctx context.Context, sc *scenario.Scenario, cfg sim.Config, 
 // bandAcc accumulates one value's half-differences along the sigma
 // points.
 type bandAcc struct {
-	sq        [10]float64 // one per figureNames
+	sq        map[string]float64 // by figure name (Figures.names)
 	runs, bad int
 }
 
@@ -299,17 +344,7 @@ func predictBand(ctx context.Context, pred *Prediction, sc *scenario.Scenario, c
 		if p.Extrapolated != "" {
 			continue
 		}
-		for j, c := range p.Central.fields() {
-			sq := a.sq[j]
-			if figureNames[j] == "joules_per_token" {
-				// Mean power a GPU: joules per token × tokens per second.
-				w := *c * p.Central.OutputTokensPerSec / float64(cfg.NumGPUs())
-				sq += *c * *c * powerVar(cfg, w)
-			}
-			half := z * math.Sqrt(sq)
-			*p.Low.fields()[j] = max(*c-half, 0)
-			*p.High.fields()[j] = *c + half
-		}
+		p.setBand(a, z, cfg)
 	}
 	for i, as := range answers {
 		if len(as) == 0 || pred.Searches[i].Answer == nil {
@@ -321,6 +356,24 @@ func predictBand(ctx context.Context, pred *Prediction, sc *scenario.Scenario, c
 		pred.Searches[i].AnswerLow, pred.Searches[i].AnswerHigh = &lo, &hi
 	}
 	return nil
+}
+
+// setBand sets p's Low and High from the half-differences a holds, z
+// standard deviations wide, every figure of the central prediction
+// (Figures.names) alike; joules per token adds the power law's own
+// variance.
+func (p *PredictedPoint) setBand(a *bandAcc, z float64, cfg sim.Config) {
+	for _, name := range p.Central.names() {
+		c, sq := p.Central.get(name), a.sq[name]
+		if name == "joules_per_token" {
+			// Mean power a GPU: joules per token × tokens per second.
+			w := c * p.Central.OutputTokensPerSec / float64(cfg.NumGPUs())
+			sq += c * c * powerVar(cfg, w)
+		}
+		half := z * math.Sqrt(sq)
+		p.Low.set(name, max(c-half, 0))
+		p.High.set(name, c+half)
+	}
 }
 
 // perturbedRun runs the scenario on the twin moved by sign·d along the
@@ -362,13 +415,13 @@ func accumulate(accs map[string]*bandAcc, sums [2]*sweep.Summary) {
 		}
 		a := accs[label]
 		if a == nil {
-			a = &bandAcc{}
+			a = &bandAcc{sq: map[string]float64{}}
 			accs[label] = a
 		}
 		fp, fm := figuresOf(pp.Metrics), figuresOf(mp.Metrics)
-		for j, x := range fp.fields() {
-			h := (*x - *fm.fields()[j]) / 2
-			a.sq[j] += h * h
+		for _, name := range fp.names() {
+			h := (fp.get(name) - fm.get(name)) / 2
+			a.sq[name] += h * h
 		}
 		a.runs += 2
 		for _, p := range []sweep.Point{pp, mp} {
@@ -489,7 +542,7 @@ func needsScrapes(b *results.Budgets) bool {
 		sets = append(sets, s)
 	}
 	for _, s := range sets {
-		if s != nil && (s.Preemptions != nil || s.KVUsage != nil) {
+		if s.Get("preemptions") != nil || s.Get("kv_usage") != nil {
 			return true
 		}
 	}

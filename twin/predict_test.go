@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -101,7 +102,7 @@ sweep:
 	}
 	// Twelve at once lies beyond the 2 and 8 calibrated on, and the batch
 	// limit was never reached: no band, and the reason.
-	if p := pred.Points[2]; p.Low != p.Central || p.High != p.Central ||
+	if p := pred.Points[2]; !reflect.DeepEqual(p.Low, p.Central) || !reflect.DeepEqual(p.High, p.Central) ||
 		!strings.Contains(p.Extrapolated, "up to 12 requests at once, calibrated on") || !strings.Contains(p.Extrapolated, "max_num_seqs 256") {
 		t.Errorf("%s: extrapolated %q, band [%v, %v]", p.Label, p.Extrapolated, p.Low, p.High)
 	}
