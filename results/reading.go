@@ -60,7 +60,7 @@ type Reading struct {
 	CountersAtEnd bool `json:"counters_at_end,omitempty"`
 
 	// GPU is true for GPU telemetry (a DCGM exporter's page, an
-	// nvidia-smi sampler's rows): Engines are then the GPUs, keyed by
+	// nvidia-smi or amd-smi sampler's output): Engines are the GPUs, keyed by
 	// their index, and Devices says what each is.
 	GPU bool `json:"gpu,omitempty"`
 	// Devices describes each GPU of a GPU reading, keyed as Engines.

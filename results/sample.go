@@ -62,7 +62,7 @@ const (
 	SpecAcceptLength   Meaning = "spec_accept_length"   // gauge: tokens per step, bonus included, as the server averages it
 	SpecAcceptRate     Meaning = "spec_accept_rate"     // gauge: accepted ÷ proposed, as the server averages it
 
-	// GPU telemetry (a DCGM exporter's page or an nvidia-smi sampler;
+	// GPU telemetry (a DCGM exporter's page, an nvidia-smi or amd-smi sampler;
 	// Reading.GPU). Per GPU in Reading.Engines, keyed by the GPU's index;
 	// summed over GPUs, except the fractions and clocks, averaged.
 	GPUPowerW       Meaning = "gpu_power_w"        // gauge: power draw, watts

@@ -1,6 +1,8 @@
 package run
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -56,7 +58,7 @@ func gpuIndexes(sc *scenario.Scenario) []string {
 }
 
 // startGPU starts the run's GPU telemetry, if it has any: a scraper per
-// DCGM page, or the nvidia-smi sampler. It returns a function that stops
+// DCGM page, or the nvidia-smi or amd-smi sampler. It returns a function that stops
 // them, waits for their last sample and records their warnings; a
 // scrape.gpu.file is read then. A GPU source that fails is never fatal.
 func startGPU(sc *scenario.Scenario, baseURL string, epoch time.Time, records chan<- results.Record,
@@ -85,8 +87,8 @@ func startGPU(sc *scenario.Scenario, baseURL string, epoch time.Time, records ch
 		}
 		runners = append(runners, s)
 	}
-	if g := sc.Scrape.GPU; g != nil && g.Sampler == scenario.SamplerNvidiaSMI {
-		s, err := scrape.NewSampler(scrape.SamplerConfig{Interval: gpuInterval(sc), Epoch: epoch, GPUs: gpuIndexes(sc)})
+	if g := sc.Scrape.GPU; g != nil && g.Sampler != "" {
+		s, err := scrape.NewSampler(scrape.SamplerConfig{Tool: g.Sampler, Interval: gpuInterval(sc), Epoch: epoch, GPUs: gpuIndexes(sc)})
 		if err != nil {
 			warn("gpu", err.Error())
 		} else {
@@ -120,19 +122,48 @@ func startGPU(sc *scenario.Scenario, baseURL string, epoch time.Time, records ch
 	}
 }
 
-// readGPUFile reads an nvidia-smi CSV written during the run into GPU
-// samples, its timestamps taken in this machine's time zone.
+// gpuFileReader reads a GPU sampler's output: an nvidia-smi CSV or
+// amd-smi's JSON.
+type gpuFileReader interface {
+	Next() (time.Time, results.Reading, error)
+}
+
+// openGPUFile returns a reader of what a sampler wrote to r: amd-smi's
+// JSON when a line of its start opens a JSON document and its first line
+// is no CSV header (amd-smi may print a banner or warnings first), else
+// an nvidia-smi CSV, its timestamps taken in this machine's time zone.
+func openGPUFile(r io.Reader, gpus []string) (gpuFileReader, error) {
+	br := bufio.NewReaderSize(r, 4096)
+	head, _ := br.Peek(4096)
+	head = bytes.TrimLeft(head, " \t\r\n")
+	first, _, _ := bytes.Cut(head, []byte("\n"))
+	opens := func(b []byte) bool { return len(b) > 0 && (b[0] == '[' || b[0] == '{') }
+	if opens(first) || (!bytes.Contains(first, []byte(",")) &&
+		(bytes.Contains(head, []byte("\n[")) || bytes.Contains(head, []byte("\n{")))) {
+		a := scrape.NewAMDSMIReader(br)
+		a.Only(gpus...)
+		return a, nil
+	}
+	sr, err := scrape.NewSMIReader(br, time.Local)
+	if err != nil {
+		return nil, err
+	}
+	sr.Only(gpus...)
+	return sr, nil
+}
+
+// readGPUFile reads the output a GPU sampler wrote during the run into
+// GPU samples.
 func readGPUFile(path string, epoch time.Time, gpus []string, records chan<- results.Record) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("scrape.gpu.file: %w", err)
 	}
 	defer f.Close()
-	sr, err := scrape.NewSMIReader(f, time.Local)
+	sr, err := openGPUFile(f, gpus)
 	if err != nil {
 		return fmt.Errorf("scrape.gpu.file %s: %w", path, err)
 	}
-	sr.Only(gpus...)
 	var index uint64
 	for ; index < scrape.DefaultMaxScrapes; index++ {
 		at, rd, err := sr.Next()

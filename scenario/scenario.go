@@ -297,13 +297,16 @@ type Scrape struct {
 	Interval Duration `yaml:"interval" json:"interval"` // ≥ 100ms; default 1s
 	Profile  string   `yaml:"profile" json:"profile"`   // auto | vllm | sglang | tgi | llamacpp
 	// GPU adds GPU telemetry on the same timeline: a DCGM exporter's
-	// page, an nvidia-smi sampler, or the CSV one wrote (energy, power,
-	// utilisation). Nil: none, and energy is not measured.
+	// page, an nvidia-smi or amd-smi sampler, or the output one wrote
+	// (energy, power, utilisation). Nil: none, and energy is not measured.
 	GPU *GPUScrape `yaml:"gpu" json:"gpu,omitempty"`
 }
 
 // GPU telemetry samplers (scrape.gpu.sampler).
-const SamplerNvidiaSMI = "nvidia-smi"
+const (
+	SamplerNvidiaSMI = "nvidia-smi"
+	SamplerAMDSMI    = "amd-smi"
+)
 
 // GPUScrape is where a run reads GPU telemetry: one of URL (or URLs),
 // Sampler and File.
@@ -313,14 +316,17 @@ type GPUScrape struct {
 	// Loopback unless target.allow_remote.
 	URL  string   `yaml:"url" json:"url,omitempty"`
 	URLs []string `yaml:"urls" json:"urls,omitempty"`
-	// Sampler runs a sampler on this machine for the run's length:
-	// "nvidia-smi" (--query-gpu … --format=csv -lms), for a server on
-	// this machine without an exporter.
+	// Sampler runs a sampler on this machine for the run's length, for
+	// a server on this machine without an exporter: "nvidia-smi"
+	// (--query-gpu … --format=csv -lms) or "amd-smi" (metric --power
+	// --usage --mem-usage --json, run once per interval).
 	Sampler string `yaml:"sampler" json:"sampler,omitempty"`
-	// File is the CSV that `nvidia-smi --query-gpu=timestamp,index,…
-	// --format=csv -lms N -f FILE` wrote on the server's machine during
-	// the run, read when the run ends (relative to the scenario file). Its
-	// timestamps are read in this machine's time zone.
+	// File is what a sampler wrote on the server's machine during the
+	// run, read when the run ends (relative to the scenario file): the
+	// CSV of `nvidia-smi --query-gpu=timestamp,index,… --format=csv -lms
+	// N -f FILE`, its timestamps read in this machine's time zone, or the
+	// JSON of `amd-smi metric -w N --json`, whose entries carry Unix
+	// timestamps. The content says which.
 	File string `yaml:"file" json:"file,omitempty"`
 	// Interval is the time between GPU samples; default scrape.interval.
 	Interval Duration `yaml:"interval" json:"interval,omitempty"`

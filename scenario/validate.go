@@ -511,7 +511,7 @@ func (v *validator) gpu(g *GPUScrape, remote bool) {
 		}
 	}
 	if kinds != 1 {
-		v.add("scrape.gpu", "give one source of GPU telemetry: url (or urls) of a DCGM exporter, sampler: %s, or file: a CSV it wrote", SamplerNvidiaSMI)
+		v.add("scrape.gpu", "give one source of GPU telemetry: url (or urls) of a DCGM exporter, sampler: %s or %s, or file: what one wrote", SamplerNvidiaSMI, SamplerAMDSMI)
 	}
 	if g.URL != "" {
 		v.url("scrape.gpu.url", g.URL, false, remote)
@@ -519,8 +519,8 @@ func (v *validator) gpu(g *GPUScrape, remote bool) {
 	for i, u := range g.URLs {
 		v.url(fmt.Sprintf("scrape.gpu.urls[%d]", i), u, false, remote)
 	}
-	if g.Sampler != "" && g.Sampler != SamplerNvidiaSMI {
-		v.add("scrape.gpu.sampler", "want %s, got %q (a DCGM exporter's page goes in url)", SamplerNvidiaSMI, g.Sampler)
+	if g.Sampler != "" && g.Sampler != SamplerNvidiaSMI && g.Sampler != SamplerAMDSMI {
+		v.add("scrape.gpu.sampler", "want %s (NVIDIA GPUs) or %s (AMD GPUs), got %q (a DCGM exporter's page goes in url)", SamplerNvidiaSMI, SamplerAMDSMI, g.Sampler)
 	}
 	if g.Interval != 0 && g.Interval < Duration(minScrape) {
 		v.add("scrape.gpu.interval", "must be at least %s, got %s", minScrape, g.Interval)

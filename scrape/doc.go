@@ -45,7 +45,13 @@
 // Parser.Only keeps the series of some GPUs or of one pod. Hosts without
 // an exporter are sampled with nvidia-smi instead: SMIReader reads the CSV
 // that `nvidia-smi --query-gpu=… --format=csv -lms N` writes into the same
-// readings, and Sampler runs it for the length of a run.
+// readings, and Sampler runs it for the length of a run. AMD GPUs are
+// sampled with amd-smi: ParseAMDSMI reads the JSON of one `amd-smi metric
+// --power --usage --mem-usage --json` (socket power, GFX and UMC activity,
+// VRAM used, per GPU), which Sampler runs once per interval, and
+// AMDSMIReader reads a file of watch-mode (-w) JSON, whose entries carry
+// their timestamps. amd-smi's energy counter is not read (see
+// profile.AMDSMIArgs): its energy is the power integrated.
 //
 // # Several engines on one page
 //

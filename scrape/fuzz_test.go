@@ -123,3 +123,54 @@ func FuzzSMIReader(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAMDSMI feeds arbitrary text to the amd-smi JSON parser and reader:
+// they must not panic, every value must be finite and ≥ 0, the reader
+// must stop within as many samples as the text has GPU entries could
+// hold, and every reading must round-trip through JSON.
+func FuzzAMDSMI(f *testing.F) {
+	for _, name := range []string{"amd-smi_rocm6.1_changelog_power.json", "amd-smi_w7700_usage.json",
+		"amd-smi_rx7800xt_power.json", "amd-smi_r9700_2gpu_usage.json", "amd-smi_watch_strixhalo_na.txt"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`[{"gpu": 1, "timestamp": 1700000000.25, "power": {"current_power": 1e308, "power_limit": "-5 W"}, "usage": {"gfx_usage": 65535, "mem_usage": "NaN %"}, "mem_usage": {"used_vram": {"value": 1e300, "unit": "GB"}}}]`))
+	f.Add([]byte("text\n{\"gpu\": 0, \"timestamp\": 1}\n{\"gpu\": 0, \"timestamp\": 2}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if rd, err := ParseAMDSMI(data); err == nil {
+			checkReading(t, rd)
+		}
+		a := NewAMDSMIReader(bytes.NewReader(data))
+		limit := len(data)/len(`{"gpu":0,"timestamp":1}`) + 1
+		for n := 0; ; n++ {
+			if n > limit {
+				t.Fatalf("more samples than the text can hold entries (%d)", limit)
+			}
+			_, rd, err := a.Next()
+			if err != nil {
+				return
+			}
+			checkReading(t, rd)
+		}
+	})
+}
+
+func checkReading(t *testing.T, rd results.Reading) {
+	t.Helper()
+	for m, v := range rd.Values {
+		if !finite(v) || v < 0 {
+			t.Fatalf("%s = %v", m, v)
+		}
+	}
+	enc, err := json.Marshal(rd)
+	if err != nil {
+		t.Fatalf("reading does not encode: %v", err)
+	}
+	var back results.Reading
+	if err := json.Unmarshal(enc, &back); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -22,15 +22,21 @@ import (
 
 // Sampler defaults.
 const (
-	DefaultSMICommand  = "nvidia-smi"    // SamplerConfig.Command when empty
-	DefaultStopTimeout = 2 * time.Second // SamplerConfig.StopTimeout when zero
-	maxSMIStderr       = 4 << 10         // bytes of the sampler's error output kept for messages
+	DefaultSMICommand  = "nvidia-smi"     // SamplerConfig.Command when empty, for nvidia-smi
+	DefaultStopTimeout = 2 * time.Second  // SamplerConfig.StopTimeout when zero
+	DefaultPollTimeout = 30 * time.Second // SamplerConfig.PollTimeout when zero
+	maxSMIStderr       = 4 << 10          // bytes of the sampler's error output kept for messages
+	maxAMDSMIOutput    = 16 << 20         // bytes of one amd-smi run's output read
 )
 
 // SamplerConfig configures a Sampler.
 type SamplerConfig struct {
+	// Tool is what the sampler runs: profile.NvidiaSMI (when empty), a
+	// loop that nvidia-smi keeps itself (-lms), or profile.AMDSMI,
+	// `amd-smi metric … --json` run once per Interval.
+	Tool string
 	// Command is the program run: a name looked up in Path, or a path.
-	// DefaultSMICommand when empty.
+	// Tool's name when empty.
 	Command string
 	// Path is the list of directories searched for Command, as the PATH
 	// variable writes it; empty searches this process's PATH.
@@ -43,7 +49,8 @@ type SamplerConfig struct {
 	// Required.
 	Epoch time.Time
 	// Location is the time zone of nvidia-smi's timestamps; nil is this
-	// machine's, where the sampler runs.
+	// machine's, where the sampler runs. amd-smi's samples are stamped
+	// by the sampler: the middle of each run of amd-smi.
 	Location *time.Location
 	// GPUs restricts sampling to these GPU indexes (nvidia-smi's -i);
 	// empty samples every GPU.
@@ -53,15 +60,22 @@ type SamplerConfig struct {
 	// StopTimeout is how long the sampler may take to exit after it is
 	// interrupted before it is killed: DefaultStopTimeout when zero.
 	StopTimeout time.Duration
+	// PollTimeout bounds one run of amd-smi: past it, the run is
+	// interrupted (and killed StopTimeout later) and counted as failed.
+	// DefaultPollTimeout when zero.
+	PollTimeout time.Duration
 }
 
 // Sampler runs `nvidia-smi --query-gpu=… --format=csv,nounits -lms N` for
 // the length of a run, on the machine the run runs on (the server's, when
 // it is local), and turns its rows into GPU samples, as a Scraper turns
-// pages. The process is bounded: it is interrupted when the run's context
-// ends or after MaxSamples samples, killed (with everything it started)
-// when it has not exited StopTimeout later, and waited for. Run must be
-// called at most once; Warnings is safe to call concurrently with it.
+// pages; or, for AMD GPUs, runs `amd-smi metric --power --usage
+// --mem-usage --json` once per interval (polls never overlap). The
+// processes are bounded: interrupted when the run's context ends or
+// after MaxSamples samples (an amd-smi run also after PollTimeout),
+// killed (with everything they started) when they have not exited
+// StopTimeout later, and waited for. Run must be called at most once;
+// Warnings is safe to call concurrently with it.
 type Sampler struct {
 	cfg     SamplerConfig
 	path    string // the resolved program
@@ -74,8 +88,18 @@ type Sampler struct {
 // NewSampler validates cfg, applies its defaults and finds the program.
 // A missing program fails here, so the run can say so at its start.
 func NewSampler(cfg SamplerConfig) (*Sampler, error) {
+	switch cfg.Tool {
+	case "":
+		cfg.Tool = profile.NvidiaSMI
+	case profile.NvidiaSMI, profile.AMDSMI:
+	default:
+		return nil, fmt.Errorf("gpu sampler: want %s or %s, got %q", profile.NvidiaSMI, profile.AMDSMI, cfg.Tool)
+	}
 	if cfg.Command == "" {
-		cfg.Command = DefaultSMICommand
+		cfg.Command = cfg.Tool
+	}
+	if cfg.PollTimeout <= 0 {
+		cfg.PollTimeout = DefaultPollTimeout
 	}
 	switch {
 	case cfg.Interval == 0:
@@ -124,7 +148,7 @@ func lookPath(name, pathList string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%s not found on PATH (is this the GPU server's machine? write its CSV there and give scrape.gpu.file)", name)
+	return "", fmt.Errorf("%s not found on PATH (is this the GPU server's machine? write its output to a file there and give scrape.gpu.file)", name)
 }
 
 func isExecutable(p string) bool {
@@ -155,6 +179,10 @@ func (s *Sampler) warn(err error) {
 func (s *Sampler) Run(ctx context.Context, emit func(results.Sample)) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("gpu sampler: Run called twice")
+	}
+	if s.cfg.Tool == profile.AMDSMI {
+		s.poll(ctx, emit)
+		return nil
 	}
 	var index uint64
 	for _, query := range []string{profile.SMIQuery, profile.SMIQueryOld} {
@@ -270,17 +298,28 @@ func (s *Sampler) read(r io.Reader, index *uint64, full chan<- struct{}, emit fu
 	}
 }
 
-// limitedBuffer keeps the first maxSMIStderr bytes written to it.
+// limitedBuffer keeps the first max bytes written to it (maxSMIStderr
+// when max is zero), and whether more came.
 type limitedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu   sync.Mutex
+	b    bytes.Buffer
+	max  int
+	over bool
 }
 
 func (l *limitedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if room := maxSMIStderr - l.b.Len(); room > 0 {
+	limit := l.max
+	if limit == 0 {
+		limit = maxSMIStderr
+	}
+	room := limit - l.b.Len()
+	if room > 0 {
 		l.b.Write(p[:min(len(p), room)])
+	}
+	if len(p) > room {
+		l.over = true
 	}
 	return len(p), nil
 }

@@ -239,7 +239,14 @@ func smiValue(cell string, c smiCol) (float64, bool) {
 func (s *SMIReader) flush() (time.Time, results.Reading, error) {
 	rows := s.group
 	s.group = nil
-	rd := results.Reading{Profile: profile.NvidiaSMI, GPU: true, Devices: map[string]results.Device{}}
+	return rows[0].at, gpuReading(profile.NvidiaSMI, rows), nil
+}
+
+// gpuReading turns one sample's rows, one per GPU, into a GPU reading of
+// the sampler named prof: each GPU's values in Engines (when there are
+// several), and their sum or mean in Values where every GPU has one.
+func gpuReading(prof string, rows []smiRow) results.Reading {
+	rd := results.Reading{Profile: prof, GPU: true, Devices: map[string]results.Device{}}
 	per := map[results.Meaning][]float64{}
 	engines := map[string]results.Snapshot{}
 	for _, r := range rows {
@@ -252,7 +259,7 @@ func (s *SMIReader) flush() (time.Time, results.Reading, error) {
 				rd.Matched = map[results.Meaning]string{}
 			}
 			if _, ok := rd.Matched[m]; !ok {
-				rd.Matched[m] = "nvidia-smi " + r.from[m]
+				rd.Matched[m] = prof + " " + r.from[m]
 			}
 		}
 		engines[r.gpu] = snap
@@ -278,5 +285,5 @@ func (s *SMIReader) flush() (time.Time, results.Reading, error) {
 	if len(engines) > 1 {
 		rd.Engines = engines
 	}
-	return rows[0].at, rd, nil
+	return rd
 }

@@ -438,3 +438,49 @@ const (
 	SMIQuery    = "timestamp,index,uuid,name,power.draw,power.limit,utilization.gpu,utilization.memory,memory.used,clocks.sm,clocks_event_reasons.sw_power_cap"
 	SMIQueryOld = "timestamp,index,uuid,name,power.draw,power.limit,utilization.gpu,utilization.memory,memory.used,clocks.sm,clocks_throttle_reasons.sw_power_cap"
 )
+
+// AMDSMI names the amd-smi sampler's readings (scrape.gpu.sampler).
+const AMDSMI = "amd-smi"
+
+// AMDSMIField is one value servebench reads from `amd-smi metric --json`:
+// the section and key it sits under in a GPU's entry, the meaning it
+// carries and the unit it has when written bare (the releases before
+// ROCm 6.1 wrote numbers without units; later ones write
+// {"value": 10, "unit": "W"}).
+type AMDSMIField struct {
+	Section, Key string
+	Meaning      results.Meaning
+	Unit         string // "W", "%", "MB" (amd-smi's MB are MiB: it divides bytes by 1024²)
+}
+
+// AMDSMIFields returns the fields read from amd-smi's JSON, for each
+// meaning the preferred one first. socket_power is the name since ROCm
+// 6.1 (current or average socket power, whichever the GPU reports: MI300
+// the current, MI200 the average); current_power, average_power,
+// power_limit, gfx_usage and usage.mem_usage are ROCm 6.0's. The energy
+// counter is not read: see AMDSMIArgs.
+func AMDSMIFields() []AMDSMIField {
+	return []AMDSMIField{
+		{"power", "socket_power", results.GPUPowerW, "W"},
+		{"power", "current_socket_power", results.GPUPowerW, "W"},
+		{"power", "average_socket_power", results.GPUPowerW, "W"},
+		{"power", "current_power", results.GPUPowerW, "W"},
+		{"power", "average_power", results.GPUPowerW, "W"},
+		{"power", "power_limit", results.GPUPowerLimitW, "W"},
+		{"usage", "gfx_activity", results.GPUUtil, "%"},
+		{"usage", "gfx_usage", results.GPUUtil, "%"},
+		{"usage", "umc_activity", results.GPUDRAMActive, "%"},
+		{"usage", "mem_usage", results.GPUDRAMActive, "%"},
+		{"mem_usage", "used_vram", results.GPUMemUsedBytes, "MB"},
+	}
+}
+
+// AMDSMIArgs returns the arguments the amd-smi sampler runs it with, once
+// per sample: power, engine activity and memory, as JSON. It polls
+// rather than watch (-w), whose JSON printed nothing in ROCm 7.1 and
+// whose CSV writes Python lists into cells; it asks no energy (-E): the
+// counter has been seen to stand still, go backwards and be off in
+// scale, so energy is the power integrated (scrape/testdata/SOURCES.md).
+func AMDSMIArgs() []string {
+	return []string{"metric", "--power", "--usage", "--mem-usage", "--json"}
+}
