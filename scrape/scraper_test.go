@@ -295,7 +295,9 @@ func TestScraperUnreachable(t *testing.T) {
 	}
 }
 
-// TestScraperTimeout: a scrape that outlives Timeout fails alone.
+// TestScraperTimeout: a scrape that outlives Timeout fails alone (1 s:
+// long enough for the next scrape to answer on a busy machine under -race,
+// where 150 ms was missed).
 func TestScraperTimeout(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
@@ -307,7 +309,7 @@ func TestScraperTimeout(t *testing.T) {
 		return false
 	})
 	defer close(release)
-	s := newScraper(t, Config{URL: ms.URL + "/metrics", Timeout: 150 * time.Millisecond})
+	s := newScraper(t, Config{URL: ms.URL + "/metrics", Timeout: time.Second})
 	got := runUntil(t, s, 2)
 	if got[0].OK || !strings.Contains(got[0].Error, "deadline exceeded") {
 		t.Errorf("first sample: ok %v error %q, want a timeout", got[0].OK, got[0].Error)
