@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -241,6 +242,26 @@ func TestNonStreaming(t *testing.T) {
 				t.Errorf("status %d sent %v headers %v end %v", res.Status, res.Sent, res.Headers, res.End)
 			}
 		})
+	}
+}
+
+// TestNonStreamingDrafts reads llama-server's per-request speculative
+// decoding from a non-streamed answer's timings (testdata/llamacpp).
+func TestNonStreamingDrafts(t *testing.T) {
+	t.Parallel()
+	body, err := os.ReadFile(filepath.Join("testdata", "llamacpp", "chat_spec.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv.URL, Config{Epoch: time.Now()})
+	res := c.Do(context.Background(), &Request{API: results.APIChat, Prompt: "write a story about dogs", InputTokens: 5})
+	if res.Outcome != results.OK || res.OutputTokens != 200 || res.DraftTokens != 347 || res.DraftAccepted != 65 {
+		t.Fatalf("%s %s: output %d, drafts %d accepted %d; want 200 tokens, 347 drafted, 65 accepted", res.Outcome, res.Error, res.OutputTokens, res.DraftTokens, res.DraftAccepted)
 	}
 }
 

@@ -341,6 +341,9 @@ func (c *Client) readWhole(ctx, rctx context.Context, res *results.Result, body 
 			res.Estimated = true
 		}
 	}
+	if t := w.Timings; t != nil && t.DraftN > 0 { // llama.cpp's speculative decoding
+		res.DraftTokens, res.DraftAccepted = t.DraftN, max(t.DraftNAccepted, 0)
+	}
 	res.Outcome = results.OK
 }
 

@@ -6,7 +6,8 @@ import "encoding/binary"
 // over its bytes without building any value, for the chunks every engine
 // sends by the thousand. It understands the members the client measures
 // (choices[].delta.{content,reasoning,reasoning_content,tool_calls},
-// choices[].text, choices[].finish_reason, usage, error) and checks the
+// choices[].text, choices[].finish_reason, usage, error, and llama.cpp's
+// timings.{cache_n,draft_n,draft_n_accepted}) and checks the
 // rest is well-formed JSON while skipping it. Whatever it does not
 // understand exactly as the full decoder would (an escaped or
 // case-folded member name, a repeated member, a number where a string
@@ -53,6 +54,7 @@ const (
 func scanChunk(v []byte, memo *[]byte) (out chunkScan, last textSpan, ok bool) {
 	s := chunkScanner{b: v}
 	out.usage = wireUsage{PromptTokens: usageAbsent, CompletionTokens: usageAbsent}
+	out.timings = absentTimings
 	resumed := memo != nil && len(*memo) > 0 && len(v) > len(*memo) && string(v[:len(*memo)]) == string(*memo)
 	mark := -1
 	if resumed {
@@ -148,7 +150,7 @@ const (
 
 // Member names the scanner reads, by object.
 var (
-	topNames      = []string{"choices", "usage", "error"}
+	topNames      = []string{"choices", "usage", "error", "timings"}
 	choiceNames   = []string{"delta", "text", "finish_reason"}
 	deltaNames    = []string{"content", "reasoning", "reasoning_content", "tool_calls"}
 	toolNames     = []string{"function"}
@@ -156,6 +158,7 @@ var (
 	usageNames    = []string{"prompt_tokens", "completion_tokens", "prompt_tokens_details", "completion_tokens_details"}
 	cachedNames   = []string{"cached_tokens"}
 	reasonNames   = []string{"reasoning_tokens"}
+	timingNames   = []string{"cache_n", "draft_n", "draft_n_accepted"}
 )
 
 // object walks an object whose opening brace is at s.i, calling member
@@ -302,8 +305,13 @@ func (s *chunkScanner) topMember(out *chunkScan) func(k int) bool {
 				return true
 			}
 			return s.usage(&out.usage)
-		default: // error: an in-band error is the decoder's to report
+		case 2: // error: an in-band error is the decoder's to report
 			return s.null()
+		default: // timings (llama.cpp)
+			if s.null() {
+				return true
+			}
+			return s.timings(&out.timings)
 		}
 	}
 }
@@ -413,6 +421,21 @@ func (s *chunkScanner) usage(u *wireUsage) bool {
 				return true
 			}
 			return s.object(reasonNames, func(int) bool { return s.count(&u.CompletionTokensDetails.ReasoningTokens) })
+		}
+	})
+}
+
+// timings reads llama.cpp's timings object: the counts the client keeps,
+// the rest (times and rates, which are floats) skipped.
+func (s *chunkScanner) timings(t *wireTimings) bool {
+	return s.object(timingNames, func(k int) bool {
+		switch k {
+		case 0:
+			return s.count(&t.CacheN)
+		case 1:
+			return s.count(&t.DraftN)
+		default:
+			return s.count(&t.DraftNAccepted)
 		}
 	})
 }

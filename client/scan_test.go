@@ -55,7 +55,7 @@ func readChunkSamples(t testing.TB) []chunkSample {
 // sameFacts reports whether two readings of a chunk agree on every fact.
 func sameFacts(a, b chunkScan) bool {
 	return a.tokens == b.tokens && a.content == b.content && bytes.Equal(a.finish, b.finish) &&
-		a.hasUsage == b.hasUsage && (!a.hasUsage || a.usage == b.usage)
+		a.hasUsage == b.hasUsage && (!a.hasUsage || a.usage == b.usage) && a.timings == b.timings
 }
 
 // TestChunkShapes reads every chunk shape of the engines servebench knows
@@ -149,6 +149,13 @@ func TestScanTricky(t *testing.T) {
 		{`null`, true},
 		{`{} x`, true},
 		{` { "choices" : [ { "text" : "x" } ] } `, false},
+		{`{"timings":{"cache_n":3,"prompt_ms":1.5,"draft_n":30,"draft_n_accepted":12}}`, false},
+		{`{"timings":{"draft_n":30.0}}`, true},
+		{`{"Timings":{"draft_n":30}}`, true},
+		{`{"timings":{"Draft_N":30}}`, true},
+		{`{"timings":{"draft_n":1,"draft_n":2}}`, true},
+		{`{"timings":null,"usage":{"prompt_tokens":2}}`, false},
+		{`{"timings":[]}`, true},
 	}
 	for _, c := range cases {
 		got, _, ok := scanChunk([]byte(c.in), nil)

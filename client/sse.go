@@ -66,10 +66,18 @@ type wireChunk struct {
 
 // wireTimings is llama.cpp's per-request timings: cache_n is the prompt
 // tokens it reused from the slot's cache, which its usage does not
-// report.
+// report; draft_n and draft_n_accepted, sent only when the request
+// speculated (draft_n > 0), the draft tokens it tested and accepted. They
+// ride on a stream's last chunk, or on every chunk with
+// timings_per_token, cumulative: the last one seen is the request's.
 type wireTimings struct {
-	CacheN int `json:"cache_n"`
+	CacheN         int `json:"cache_n"`
+	DraftN         int `json:"draft_n"`
+	DraftNAccepted int `json:"draft_n_accepted"`
 }
+
+// absentTimings marks every member of a wireTimings as not sent.
+var absentTimings = wireTimings{CacheN: usageAbsent, DraftN: usageAbsent, DraftNAccepted: usageAbsent}
 
 // usageAbsent marks wireChunk.Usage before a decode: a "usage" member that is
 // absent or null leaves it untouched.
@@ -293,8 +301,11 @@ func (s *stream) handleData(v []byte, now time.Time) *failure {
 		res.CachedTokens = sc.usage.PromptTokensDetails.CachedTokens
 		res.ReasoningTokens = sc.usage.CompletionTokensDetails.ReasoningTokens
 	}
-	if sc.cacheN > 0 && (!hasUsage || sc.usage.PromptTokensDetails.CachedTokens == 0) {
-		res.CachedTokens = sc.cacheN // llama.cpp reports its cache hits in timings only
+	if sc.timings.CacheN > 0 && (!hasUsage || sc.usage.PromptTokensDetails.CachedTokens == 0) {
+		res.CachedTokens = sc.timings.CacheN // llama.cpp reports its cache hits in timings only
+	}
+	if sc.timings.DraftN > 0 { // llama.cpp's speculative decoding, on its last chunk
+		res.DraftTokens, res.DraftAccepted = sc.timings.DraftN, max(sc.timings.DraftNAccepted, 0)
 	}
 	if !tokens {
 		return nil
@@ -348,7 +359,7 @@ type chunkScan struct {
 	finish          []byte // valid until the next decode
 	hasUsage        bool
 	usage           wireUsage
-	cacheN          int // llama.cpp's timings.cache_n; usageAbsent when not sent
+	timings         wireTimings // llama.cpp's; each member usageAbsent when not sent
 }
 
 // decodeChunk reads the facts of one chunk: with the scanner (scan.go)
@@ -377,7 +388,7 @@ func (s *stream) decodeFull(v []byte) (chunkScan, *failure) {
 	clear(ck.Choices[:cap(ck.Choices)])
 	ck.Choices = ck.Choices[:0]
 	ck.Usage = wireUsage{PromptTokens: usageAbsent, CompletionTokens: usageAbsent}
-	ck.Timings.CacheN = usageAbsent
+	ck.Timings = absentTimings
 	ck.Error = ck.Error[:0]
 	if err := gojson.UnmarshalOf(v, ck, gojson.DecodeNoCopyString()); err != nil {
 		return chunkScan{}, &failure{results.ErrMalformedChunk, fmt.Sprintf("%v: %s", err, excerpt(v))}
@@ -402,7 +413,7 @@ func (s *stream) decodeFull(v []byte) (chunkScan, *failure) {
 	}
 	out.usage = ck.Usage
 	out.hasUsage = ck.Usage.PromptTokens != usageAbsent || ck.Usage.CompletionTokens != usageAbsent
-	out.cacheN = ck.Timings.CacheN
+	out.timings = ck.Timings
 	return out, nil
 }
 

@@ -26,6 +26,8 @@ func TestSSEStreams(t *testing.T) {
 		cached       int
 		reasoning    int
 		chunkTokens  []int32
+		drafted      int // llama.cpp's timings.draft_n, draft_n_accepted
+		accepted     int
 		estimated    bool
 		finish       string
 		errContains  string
@@ -37,6 +39,8 @@ func TestSSEStreams(t *testing.T) {
 		{file: "vllm_continuous.sse", chunks: 2, contentAfter: 1, output: 6, prompt: 4, cached: 2, chunkTokens: []int32{3, 2}, finish: "stop"},
 		{file: "vllm_error_event.sse", class: results.ErrServerErrorEvent, chunks: 1, output: 1, estimated: true, errContains: "KV cache load failed"},
 		{file: "llamacpp_chat.sse", chunks: 2, contentAfter: 1, output: 3, prompt: 7, finish: "stop"},
+		{file: "llamacpp_spec.sse", chunks: 2, output: 8, prompt: 12, cached: 4, drafted: 11, accepted: 5, finish: "length"},
+		{file: "llamacpp_spec_per_chunk.sse", chunks: 2, output: 2, cached: 7, drafted: 30, accepted: 12, estimated: true, finish: "stop"},
 		{file: "llamacpp_error.sse", class: results.ErrServerErrorEvent, chunks: 1, output: 1, estimated: true, errContains: "slot unavailable"},
 		{file: "sglang_chat.sse", chunks: 1, output: 1, prompt: 3, finish: "stop"},
 		{file: "tgi_chat.sse", chunks: 2, output: 3, prompt: 2, finish: "eos_token"},
@@ -74,6 +78,9 @@ func TestSSEStreams(t *testing.T) {
 			if res.OutputTokens != tc.output || res.PromptTokens != tc.prompt || res.CachedTokens != tc.cached || res.ReasoningTokens != tc.reasoning {
 				t.Errorf("tokens output %d prompt %d cached %d reasoning %d, want %d %d %d %d",
 					res.OutputTokens, res.PromptTokens, res.CachedTokens, res.ReasoningTokens, tc.output, tc.prompt, tc.cached, tc.reasoning)
+			}
+			if res.DraftTokens != tc.drafted || res.DraftAccepted != tc.accepted {
+				t.Errorf("drafts %d accepted %d, want %d %d", res.DraftTokens, res.DraftAccepted, tc.drafted, tc.accepted)
 			}
 			if res.Estimated != tc.estimated {
 				t.Errorf("estimated %v, want %v", res.Estimated, tc.estimated)

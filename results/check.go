@@ -90,6 +90,7 @@ func (r *Result) Impossible() string {
 		{"stage", r.Stage}, {"turn", r.Turn}, {"input_tokens", r.InputTokens}, {"inputs", r.Inputs},
 		{"max_tokens", r.MaxTokens}, {"prompt_tokens", r.PromptTokens}, {"output_tokens", r.OutputTokens},
 		{"reasoning_tokens", r.ReasoningTokens}, {"cached_tokens", r.CachedTokens}, {"retries", r.Retries},
+		{"draft_tokens", r.DraftTokens}, {"draft_accepted_tokens", r.DraftAccepted},
 		{"resent_written", r.ResentWritten},
 	} {
 		if c.v < 0 {

@@ -27,6 +27,7 @@ func randomResult(rng *rand.Rand) Result {
 		Scheduled: d(), Sent: d(), Written: d(), Headers: d(), FirstToken: d(), FirstContent: d(), LastToken: d(), End: d(),
 		InputTokens: rng.IntN(1e5) + 1, Inputs: rng.IntN(8) + 1, MaxTokens: rng.IntN(1e4) + 1, PromptTokens: rng.IntN(1e5) + 1,
 		OutputTokens: rng.IntN(1e4) + 1, ReasoningTokens: rng.IntN(100) + 1, CachedTokens: rng.IntN(100) + 1,
+		DraftTokens: rng.IntN(300) + 1, DraftAccepted: rng.IntN(200) + 1,
 		PromptTokensDiff: rng.IntN(41) - 20, Retries: rng.IntN(3) + 1, ResentWritten: 1,
 		Estimated: rng.IntN(2) == 0, FinishReason: "length", Status: 200 + rng.IntN(400),
 		ErrorClass: ErrHTTP5xx, Error: "boom \"quoted\" <html> é",

@@ -246,12 +246,18 @@ type Result struct {
 	// A tokenizer that is not the model's shows here. Meaningful only when
 	// PromptTokens and InputTokens are both set (see PromptCounts); files
 	// written before it existed read 0.
-	PromptTokensDiff int    `json:"prompt_tokens_diff,omitempty"`
-	OutputTokens     int    `json:"output_tokens,omitempty"` // from the server's usage, or counted locally
-	ReasoningTokens  int    `json:"reasoning_tokens,omitempty"`
-	CachedTokens     int    `json:"cached_tokens,omitempty"`    // prompt tokens served from the prefix cache, when reported
-	Estimated        bool   `json:"tokens_estimated,omitempty"` // no usage from the server: counts are local estimates
-	FinishReason     string `json:"finish_reason,omitempty"`
+	PromptTokensDiff int `json:"prompt_tokens_diff,omitempty"`
+	OutputTokens     int `json:"output_tokens,omitempty"` // from the server's usage, or counted locally
+	ReasoningTokens  int `json:"reasoning_tokens,omitempty"`
+	CachedTokens     int `json:"cached_tokens,omitempty"` // prompt tokens served from the prefix cache, when reported
+	// DraftTokens and DraftAccepted are the draft tokens the server tested
+	// for this request's speculative decoding and those it accepted, when
+	// it reports them per request (llama.cpp's timings.draft_n and
+	// draft_n_accepted); 0 when it does not, or did not speculate.
+	DraftTokens   int    `json:"draft_tokens,omitempty"`
+	DraftAccepted int    `json:"draft_accepted_tokens,omitempty"`
+	Estimated     bool   `json:"tokens_estimated,omitempty"` // no usage from the server: counts are local estimates
+	FinishReason  string `json:"finish_reason,omitempty"`
 
 	// Retries is how many times the request was sent again on a fresh
 	// connection because the pooled connection it first got had been closed
