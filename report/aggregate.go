@@ -256,6 +256,8 @@ type stageAgg struct {
 
 	turns map[int]*turnAgg // conversation turns' TTFT by turn row (turns.go); nil without
 
+	drafts draftTally // per-request speculative decoding (specrequests.go)
+
 	// Tokens per request: usage of the ok requests, and what was asked of
 	// every request sent.
 	prompt, output, inputAsked, outputAsked counter
@@ -356,6 +358,7 @@ func (s *stageAgg) add(r *results.Result, obs [][]time.Duration, ignoreEOS bool)
 		s.tokens.Prompt += int64(r.PromptTokens)
 		s.tokens.Output += int64(r.OutputTokens)
 		s.tokens.Cached += int64(r.CachedTokens)
+		s.drafts.add(r)
 		if r.Estimated {
 			s.tokens.EstimatedRequests++
 		}
@@ -426,6 +429,7 @@ func (s *stageAgg) merge(o *stageAgg) {
 	s.warmEnds = append(s.warmEnds, o.warmEnds...)
 	s.warmInputs = append(s.warmInputs, o.warmInputs...)
 	s.tokens.Cached += o.tokens.Cached
+	s.drafts.merge(&o.drafts)
 	s.tokens.Prompt += o.tokens.Prompt
 	s.tokens.Output += o.tokens.Output
 	s.tokens.EstimatedRequests += o.tokens.EstimatedRequests
@@ -697,7 +701,7 @@ func (a *Aggregate) stageSummary(s *stageAgg, index int, name string) Stage {
 	}
 	if s.haveRange {
 		st.PeakOutputTokensPerSec, st.PeakInFlight = a.corr.Peaks(index, s.first, s.last)
-		w.from, w.to = s.first, s.last
+		w.from, w.to, w.drafts = s.first, s.last, &s.drafts
 		st.Efficiency = a.efficiency(&st, w)
 	}
 	return st

@@ -42,6 +42,11 @@ type Efficiency struct {
 	// SpecDecode is the server's speculative decoding over the window;
 	// nil when it exports none.
 	SpecDecode *results.SpecDecode `json:"spec_decode,omitempty"`
+	// SpecDecodeRequests is the speculative decoding the stage's requests
+	// returned with their answers (llama.cpp's timings); nil when none
+	// did. The terminal shows it when the server exports no counters,
+	// or beside them when the two disagree.
+	SpecDecodeRequests *RequestSpecDecode `json:"spec_decode_requests,omitempty"`
 
 	// Goodput is the share of finished requests meeting every objective
 	// of the scenario's slo (vLLM's definition); nil without an slo, when
@@ -76,6 +81,7 @@ type CostFigures struct {
 type window struct {
 	from, to                 time.Duration
 	output, prompt, requests float64
+	drafts                   *draftTally // the requests' own draft counts; nil for none
 }
 
 // efficiency computes st's efficiency over its window.
@@ -133,6 +139,9 @@ func (a *Aggregate) efficiency(st *Stage, w window) *Efficiency {
 	}
 	if sd, ok := results.SpecDecodeOver(samples, from, to); ok {
 		e.SpecDecode = &sd
+	}
+	if w.drafts != nil {
+		e.SpecDecodeRequests = w.drafts.figures()
 	}
 	a.goodPer(st, e, output)
 	return e
@@ -223,6 +232,14 @@ func writeEfficiency(b *strings.Builder, pooled bool, e *Efficiency) {
 		fmt.Fprintf(b, "cost%s: $%s (%s): $%s per 1M output tokens%s, $%s per 1M tokens, $%s per request\n",
 			scope, sig(c.USD), c.Basis, sig(c.USDPerMTok), ciText(c.USDPerMTokCI), sig(c.USDPerMTokTotal), sig(c.USDPerRequest))
 	}
+	writeSpecDecode(b, scope, e)
+}
+
+// writeSpecDecode writes the speculative-decoding line: the server's
+// series when it exports them, the requests' own counts otherwise, and
+// both when they disagree.
+func writeSpecDecode(b *strings.Builder, scope string, e *Efficiency) {
+	rq := e.SpecDecodeRequests
 	if sd := e.SpecDecode; sd != nil {
 		fmt.Fprintf(b, "speculative decoding%s: mean acceptance length %s tokens per step", scope, trimFloat(sd.AcceptLength, 3))
 		if sd.DraftLength > 0 {
@@ -238,7 +255,21 @@ func writeEfficiency(b *strings.Builder, pooled bool, e *Efficiency) {
 			fmt.Fprintf(b, "; accepted by position %s", strings.Join(parts, " "))
 		}
 		fmt.Fprintf(b, " (from the server's %s)\n", sd.Source)
+		if !e.ShowRequestSpec() {
+			return
+		}
+		fmt.Fprintf(b, "  the requests' own counts differ: ")
+	} else if rq != nil {
+		fmt.Fprintf(b, "speculative decoding%s: ", scope)
 	}
+	if rq == nil {
+		return
+	}
+	fmt.Fprintf(b, "acceptance rate %s (%d of %d draft tokens accepted)", pct(rq.AcceptanceRate), rq.Accepted, rq.DraftTokens)
+	if rq.TokensPerStep > 0 {
+		fmt.Fprintf(b, ", %s tokens per step (output ÷ (output − accepted) over %s)", trimFloat(rq.TokensPerStep, 3), FormatCount(rq.StepRequests, "request", "requests"))
+	}
+	fmt.Fprintf(b, "; %s: %d of %s returned draft counts\n", rq.Source, rq.Requests, FormatCount(rq.OfRequests, "completed request", "completed requests"))
 }
 
 // sig formats a positive figure with four significant digits.

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/servebench/servebench/report"
+	"github.com/servebench/servebench/report/chart"
 	"github.com/servebench/servebench/results"
 	"github.com/servebench/servebench/scenario"
 )
@@ -36,10 +38,14 @@ type llamaServer struct {
 	evaluated int      // llamacpp:prompt_tokens_total
 	predicted int      // llamacpp:tokens_predicted_total
 	log       []llamaRequest
+	// draft makes it speculate as with --model-draft: each answer's
+	// timings end with draft_n and draft_n_accepted.
+	draft bool
 }
 
-// llamaRequest is what the server saw of one request.
-type llamaRequest struct{ prompt, cached int }
+// llamaRequest is what the server saw of one request, and the draft
+// tokens it tested and accepted for it.
+type llamaRequest struct{ prompt, cached, drafted, accepted int }
 
 func (l *llamaServer) serve(t *testing.T) string {
 	mux := http.NewServeMux()
@@ -110,9 +116,18 @@ func (l *llamaServer) chat(w http.ResponseWriter, r *http.Request) {
 	// move.
 	l.mu.Lock()
 	l.slot = append(slices.Clip(prompt), reply...)
-	l.log = append(l.log, llamaRequest{prompt: len(prompt), cached: cached})
+	lr := llamaRequest{prompt: len(prompt), cached: cached}
+	draft := ""
+	if l.draft {
+		// Accepted drafts below the reply's length, a draft length that
+		// varies: rates differ request to request.
+		lr.accepted = len(prompt) % max(len(reply)/2, 1)
+		lr.drafted = 2*lr.accepted + 3 + len(prompt)%7
+		draft = fmt.Sprintf(`,"draft_n":%d,"draft_n_accepted":%d`, lr.drafted, lr.accepted)
+	}
+	l.log = append(l.log, lr)
 	l.mu.Unlock()
-	timings := fmt.Sprintf(`"timings":{"cache_n":%d,"prompt_n":%d,"predicted_n":%d}`, cached, len(prompt)-cached, len(reply))
+	timings := fmt.Sprintf(`"timings":{"cache_n":%d,"prompt_n":%d,"prompt_ms":1.25,"predicted_n":%d,"predicted_ms":9.5%s}`, cached, len(prompt)-cached, len(reply), draft)
 	fmt.Fprintf(w, `data: {"choices":[{"finish_reason":"length","index":0,"delta":{}}],"created":1,"id":"chatcmpl-l","model":"m","object":"chat.completion.chunk"}`+"\n\n")
 	fmt.Fprintf(w, `data: {"choices":[],"created":1,"id":"chatcmpl-l","model":"m","object":"chat.completion.chunk","usage":{"completion_tokens":%d,"prompt_tokens":%d,"total_tokens":%d},%s}`+"\n\n",
 		len(reply), len(prompt), len(prompt)+len(reply), timings)
@@ -223,3 +238,80 @@ func runParsed(t *testing.T, sc *scenario.Scenario) (*report.Summary, []results.
 	}
 	return sum, readResults(t, dir)
 }
+
+// TestLlamaCppDrafts is issue 25's per-request speculative decoding: a
+// server shaped like llama-server with a draft model returns each
+// request's draft_n and draft_n_accepted in the timings of its last
+// chunk. Each record carries exactly what the server said of its request;
+// the stage's figures are the ratios of their sums over the measured
+// requests (acceptance rate accepted ÷ drafted, tokens per step output ÷
+// (output − accepted)), named as per-request, with no counters beside
+// them; the terminal summary says so.
+func TestLlamaCppDrafts(t *testing.T) {
+	t.Parallel()
+	l := &llamaServer{draft: true}
+	url := l.serve(t)
+	sc := parse(t, fmt.Sprintf(`name: llamadraft
+target: {url: %q, model: m}
+scrape: {interval: 100ms}
+prompts: {seed: 3, input_tokens: {dist: uniform, min: 20, max: 90}, output_tokens: 24}
+load: {stages: [{name: spec, concurrency: 1, requests: 12}]}
+`, url+"/v1"))
+	sum, recs := runParsed(t, sc)
+	slices.SortFunc(recs, func(a, b results.Result) int { return int(a.Seq) - int(b.Seq) })
+	if len(recs) != len(l.log) {
+		t.Fatalf("%d records, the server saw %d requests", len(recs), len(l.log))
+	}
+	var drafted, accepted, output, n int64
+	for i, r := range recs {
+		if r.Outcome != results.OK || r.DraftTokens != l.log[i].drafted || r.DraftAccepted != l.log[i].accepted {
+			t.Fatalf("seq %d: %s, drafts %d accepted %d; the server said %d %d", r.Seq, r.Outcome, r.DraftTokens, r.DraftAccepted, l.log[i].drafted, l.log[i].accepted)
+		}
+		if r.Warmup {
+			continue
+		}
+		n++
+		drafted += int64(r.DraftTokens)
+		accepted += int64(r.DraftAccepted)
+		output += int64(r.OutputTokens)
+	}
+	if len(sum.Stages) != 1 || sum.Stages[0].Efficiency == nil {
+		t.Fatalf("stages %+v: want one with efficiency", sum.Stages)
+	}
+	e := sum.Stages[0].Efficiency
+	got := e.SpecDecodeRequests
+	want := report.RequestSpecDecode{Source: report.SpecSourceRequests, Requests: n, OfRequests: n, DraftTokens: drafted, Accepted: accepted,
+		AcceptanceRate: round6(float64(accepted) / float64(drafted)), TokensPerStep: round6(float64(output) / float64(output-accepted)), StepRequests: n}
+	if got == nil || *got != want {
+		t.Fatalf("per-request speculative decoding %+v, want %+v", got, want)
+	}
+	if e.SpecDecode != nil {
+		t.Errorf("counters %+v from a server that exports none", e.SpecDecode)
+	}
+	var text strings.Builder
+	if err := report.WriteText(&text, sum); err != nil {
+		t.Fatal(err)
+	}
+	line := fmt.Sprintf("speculative decoding: acceptance rate %.1f %% (%d of %d draft tokens accepted)", 100*want.AcceptanceRate, accepted, drafted)
+	if accepted == 0 || accepted == drafted {
+		t.Fatalf("%d of %d accepted: the test server should accept some drafts, not all", accepted, drafted)
+	}
+	for _, l := range strings.Split(text.String(), "\n") {
+		if strings.HasPrefix(l, "speculative decoding") {
+			t.Log(l)
+		}
+	}
+	if !strings.Contains(text.String(), line) || !strings.Contains(text.String(), report.SpecSourceRequests) {
+		t.Errorf("the summary does not say %q from %s:\n%s", line, report.SpecSourceRequests, text.String())
+	}
+	var page bytes.Buffer
+	if err := chart.WriteHTML(&page, sum, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	row := fmt.Sprintf("<td>spec</td><td>%s</td><td>%.1f %%</td>", report.SpecSourceRequests, 100*want.AcceptanceRate)
+	if !strings.Contains(page.String(), `id="specdecode"`) || !strings.Contains(page.String(), row) {
+		t.Errorf("report.html has no speculative-decoding row %q", row)
+	}
+}
+
+func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }

@@ -50,6 +50,7 @@ func WriteHTML(w io.Writer, s *report.Summary, figs []Figure, scenario json.RawM
 		}
 		data.Corr = c
 	}
+	data.Spec = specRows(data.Rows)
 	for _, m := range report.LatencyMetrics {
 		g := htmlLatency{Label: m.Label, Metric: m.Metric}
 		for _, st := range data.Rows {
@@ -169,6 +170,15 @@ type htmlData struct {
 	Corr     *correlate.Correlation
 	Figures  []htmlFigure
 	Scenario string
+	Spec     []htmlSpec
+}
+
+// htmlSpec is one row of the speculative-decoding table: a stage's
+// figures from one source.
+type htmlSpec struct {
+	Stage                              string
+	Overall                            bool
+	Source, Rate, Length, Accepted, Of string
 }
 
 type htmlRow struct {
@@ -328,6 +338,13 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 {{range .Rows}}<tr{{if .Overall}} class="overall"{{end}}><td>{{.Name}}</td><td>{{f2 .RequestsPerSec}}</td><td>{{num .OutputTokensPerSec}}</td><td>{{num .PeakOutputTokensPerSec}}</td><td>{{num .TotalTokensPerSec}}</td><td>{{.PeakInFlight}}</td></tr>
 {{end}}</tbody>
 </table>
+{{with .Spec}}<h3>Speculative decoding</h3>
+<table id="specdecode">
+<thead><tr><th>stage</th><th>source</th><th title="accepted ÷ tested draft tokens: it falls as drafts grow, whatever the drafter">acceptance rate</th><th title="tokens a request gains per target step: compare this across draft lengths">tokens per step</th><th>draft tokens accepted</th><th>requests that returned counts</th></tr></thead>
+<tbody>
+{{range .}}<tr{{if .Overall}} class="overall"{{end}}><td>{{.Stage}}</td><td>{{.Source}}</td><td>{{.Rate}}</td><td>{{.Length}}</td><td>{{.Accepted}}</td><td>{{.Of}}</td></tr>
+{{end}}</tbody>
+</table>{{end}}
 <p class="note">Peak output tok/s: the most output tokens received in one whole second; total: input and output tokens; peak in flight: the most requests sent and not yet ended at once.</p>
 <h3>Latency</h3>
 <table id="latency">
@@ -407,3 +424,36 @@ td.msg, th.msg { text-align: left; white-space: normal; font-family: ui-monospac
 </body>
 </html>
 `
+
+// specRows is the speculative-decoding table: per stage, the server's
+// series when it exports them, the requests' own counts when it does not
+// or when the two disagree (report.Efficiency.ShowRequestSpec), as the
+// terminal summary shows them.
+func specRows(rows []htmlRow) []htmlSpec {
+	var out []htmlSpec
+	for _, st := range rows {
+		e := st.Efficiency
+		if e == nil {
+			continue
+		}
+		if sd := e.SpecDecode; sd != nil {
+			r := htmlSpec{Stage: st.Name, Overall: st.Overall, Source: "server's " + sd.Source,
+				Rate: fmt.Sprintf("%.1f %%", 100*sd.AcceptanceRate), Length: fmt.Sprintf("%.3g (mean acceptance length)", sd.AcceptLength)}
+			if sd.DraftTokens > 0 {
+				r.Accepted = fmt.Sprintf("%.0f of %.0f", sd.Accepted, sd.DraftTokens)
+			}
+			out = append(out, r)
+		}
+		if rq := e.SpecDecodeRequests; e.ShowRequestSpec() {
+			r := htmlSpec{Stage: st.Name, Overall: st.Overall, Source: rq.Source,
+				Rate:     fmt.Sprintf("%.1f %%", 100*rq.AcceptanceRate),
+				Accepted: fmt.Sprintf("%d of %d", rq.Accepted, rq.DraftTokens),
+				Of:       fmt.Sprintf("%d of %d", rq.Requests, rq.OfRequests)}
+			if rq.TokensPerStep > 0 {
+				r.Length = fmt.Sprintf("%.3g (output ÷ (output − accepted), %d requests)", rq.TokensPerStep, rq.StepRequests)
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
