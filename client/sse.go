@@ -301,11 +301,8 @@ func (s *stream) handleData(v []byte, now time.Time) *failure {
 		res.CachedTokens = sc.usage.PromptTokensDetails.CachedTokens
 		res.ReasoningTokens = sc.usage.CompletionTokensDetails.ReasoningTokens
 	}
-	if sc.timings.CacheN > 0 && (!hasUsage || sc.usage.PromptTokensDetails.CachedTokens == 0) {
-		res.CachedTokens = sc.timings.CacheN // llama.cpp reports its cache hits in timings only
-	}
-	if sc.timings.DraftN > 0 { // llama.cpp's speculative decoding, on its last chunk
-		res.DraftTokens, res.DraftAccepted = sc.timings.DraftN, max(sc.timings.DraftNAccepted, 0)
+	if sc.timings != absentTimings {
+		setTimings(res, &sc.timings, hasUsage && sc.usage.PromptTokensDetails.CachedTokens > 0)
 	}
 	if !tokens {
 		return nil
@@ -349,6 +346,18 @@ func (s *stream) handleData(v []byte, now time.Time) *failure {
 		}
 	}
 	return nil
+}
+
+// setTimings keeps what llama.cpp's timings say of a request: its cache
+// hits, which its usage does not report (unless cached, the usage did),
+// and its speculative decoding.
+func setTimings(res *results.Result, t *wireTimings, cached bool) {
+	if t.CacheN > 0 && !cached {
+		res.CachedTokens = t.CacheN
+	}
+	if t.DraftN > 0 {
+		res.DraftTokens, res.DraftAccepted = t.DraftN, max(t.DraftNAccepted, 0)
+	}
 }
 
 // chunkScan is what one chunk says: whether a choice carried tokens
