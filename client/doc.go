@@ -81,6 +81,12 @@
 // one token per token-bearing chunk and a non-streaming response is counted
 // with the offline o200k_base tokenizer; both set Estimated.
 //
+// llama.cpp's server adds a timings object to a stream's last chunk (or,
+// with timings_per_token, to every chunk, cumulative) and to a whole
+// answer: its cache_n fills CachedTokens when the usage reports none,
+// and its draft_n and draft_n_accepted (sent only when the request
+// speculated) fill DraftTokens and DraftAccepted; the last seen wins.
+//
 // # Derived figures (methods on results.Result)
 //
 // Each is defined only for an OK request and reports ok=false otherwise:
