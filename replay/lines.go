@@ -39,11 +39,12 @@ func pick(rep *vllmlog.Report) (*vllmlog.Run, *vllmlog.Series, error) {
 	var run *vllmlog.Run
 	var series *vllmlog.Series
 	for _, r := range rep.Runs {
-		for _, s := range r.Runtime.Engines {
-			if series == nil || len(s.Points) >= len(series.Points) {
-				run, series = r, s
-			}
-			break
+		if len(r.Runtime.Engines) == 0 {
+			continue
+		}
+		// The first engine's series: the run's stats lines.
+		if s := r.Runtime.Engines[0]; series == nil || len(s.Points) >= len(series.Points) {
+			run, series = r, s
 		}
 	}
 	if series == nil {

@@ -301,13 +301,6 @@ func (a *Aggregate) kvCapacity(stage int) (capacity, running float64) {
 	return est[len(est)/2], running
 }
 
-func orWord(s, alt string) string {
-	if s == "" {
-		return alt
-	}
-	return s
-}
-
 func capitalize(s string) string {
 	if s == "" {
 		return s

@@ -173,17 +173,6 @@ func limit(st *correlate.StageCorrelation) string {
 	return "the server's metrics do not say what limits it."
 }
 
-// stageTokens is the stage's output tok/s at its end, or its start.
-func stageTokens(st *correlate.StageCorrelation) float64 {
-	switch {
-	case st.End != nil:
-		return st.End.TokensPerSec
-	case st.Start != nil:
-		return st.Start.TokensPerSec
-	}
-	return 0
-}
-
 // noun returns one when n is 1, else many.
 func noun(n int, one, many string) string {
 	if n == 1 {

@@ -97,7 +97,6 @@ type Server struct {
 	wake     chan struct{}
 	stop     context.CancelFunc
 	received sync.Map // path → *atomic.Int64
-	conns    atomic.Int64
 }
 
 // request is one generation request in the engine.

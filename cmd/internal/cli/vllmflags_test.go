@@ -80,7 +80,7 @@ func TestFromVLLM(t *testing.T) {
 			t.Errorf("the plan lacks %q:\n%s", want, out)
 		}
 	}
-	e, _, errb = testEnv()
+	e, _, _ = testEnv()
 	err = bench(context.Background(), e, []string{"run", "--from-vllm", "vllm bench serve --dataset-name sonnet", "--dry-run"})
 	if err == nil || !strings.Contains(err.Error(), "--dataset-name sonnet") {
 		t.Errorf("an untranslatable dataset: %v", err)
