@@ -79,6 +79,9 @@ func everySVG(t *testing.T) map[string][]byte {
 // package draws, and the pages' own: one family, the one report.html and
 // sweep.html name first, everywhere (gonum's default is a serif).
 func TestOneFont(t *testing.T) {
+	if raceEnabled {
+		t.Skip("under -race: the plain pass reads every drawing's fonts; the drawing code races are the other tests'")
+	}
 	t.Parallel()
 	want := string(plotFont().Typeface) + " " + string(plotFont().Variant) // "Liberation Sans"
 	for name, svg := range everySVG(t) {

@@ -173,9 +173,13 @@ func TestHTMLInChromium(t *testing.T) {
 	}
 }
 
-// chromiumBinary finds headless Chromium or skips the test politely.
+// chromiumBinary finds headless Chromium or skips the test politely (and
+// under -race, where the plain pass runs the browser checks).
 func chromiumBinary(t *testing.T) string {
 	t.Helper()
+	if raceEnabled {
+		t.Skip("under -race: the browser checks run in the plain pass (a browser runs no Go code to race)")
+	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p

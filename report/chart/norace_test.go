@@ -1,0 +1,7 @@
+//go:build !race
+
+package chart
+
+// raceEnabled reports whether the tests run under the race detector (see
+// race_test.go).
+const raceEnabled = false
