@@ -138,6 +138,36 @@ func TestSMIGolden(t *testing.T) {
 	goldenCheck(t, append(out, '\n'))
 }
 
+// TestSMIPowerCapGolden reads the sampler's own query as a real H100
+// answered it (driver 580, nounits, -lms 250) while a matmul loop held it
+// at its power limit: twelve samples a quarter second apart, power
+// rising to the limit, the software power cap "Active" read as 1.
+func TestSMIPowerCapGolden(t *testing.T) {
+	t.Parallel()
+	f, err := os.Open(filepath.Join("testdata", "nvidia-smi_h100_580_powercap.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ats, rds := readSMI(t, f, time.UTC)
+	if len(rds) != 12 {
+		t.Fatalf("%d samples, want 12", len(rds))
+	}
+	if got := ats[11].Sub(ats[0]); got != 2762*time.Millisecond {
+		t.Errorf("samples span %v, want 2.762s", got)
+	}
+	first, last := rds[0].Values, rds[11].Values
+	for m, v := range map[results.Meaning]float64{results.GPUPowerW: 356.53, results.GPUPowerLimitW: 700, results.GPUUtil: 0.97,
+		results.GPUDRAMActive: 0.33, results.GPUMemUsedBytes: 975 << 20, results.GPUSMClockMHz: 1560, results.GPUPowerCapped: 1} {
+		if got, ok := first[m]; !ok || !near(got, v) {
+			t.Errorf("first sample's %s = %v (present %v), want %v", m, got, ok, v)
+		}
+	}
+	if last[results.GPUPowerW] != 692.91 || last[results.GPUPowerCapped] != 1 {
+		t.Errorf("last sample: power %v, capped %v; want 692.91 W, capped", last[results.GPUPowerW], last[results.GPUPowerCapped])
+	}
+}
+
 // TestSMIGroups: with several GPUs and -lms looping, a sample is one row
 // per GPU; without units the fields' own units apply; Only keeps some GPUs.
 func TestSMIGroups(t *testing.T) {
