@@ -122,11 +122,12 @@ func (c *Client) do(ctx context.Context, r *Request, keep bool) (res results.Res
 	// connection, and the connections it took are counted, so the retry is
 	// recorded.
 	head := c.requestHead(path, len(body), res.Stream)
+	first := c.pool.awaitIdle(rctx)
 	sentAt := time.Now()
 	res.Sent = c.since(sentAt)
 	wd := c.watch(res.Sent, cancel)
 	cleanup = append(cleanup, wd.stop)
-	x, conns, resent, err := c.pool.send(rctx, head, body, func() { res.Written = c.since(time.Now()) })
+	x, conns, resent, err := c.pool.send(rctx, first, head, body, func() { res.Written = c.since(time.Now()) })
 	res.Retries, res.ResentWritten = max(conns-1, 0), resent
 	if err != nil {
 		c.fail(ctx, rctx, &res, err, results.ErrConnect)
@@ -136,6 +137,7 @@ func (c *Client) do(ctx context.Context, r *Request, keep bool) (res results.Res
 	if drainBody := c.respond(ctx, rctx, &res, x, sentAt, wd, textp); drainBody != nil {
 		cleanup = append(cleanup, drainBody)
 		background = true
+		x.draining()
 	}
 	return res, ""
 }

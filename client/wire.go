@@ -62,6 +62,14 @@ type wirePool struct {
 	max  int
 	bigs atomic.Int32 // connections with a big buffer
 
+	// Connections still draining the end of a finished stream's body in
+	// the background (see awaitIdle): how many, a channel closed and
+	// replaced (under mu) each time one comes back or is dropped, and
+	// whether the last one could not be reused.
+	draining atomic.Int32
+	back     chan struct{}
+	noReturn atomic.Bool
+
 	addr    string // host:port to dial
 	host    string // Host header
 	dialer  *net.Dialer
@@ -73,7 +81,7 @@ func newWirePool(root string, max int, dialer *net.Dialer, tlsConf *tls.Config) 
 	if err != nil {
 		return nil, err
 	}
-	p := &wirePool{max: max, host: u.Host, dialer: dialer}
+	p := &wirePool{max: max, host: u.Host, dialer: dialer, back: make(chan struct{})}
 	port := u.Port()
 	if port == "" {
 		port = "80"
@@ -95,17 +103,89 @@ func newWirePool(root string, max int, dialer *net.Dialer, tlsConf *tls.Config) 
 	return p, nil
 }
 
+// returnWait bounds how long awaitIdle waits for a draining connection:
+// the drain itself is bounded by the watchdog's grace (drainGrace), after
+// which the connection comes back or is dropped.
+const returnWait = drainGrace + 50*time.Millisecond
+
+// awaitIdle takes an idle connection; when the pool has none and one is
+// still draining the end of a finished stream's body, it waits for one
+// to come back, while any is draining (at most returnWait). It returns nil
+// when there is none to take: the request dials. The end of a body after [DONE]
+// normally arrives within microseconds, but the goroutine that reads it
+// can run after the worker's next request asks for a connection: dialing
+// then opens one connection more than the workers, and a server that
+// serves only so many at once (llama.cpp's HTTP threads, each holding an
+// idle kept-alive connection for 5 s) leaves it unserved until it drops
+// an idle one. It does not wait when the last drained connection could
+// not be reused (a server that keeps the body open after [DONE], or
+// closes the connection): a dial is needed anyway. Do calls it before the
+// request's send time is taken, so the wait is the client's, not the
+// server's, and hands what it took to send.
+func (p *wirePool) awaitIdle(ctx context.Context) *wireConn {
+	var timeout <-chan time.Time // made when a wait begins: most requests find a connection idle
+	for {
+		if c := p.takeIdle(); c != nil {
+			return c
+		}
+		p.mu.Lock()
+		if len(p.idle) > 0 {
+			p.mu.Unlock()
+			continue // one came back meanwhile
+		}
+		if p.draining.Load() == 0 || p.noReturn.Load() {
+			p.mu.Unlock()
+			return nil
+		}
+		back := p.back
+		p.mu.Unlock()
+		if timeout == nil {
+			t := time.NewTimer(returnWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-back:
+		case <-timeout:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// drained notes that a draining connection came back to the pool
+// (reused) or was dropped, and wakes the requests waiting for one.
+func (p *wirePool) drained(reused bool) {
+	p.noReturn.Store(!reused)
+	p.mu.Lock()
+	p.draining.Add(-1)
+	close(p.back)
+	p.back = make(chan struct{})
+	p.mu.Unlock()
+}
+
 // get returns an idle connection (reused true) or a new one.
 func (p *wirePool) get(ctx context.Context) (c *wireConn, reused bool, err error) {
+	if c = p.takeIdle(); c != nil {
+		return c, true, nil
+	}
+	c, err = p.dial(ctx)
+	return c, false, err
+}
+
+// takeIdle takes the most recent idle connection that is still open, or
+// returns nil; the expired and the closed ones it meets are dropped.
+func (p *wirePool) takeIdle() *wireConn {
 	p.mu.Lock()
 	for len(p.idle) > 0 {
-		c = p.idle[len(p.idle)-1]
+		c := p.idle[len(p.idle)-1]
 		p.idle[len(p.idle)-1] = nil
 		p.idle = p.idle[:len(p.idle)-1]
 		if time.Since(c.idleAt) < idleConnExpiry {
 			p.mu.Unlock()
 			if c.alive() {
-				return c, true, nil
+				return c
 			}
 			p.drop(c)
 			p.mu.Lock()
@@ -114,8 +194,7 @@ func (p *wirePool) get(ctx context.Context) (c *wireConn, reused bool, err error
 		p.drop(c)
 	}
 	p.mu.Unlock()
-	c, err = p.dial(ctx)
-	return c, false, err
+	return nil
 }
 
 func (p *wirePool) dial(ctx context.Context) (*wireConn, error) {
@@ -191,6 +270,15 @@ type exchange struct {
 	resp *http.Response
 	body *eofReader
 	stop func() bool // stops the cancellation hook; false when it ran
+
+	inDrain bool // the end of the body drains in the background (see draining)
+}
+
+// draining marks x's connection as draining the end of its body in the
+// background: a request may wait for it (awaitIdle) until release.
+func (x *exchange) draining() {
+	x.inDrain = true
+	x.pool.draining.Add(1)
 }
 
 // eofReader notes whether its reader reached its end.
@@ -219,7 +307,11 @@ func (e *eofReader) Read(p []byte) (int, error) {
 func (x *exchange) release() {
 	hooked := x.stop()
 	c := x.conn
-	if !hooked || !x.body.eof || x.resp.Close || c.br.Buffered() != 0 {
+	reuse := hooked && x.body.eof && !x.resp.Close && c.br.Buffered() == 0
+	if x.inDrain {
+		defer x.pool.drained(reuse)
+	}
+	if !reuse {
 		x.pool.drop(c)
 		return
 	}
@@ -266,14 +358,19 @@ var aLongTimeAgo = time.Unix(1, 0)
 // in order may have been (a server that closes a connection while it
 // works on its request): resentWritten counts those. ctx's end aborts it,
 // and any later read of the body. conns is the number of connections it
-// took; written is called when the request has been written.
-func (p *wirePool) send(ctx context.Context, head, body []byte, written func()) (x *exchange, conns, resentWritten int, err error) {
+// took; written is called when the request has been written. The first
+// attempt goes on first when it is not nil (a connection awaitIdle took),
+// else on one from get.
+func (p *wirePool) send(ctx context.Context, first *wireConn, head, body []byte, written func()) (x *exchange, conns, resentWritten int, err error) {
 	for attempt := 0; ; attempt++ {
 		var c *wireConn
 		reused := false
-		if attempt == 0 {
+		switch {
+		case attempt == 0 && first != nil:
+			c, reused = first, true
+		case attempt == 0:
 			c, reused, err = p.get(ctx)
-		} else {
+		default:
 			c, err = p.dial(ctx) // the retry goes on a new connection
 		}
 		if err != nil {

@@ -1,0 +1,96 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/servebench/servebench/results"
+)
+
+// slotListener serves at most n connections at once, as llama.cpp's
+// llama-server does with n HTTP threads: a further connection waits in the
+// kernel's queue, unserved, until one of the n closes.
+type slotListener struct {
+	net.Listener
+	sem    chan struct{}
+	opened atomic.Int64
+}
+
+func (l *slotListener) Accept() (net.Conn, error) {
+	l.sem <- struct{}{}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.sem
+		return nil, err
+	}
+	l.opened.Add(1)
+	return &slotConn{Conn: c, free: func() { <-l.sem }}, nil
+}
+
+type slotConn struct {
+	net.Conn
+	once sync.Once
+	free func()
+}
+
+func (c *slotConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.free)
+	return err
+}
+
+// TestClosedLoopKeepsItsConnections: a closed loop of as many workers as
+// a server serves connections, against a server that ends each body 5 ms
+// after [DONE] and keeps an idle connection 5 s. The worker's next request
+// comes while its last connection is still draining; it must wait for
+// that connection rather than dial one more, which the server would leave
+// unserved until it dropped an idle one 5 s later: a 5 s TTFT charged to
+// the server. Every request is quick and the server sees two connections.
+func TestClosedLoopKeepsItsConnections(t *testing.T) {
+	t.Parallel()
+	const slots, each = 2, 6
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range 3 {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"t%d\"}}]}\n\n", i)
+			w.(http.Flusher).Flush()
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
+		w.(http.Flusher).Flush()
+		time.Sleep(5 * time.Millisecond) // the body's end comes a moment later
+	}))
+	lis := &slotListener{Listener: srv.Listener, sem: make(chan struct{}, slots)}
+	srv.Listener = lis
+	srv.Config.IdleTimeout = 5 * time.Second
+	srv.Start()
+	defer srv.Close()
+	c := newTestClient(t, srv.URL, Config{MaxConns: 64})
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var slow []string
+	for w := range slots {
+		wg.Go(func() {
+			for i := range each {
+				res := c.Do(context.Background(), &Request{API: results.APIChat, Prompt: "x", Stream: true})
+				e2e, _ := res.E2E()
+				if res.Outcome != results.OK || e2e > time.Second {
+					mu.Lock()
+					slow = append(slow, fmt.Sprintf("worker %d request %d: %s in %v", w, i, res.Outcome, e2e))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(slow) > 0 || lis.opened.Load() != slots {
+		t.Errorf("the server saw %d connections (want %d); failed or slow requests: %q", lis.opened.Load(), slots, slow)
+	}
+}
