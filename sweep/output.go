@@ -965,6 +965,17 @@ func (m *Metrics) latency(k string) (float64, bool) {
 	return v, ok
 }
 
+// halfWidth is the larger half-width of the figure key's 95 % interval
+// relative to the figure ("±26%"), or "few" when it has none.
+func halfWidth(m *Metrics, key string) string {
+	v, _ := m.Figure(key)
+	lo, hi, ok := m.Interval(key)
+	if !ok || v == 0 {
+		return "few"
+	}
+	return fmt.Sprintf("±%.0f%%", 100*max(v-lo, hi-v)/math.Abs(v))
+}
+
 // WriteText writes the terminal table: one row per combination (per
 // probed value, for a search), then the recommendation or the capacity.
 func WriteText(w io.Writer, s *Summary) error {
@@ -973,13 +984,14 @@ func WriteText(w io.Writer, s *Summary) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "sweep %q over %s (%d runs)\n", s.Scenario, strings.Join(s.Parameters, ", "), len(s.Runs))
-	rows := [][]string{{"value", "runs", "ok", "fail", "TTFT p50", "p99", "ITL p50", "p99", "out tok/s", "budgets"}}
+	rows := [][]string{{"value", "runs", "ok", "fail", "TTFT p50", "p99", "ITL p50", "p99", "out tok/s", "± 95 %", "budgets"}}
 	for _, p := range s.Points {
 		row := []string{p.Label, fmt.Sprintf("%d/%d", p.Runs, p.Runs+p.Failed)}
 		if m := p.Metrics; m != nil {
-			row = append(row, num1(m.OK), num1(m.Failed), num1(m.TTFTP50), num1(m.TTFTP99), num1(m.ITLP50), num1(m.ITLP99), num1(m.OutputTokensPerSec))
+			row = append(row, num1(m.OK), num1(m.Failed), num1(m.TTFTP50), num1(m.TTFTP99), num1(m.ITLP50), num1(m.ITLP99),
+				num1(m.OutputTokensPerSec), halfWidth(m, "output_tokens_per_s"))
 		} else {
-			row = append(row, "-", "-", "-", "-", "-", "-", "-")
+			row = append(row, "-", "-", "-", "-", "-", "-", "-", "-")
 		}
 		switch {
 		case p.BudgetsMet == nil:
@@ -994,7 +1006,8 @@ func WriteText(w io.Writer, s *Summary) error {
 		rows = append(rows, row)
 	}
 	b.WriteString(textable.Format(rows, false))
-	b.WriteString("(latencies in ms, means over each value's runs)\n")
+	b.WriteString("(latencies in ms, means over each value's runs; ± 95 %: the throughput interval's larger half-width, " +
+		"\"few\" where the runs were too short for one)\n")
 	for _, r := range s.Runs {
 		if r.Status == StatusFailed {
 			fmt.Fprintf(&b, "failed: %s (repeat %d): %s\n", r.Label, r.Repeat, firstLine(r.Error))
