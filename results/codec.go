@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -27,6 +28,8 @@ type Record struct {
 	End     *End
 	// Raw is the line of a record of an unknown kind; nil otherwise.
 	Raw []byte
+
+	chunks []byte // a request's chunk arrays, already encoded (Writer.Prepare)
 }
 
 // HeaderRecord, ResultRecord, SampleRecord, WarningRecord and EndRecord wrap one
@@ -75,8 +78,9 @@ type Writer struct {
 	sync  syncer // the file, when it can be synced
 	line  bytes.Buffer
 	enc   *json.Encoder
-	rest  Result // a request without its chunk arrays, encoded by enc
-	tail  []byte // its chunk arrays, written by hand (appendChunks)
+	rest  Result    // a request without its chunk arrays, encoded by enc
+	tail  []byte    // its chunk arrays, written by hand (appendChunks)
+	tails sync.Pool // of *[]byte: the buffers Prepare encodes chunk arrays in
 	n     int
 	stage int // the stage of the last request record; -1 before the first
 }
@@ -113,6 +117,23 @@ func newWriter(w io.Writer, compress bool) *Writer {
 	return out
 }
 
+// Prepare encodes a request record's chunk arrays (thousands of numbers)
+// into rec, so that Write only copies them. It is safe to call from any
+// goroutine, and meant for the many that make records while one writes
+// them: the numbers are then formatted in parallel, not by the writer.
+func (w *Writer) Prepare(rec *Record) {
+	r := rec.Result
+	if rec.Kind != KindRequest || r == nil || (len(r.ChunkTimes) == 0 && len(r.ChunkTokens) == 0) {
+		return
+	}
+	b, _ := w.tails.Get().(*[]byte)
+	if b == nil {
+		b = new([]byte)
+	}
+	*b = appendChunks((*b)[:0], r)
+	rec.chunks = *b
+}
+
 // Write encodes one record and flushes it to the file.
 func (w *Writer) Write(rec Record) error {
 	v, err := rec.value()
@@ -144,7 +165,11 @@ func (w *Writer) Write(rec Record) error {
 	// The encoder wrote {…}\n; the kind goes first.
 	body := w.line.Bytes()
 	var tail []byte
-	if chunks != nil {
+	switch {
+	case chunks != nil && rec.chunks != nil:
+		body, tail = body[:len(body)-2], rec.chunks
+		defer w.tails.Put(&rec.chunks)
+	case chunks != nil:
 		w.tail = appendChunks(w.tail[:0], chunks)
 		body, tail = body[:len(body)-2], w.tail
 	}

@@ -88,9 +88,8 @@ func (h *health) begin(now time.Time) {
 const schedLatencies = "/sched/latencies:seconds"
 
 // send hands a record to the writer, timing only the slow path.
-func (h *health) send(ch chan<- results.Record, r *results.Result) {
+func (h *health) send(ch chan<- results.Record, rec results.Record) {
 	h.records.Add(1)
-	rec := results.ResultRecord(r)
 	select {
 	case ch <- rec:
 		return

@@ -184,7 +184,13 @@ func wallLoad(ctx context.Context, sc *scenario.Scenario, opts Options, w *write
 	// The load never drops a record: a full channel blocks the emitter
 	// (backpressure), and the time spent blocked is reported as harness
 	// lag.
-	emit := func(r results.Result) { health.send(records, &r) }
+	emit := func(r results.Result) {
+		rec := results.ResultRecord(&r)
+		if w.file != nil {
+			w.file.Prepare(&rec) // the chunk arrays' numbers in this request's goroutine
+		}
+		health.send(records, rec)
+	}
 	drawCtx, stopDraw := context.WithCancel(context.Background())
 	if opts.Progress != nil {
 		fmt.Fprintf(opts.Progress, "running %q against %s (model %s); results → %s\n%s%s\n",
