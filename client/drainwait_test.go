@@ -11,40 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servebench/servebench/internal/realtime"
+	"github.com/servebench/servebench/internal/slotserver"
 	"github.com/servebench/servebench/results"
 )
-
-// slotListener serves at most n connections at once, as llama.cpp's
-// llama-server does with n HTTP threads: a further connection waits in the
-// kernel's queue, unserved, until one of the n closes.
-type slotListener struct {
-	net.Listener
-	sem    chan struct{}
-	opened atomic.Int64
-}
-
-func (l *slotListener) Accept() (net.Conn, error) {
-	l.sem <- struct{}{}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	l.opened.Add(1)
-	return &slotConn{Conn: c, free: func() { <-l.sem }}, nil
-}
-
-type slotConn struct {
-	net.Conn
-	once sync.Once
-	free func()
-}
-
-func (c *slotConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.free)
-	return err
-}
 
 // TestClosedLoopKeepsItsConnections: a closed loop of as many workers as
 // a server serves connections, against a server that ends each body 5 ms
@@ -66,13 +36,19 @@ func TestClosedLoopKeepsItsConnections(t *testing.T) {
 		w.(http.Flusher).Flush()
 		time.Sleep(5 * time.Millisecond) // the body's end comes a moment later
 	}))
-	lis := &slotListener{Listener: srv.Listener, sem: make(chan struct{}, slots)}
-	srv.Listener = lis
+	srv.Listener = slotserver.LimitListener(srv.Listener, slots)
+	var opened atomic.Int64
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			opened.Add(1)
+		}
+	}
 	srv.Config.IdleTimeout = 5 * time.Second
 	srv.Start()
 	defer srv.Close()
 	c := newTestClient(t, srv.URL, Config{MaxConns: 64})
 
+	watch := realtime.Watch()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var slow []string
@@ -90,7 +66,14 @@ func TestClosedLoopKeepsItsConnections(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if len(slow) > 0 || lis.opened.Load() != slots {
-		t.Errorf("the server saw %d connections (want %d); failed or slow requests: %q", lis.opened.Load(), slots, slow)
+	late := watch()
+	if (len(slow) > 0 || opened.Load() != slots) && late > realtime.TooBusy {
+		// A request waits for a draining connection only so long (the
+		// drain grace): on a machine that wakes goroutines that late,
+		// dialing is the client's right answer.
+		t.Skipf("the machine could not keep a real-time schedule (%.0f %% of 1 ms sleeps woke late): %d connections, slow %q", 100*late, opened.Load(), slow)
+	}
+	if len(slow) > 0 || opened.Load() != slots {
+		t.Errorf("the server saw %d connections (want %d); failed or slow requests: %q", opened.Load(), slots, slow)
 	}
 }

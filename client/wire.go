@@ -63,10 +63,12 @@ type wirePool struct {
 	bigs atomic.Int32 // connections with a big buffer
 
 	// Connections still draining the end of a finished stream's body in
-	// the background (see awaitIdle): how many, a channel closed and
-	// replaced (under mu) each time one comes back or is dropped, and
-	// whether the last one could not be reused.
+	// the background (see awaitIdle): how many; the requests waiting for
+	// one and a channel closed and replaced (both under mu) when one comes
+	// back or is dropped while any waits; whether the last one could not
+	// be reused.
 	draining atomic.Int32
+	waiters  int
 	back     chan struct{}
 	noReturn atomic.Bool
 
@@ -138,17 +140,25 @@ func (p *wirePool) awaitIdle(ctx context.Context) *wireConn {
 			return nil
 		}
 		back := p.back
+		p.waiters++
 		p.mu.Unlock()
 		if timeout == nil {
 			t := time.NewTimer(returnWait)
 			defer t.Stop()
 			timeout = t.C
 		}
+		woke := true
 		select {
 		case <-back:
 		case <-timeout:
-			return nil
+			woke = false
 		case <-ctx.Done():
+			woke = false
+		}
+		p.mu.Lock()
+		p.waiters--
+		p.mu.Unlock()
+		if !woke {
 			return nil
 		}
 	}
@@ -160,8 +170,10 @@ func (p *wirePool) drained(reused bool) {
 	p.noReturn.Store(!reused)
 	p.mu.Lock()
 	p.draining.Add(-1)
-	close(p.back)
-	p.back = make(chan struct{})
+	if p.waiters > 0 { // most returns find nobody waiting: no channel to replace
+		close(p.back)
+		p.back = make(chan struct{})
+	}
 	p.mu.Unlock()
 }
 

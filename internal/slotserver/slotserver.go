@@ -145,7 +145,7 @@ func Start(t testing.TB, cfg Config) *Server {
 	}))
 	s.srv.Config.IdleTimeout = cfg.KeepAlive
 	if cfg.Connections > 0 {
-		s.srv.Listener = &limitListener{Listener: s.srv.Listener, sem: make(chan struct{}, cfg.Connections)}
+		s.srv.Listener = LimitListener(s.srv.Listener, cfg.Connections)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
@@ -529,8 +529,15 @@ func (s *Server) applyTemplate(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(map[string]string{"prompt": strings.Join(parts, " ") + " <|assistant|>"})
 }
 
-// limitListener serves at most cap(sem) connections at once: Accept waits
-// for one to close, as a server with a fixed pool of HTTP threads does.
+// LimitListener returns l serving at most n connections at once: Accept
+// waits for one to close, as a server with a fixed pool of HTTP threads
+// does (llama.cpp's llama-server); a further connection waits in the
+// kernel's queue, unserved.
+func LimitListener(l net.Listener, n int) net.Listener {
+	return &limitListener{Listener: l, sem: make(chan struct{}, n)}
+}
+
+// limitListener serves at most cap(sem) connections at once (LimitListener).
 type limitListener struct {
 	net.Listener
 	sem chan struct{}
