@@ -3,7 +3,6 @@
 package scrape
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,16 +43,7 @@ JSON
 
 func writeFakeAMD(t *testing.T, flags ...string) string {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "amd-smi"), []byte(fakeAMDSMI), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range flags {
-		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	return writeFakeTool(t, "amd-smi", fakeAMDSMI, flags...)
 }
 
 // amdSampler starts a sampler of the fake in dir with cfg; the epoch is
@@ -71,41 +61,6 @@ func amdSampler(t *testing.T, dir string, cfg SamplerConfig) *Sampler {
 	return s
 }
 
-// runAMD runs s until it has n samples or stop says so (nil: never), or
-// until Run returns by itself; it then ends the run and returns the
-// samples and how long Run took to return after it (0: by itself).
-func runAMD(t *testing.T, s *Sampler, n int, stop func() bool) (*collected, time.Duration) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var got collected
-	done := make(chan struct{})
-	go func() {
-		if err := s.Run(ctx, got.add); err != nil {
-			t.Error(err)
-		}
-		close(done)
-	}()
-	deadline := time.After(30 * time.Second)
-	for got.n() < n && (stop == nil || !stop()) {
-		select {
-		case <-deadline:
-			t.Fatalf("%d samples after 30 s, want %d; warnings %v", got.n(), n, s.Warnings())
-		case <-done:
-			return &got, 0
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	cancel()
-	t0 := time.Now()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not return 30 s after the run ended")
-	}
-	return &got, time.Since(t0)
-}
-
 // TestAMDSamplerFake runs a fake amd-smi found on the sampler's PATH once
 // per interval: its arguments, its output as samples on the run's
 // timeline in order (each at the middle of its run of amd-smi), and no
@@ -114,7 +69,7 @@ func TestAMDSamplerFake(t *testing.T) {
 	t.Parallel()
 	dir := writeFakeAMD(t)
 	s := amdSampler(t, dir, SamplerConfig{})
-	got, _ := runAMD(t, s, 3, nil)
+	got, _ := runSampler(t, s, 3, nil)
 	args, _ := os.ReadFile(filepath.Join(dir, "args"))
 	if strings.TrimSpace(string(args)) != "metric --power --usage --mem-usage --json" {
 		t.Errorf("args %q", args)
@@ -147,7 +102,7 @@ func TestAMDSamplerKillsStubborn(t *testing.T) {
 	dir := writeFakeAMD(t, "hang", "ignore-int")
 	s := amdSampler(t, dir, SamplerConfig{StopTimeout: 300 * time.Millisecond})
 	started := func() bool { _, err := os.Stat(filepath.Join(dir, "child")); return err == nil }
-	got, took := runAMD(t, s, 1, started)
+	got, took := runSampler(t, s, 1, started)
 	if got.n() != 0 {
 		t.Errorf("%d samples from a hung amd-smi", got.n())
 	}
@@ -168,7 +123,7 @@ func TestAMDSamplerPollTimeout(t *testing.T) {
 	t.Parallel()
 	dir := writeFakeAMD(t, "hang")
 	s := amdSampler(t, dir, SamplerConfig{PollTimeout: 200 * time.Millisecond, StopTimeout: 100 * time.Millisecond})
-	_, took := runAMD(t, s, 1, nil)
+	_, took := runSampler(t, s, 1, nil)
 	if took != 0 {
 		t.Fatal("the sampler ran until the run ended, past three failed runs")
 	}
@@ -191,7 +146,7 @@ func TestAMDSamplerFailures(t *testing.T) {
 		"garbage": "no JSON document in the output: ERROR:root:Unable to detect any GPU devices",
 	} {
 		s := amdSampler(t, writeFakeAMD(t, flag), SamplerConfig{Interval: MinInterval})
-		runAMD(t, s, 1, nil)
+		runSampler(t, s, 1, nil)
 		if w := s.Warnings(); len(w) != 2 || !strings.Contains(w[1].Error(), want) {
 			t.Errorf("%s: warnings = %v, want one with %q", flag, w, want)
 		}
@@ -204,7 +159,7 @@ func TestAMDSamplerBounded(t *testing.T) {
 	t.Parallel()
 	dir := writeFakeAMD(t)
 	s := amdSampler(t, dir, SamplerConfig{MaxSamples: 2, GPUs: []string{"1"}, Interval: MinInterval})
-	got, took := runAMD(t, s, 1000, nil)
+	got, took := runSampler(t, s, 1000, nil)
 	if got.n() != 2 || took != 0 {
 		t.Errorf("%d samples, ran until the run ended %v; want 2, stopping by itself", got.n(), took != 0)
 	}

@@ -47,8 +47,16 @@ done
 
 func writeFake(t *testing.T, flags ...string) string {
 	t.Helper()
+	return writeFakeTool(t, "nvidia-smi", fakeSMI, flags...)
+}
+
+// writeFakeTool writes script as the program name in a new directory, with
+// an empty file for each flag the script looks for, and returns the
+// directory (the sampler's PATH).
+func writeFakeTool(t *testing.T, name, script string, flags ...string) string {
+	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "nvidia-smi"), []byte(fakeSMI), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range flags {
@@ -115,23 +123,32 @@ func runFake(t *testing.T, dir string, n int, cfg SamplerConfig) (*Sampler, *col
 	if err != nil {
 		t.Fatal(err)
 	}
+	got, took := runSampler(t, s, n, nil)
+	return s, got, took
+}
+
+// runSampler runs s until it has n samples or stop says so (nil: never),
+// or until Run returns by itself; it then ends the run and returns the
+// samples and how long Run took to return after it (0: by itself).
+func runSampler(t *testing.T, s *Sampler, n int, stop func() bool) (*collected, time.Duration) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var got collected
-	done := make(chan time.Duration, 1)
+	done := make(chan struct{})
 	go func() {
 		if err := s.Run(ctx, got.add); err != nil {
 			t.Error(err)
 		}
-		done <- 0
+		close(done)
 	}()
 	deadline := time.After(30 * time.Second)
-	for got.n() < n {
+	for got.n() < n && (stop == nil || !stop()) {
 		select {
 		case <-deadline:
 			t.Fatalf("%d samples after 30 s, want %d; warnings %v", got.n(), n, s.Warnings())
 		case <-done:
-			return s, &got, 0
+			return &got, 0
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
@@ -142,7 +159,7 @@ func runFake(t *testing.T, dir string, n int, cfg SamplerConfig) (*Sampler, *col
 	case <-time.After(30 * time.Second):
 		t.Fatal("Run did not return 30 s after the run ended")
 	}
-	return s, &got, time.Since(t0)
+	return &got, time.Since(t0)
 }
 
 // TestSamplerFakeSMI runs a fake nvidia-smi found on the sampler's PATH:
