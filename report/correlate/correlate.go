@@ -517,23 +517,9 @@ func scrapeWindows(samples []results.Sample, interval, nominal time.Duration) []
 // the intervals between them.
 func serverWindow(s []results.Sample, ivs []results.Interval) Window {
 	w := Window{From: s[0].At, To: s[len(s)-1].At, Stage: -1}
-	gauge := func(m results.Meaning, scale float64) float64 {
-		var sum float64
-		n := 0
-		for i := range s {
-			if v, ok := s[i].Values[m]; ok {
-				sum += v
-				n++
-			}
-		}
-		if n == 0 {
-			return math.NaN()
-		}
-		return scale * sum / float64(n)
-	}
-	w.KVUsagePerc = gauge(results.KVUsage, 100)
-	w.Running = gauge(results.Running, 1)
-	w.Waiting = gauge(results.Waiting, 1)
+	w.KVUsagePerc = 100 * meanOf(s, results.KVUsage)
+	w.Running = meanOf(s, results.Running)
+	w.Waiting = meanOf(s, results.Waiting)
 	delta := func(m results.Meaning) float64 {
 		var sum float64
 		for _, iv := range ivs {

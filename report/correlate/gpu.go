@@ -90,6 +90,7 @@ func inside(s []results.Sample, from, to time.Duration) []results.Sample {
 	return out
 }
 
+// meanOf is the mean of the samples' values of m, NaN when none has one.
 func meanOf(s []results.Sample, m results.Meaning) float64 {
 	sum, n := 0.0, 0
 	for i := range s {
