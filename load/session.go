@@ -412,13 +412,18 @@ func (k *Sessions) release(s *stageRun, now time.Duration, ss *session) {
 // canceled: they were never started.
 func (k *Sessions) abandon(l *Load, cause error) {
 	for _, ss := range k.queue {
-		r := &Request{Seq: l.claim(), Stage: k.idx, Warmup: ss.warm, Scheduled: ss.arrived, Session: ss.key + 1, Turn: 1}
-		res := results.Result{Outcome: results.Canceled, ErrorClass: results.ErrCanceled,
-			Error: "session canceled in the client-side queue, never started: " + cause.Error()}
-		r.fill(&res, k.t)
-		l.c.canceled.Add(1)
-		l.c.done.Add(1)
-		l.opts.Emit(res)
+		l.cancelQueued(&Request{Seq: l.claim(), Stage: k.idx, Warmup: ss.warm, Scheduled: ss.arrived, Session: ss.key + 1, Turn: 1}, k.t, cause)
 	}
 	k.queue = nil
+}
+
+// cancelQueued records r, the first turn of a session still queued on the
+// client when the load stopped, as canceled: it was never started.
+func (l *Load) cancelQueued(r *Request, t *template, cause error) {
+	res := results.Result{Outcome: results.Canceled, ErrorClass: results.ErrCanceled,
+		Error: "session canceled in the client-side queue, never started: " + cause.Error()}
+	r.fill(&res, t)
+	l.c.canceled.Add(1)
+	l.c.done.Add(1)
+	l.opts.Emit(res)
 }

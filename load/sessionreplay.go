@@ -148,13 +148,8 @@ func (k *SessionReplay) done(s *stageRun, now time.Duration, r *Request, res *re
 // abandon records the queued sessions of a stopped load as canceled.
 func (k *SessionReplay) abandon(l *Load, cause error) {
 	for _, n := range k.queue {
-		r := &Request{Seq: l.claim(), Stage: k.idx, Warmup: k.warm(n), Scheduled: k.began + k.at(k.sessions[n].Start()), Session: uint64(n) + 1, Turn: 1}
-		res := results.Result{Outcome: results.Canceled, ErrorClass: results.ErrCanceled,
-			Error: "session canceled in the client-side queue, never started: " + cause.Error()}
-		r.fill(&res, k.t)
-		l.c.canceled.Add(1)
-		l.c.done.Add(1)
-		l.opts.Emit(res)
+		l.cancelQueued(&Request{Seq: l.claim(), Stage: k.idx, Warmup: k.warm(n), Scheduled: k.began + k.at(k.sessions[n].Start()),
+			Session: uint64(n) + 1, Turn: 1}, k.t, cause)
 	}
 	k.queue = nil
 }
